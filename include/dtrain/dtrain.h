@@ -1,0 +1,137 @@
+// dtrain: the framework-agnostic collective runtime.
+//
+// A process calls dtrain::init() once (the `dtrain run` launcher provides rank, size and
+// rendezvous through the environment; a process started alone is a world of size 1), then
+// submits named collectives on plain memory described by TensorView. Every operation is
+// asynchronous and returns a Handle; the blocking forms wait on it. A background thread
+// negotiates which names are ready on every rank, so ranks may submit in different orders;
+// any disagreement between ranks (dtype, shape, op, root, ...) fails that operation on every
+// rank with one message naming the tensor and the ranks that differ.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+// Raised for every runtime failure: misuse, a mismatch between ranks, a lost peer, a stall.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class DataType : std::uint8_t { kUInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64 };
+
+std::size_t element_size(DataType dtype);
+const char* to_string(DataType dtype);
+bool is_floating_point(DataType dtype);
+
+enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct };
+const char* to_string(ReduceOp op);
+
+// A non-owning view of a dense, row-major buffer.
+struct TensorView {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<std::int64_t> shape;
+
+  std::int64_t num_elements() const;
+  std::size_t num_bytes() const { return static_cast<std::size_t>(num_elements()) * element_size(dtype); }
+};
+
+// For operations whose output shape is only known after negotiation (allgather, alltoall,
+// reducescatter): returns memory for a tensor of `shape` and the operation's dtype, which the
+// caller owns (e.g. a framework tensor). Without one the runtime keeps the output in the Handle.
+using OutputAllocator = std::function<void*(const std::vector<std::int64_t>& shape)>;
+
+struct ReduceOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  double prescale_factor = 1.0;   // multiplied into every contribution before the reduction
+  double postscale_factor = 1.0;  // multiplied into the result (after averaging)
+};
+
+enum class Status { kPending, kDone, kFailed };
+
+namespace detail {
+struct OpState;
+}
+
+// The completion of one submitted operation (or one group). Cheap to copy.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<detail::OpState> state) : state_(std::move(state)) {}
+
+  bool poll() const;            // true once the operation finished, successfully or not
+  void wait() const;            // blocks until finished; throws dtrain::Error if it failed
+  Status status() const;
+  std::string error() const;    // empty unless failed
+
+  // Results, valid after a successful wait():
+  TensorView output() const;                            // allgather, alltoall, reducescatter
+  const std::vector<std::int64_t>& received_splits() const;  // alltoall: rows from each rank
+  int last_joined_rank() const;                         // join
+
+ private:
+  std::shared_ptr<detail::OpState> state_;
+};
+
+// Lifecycle. init() may be called again after shutdown().
+void init();
+void shutdown();
+bool is_initialized();
+
+int rank();
+int size();
+int local_rank();
+int local_size();
+int cross_rank();
+int cross_size();
+
+// Allreduce of `input` into `output` (may be the same buffer). Shapes and dtypes must match.
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const ReduceOptions& options = {});
+void allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+               const ReduceOptions& options = {});
+
+// Several allreduces negotiated and reduced as one unit; one handle for all.
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                               const std::vector<TensorView>& outputs, const ReduceOptions& options = {});
+void grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const ReduceOptions& options = {});
+
+// Concatenation along the first dimension; ranks may differ in the first dimension only.
+Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
+Handle allgather(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
+
+// In place: `tensor` on `root` is copied into `tensor` on every other rank.
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root);
+void broadcast(const std::string& name, const TensorView& tensor, int root);
+
+// Rank r sends rows [sum(splits[:j]), sum(splits[:j+1])) of its first dimension to rank j.
+// Empty splits: the first dimension divided evenly (it must be divisible by size()).
+Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
+                      OutputAllocator allocate = {});
+Handle alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
+                OutputAllocator allocate = {});
+
+// Reduces across ranks, then rank r keeps its share of the first dimension: first/size rows,
+// the first (first % size) ranks one more.
+Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
+                           OutputAllocator allocate = {});
+Handle reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
+                     OutputAllocator allocate = {});
+
+void barrier();
+
+// Declares this rank out of data. Until every rank has joined, this rank's background thread
+// keeps serving the others' allreduces with zeros (Sum and Average only). Returns the rank that
+// joined last.
+int join();
+
+}  // namespace dtrain

@@ -1,0 +1,385 @@
+// The public functions of include/dtrain/dtrain.h: checks what can be checked on this rank
+// alone (the rest is the coordinator's job), builds requests, and hands them to the loop.
+#include <cstdlib>
+#include <mutex>
+#include <numeric>
+
+#include "dtrain/dtrain.h"
+#include "runtime/background_loop.h"
+#include "runtime/logging.h"
+#include "runtime/transport/gloo/gloo_transport.h"
+#include "runtime/transport/local/local_transport.h"
+
+namespace dtrain {
+
+std::size_t element_size(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return 1;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return 2;
+    case DataType::kInt32:
+    case DataType::kFloat32: return 4;
+    case DataType::kInt64:
+    case DataType::kFloat64: return 8;
+  }
+  return 1;
+}
+
+const char* to_string(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return "uint8";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kFloat16: return "float16";
+    case DataType::kBFloat16: return "bfloat16";
+    case DataType::kFloat32: return "float32";
+    case DataType::kFloat64: return "float64";
+  }
+  return "unknown";
+}
+
+bool is_floating_point(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 || dtype == DataType::kFloat32 ||
+         dtype == DataType::kFloat64;
+}
+
+const char* to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "Sum";
+    case ReduceOp::kAverage: return "Average";
+    case ReduceOp::kMin: return "Min";
+    case ReduceOp::kMax: return "Max";
+    case ReduceOp::kProduct: return "Product";
+  }
+  return "unknown";
+}
+
+std::int64_t TensorView::num_elements() const {
+  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+// ---- Handle ----
+
+bool Handle::poll() const {
+  if (!state_) return true;
+  std::lock_guard lock(state_->mutex);
+  return state_->status != Status::kPending;
+}
+
+void Handle::wait() const {
+  if (!state_) throw Error("dtrain: wait() on an empty Handle");
+  std::unique_lock lock(state_->mutex);
+  state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
+  if (state_->status == Status::kFailed) throw Error(state_->error);
+}
+
+Status Handle::status() const {
+  if (!state_) return Status::kFailed;
+  std::lock_guard lock(state_->mutex);
+  return state_->status;
+}
+
+std::string Handle::error() const {
+  if (!state_) return "empty handle";
+  std::lock_guard lock(state_->mutex);
+  return state_->error;
+}
+
+TensorView Handle::output() const {
+  wait();
+  return state_->output;
+}
+
+const std::vector<std::int64_t>& Handle::received_splits() const {
+  wait();
+  return state_->received_splits;
+}
+
+int Handle::last_joined_rank() const {
+  wait();
+  return state_->last_joined_rank;
+}
+
+// ---- lifecycle ----
+
+namespace {
+
+using runtime::BackgroundLoop;
+using runtime::OpType;
+using runtime::Request;
+using runtime::TensorEntry;
+
+std::mutex lifecycle_mutex;
+std::unique_ptr<BackgroundLoop> loop;
+int init_generation = 0;
+
+BackgroundLoop& running_loop(const char* what) {
+  if (!loop) throw Error(std::string("dtrain::") + what + ": dtrain is not initialised; call dtrain::init() first");
+  return *loop;
+}
+
+void shutdown_at_exit() {
+  try {
+    shutdown();
+  } catch (...) {
+  }
+}
+
+std::string describe(OpType type, const std::string& name) {
+  return "dtrain::" + std::string(runtime::to_string(type)) + " '" + name + "'";
+}
+
+void check_view(OpType type, const std::string& name, const TensorView& view, const char* which) {
+  for (auto d : view.shape) {
+    if (d < 0) throw Error(describe(type, name) + ": " + which + " has a negative dimension " + runtime::shape_string(view.shape));
+  }
+  if (!view.data && view.num_elements() > 0) throw Error(describe(type, name) + ": " + which + " has no data pointer");
+}
+
+void check_name(OpType type, const std::string& name) {
+  if (name.empty()) throw Error(describe(type, name) + ": the name is empty");
+  if (name.rfind("__dtrain", 0) == 0) throw Error(describe(type, name) + ": names starting with '__dtrain' are reserved");
+}
+
+void check_scaling(OpType type, const std::string& name, DataType dtype, const ReduceOptions& options) {
+  if (!is_floating_point(dtype) && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
+    throw Error(describe(type, name) + ": prescale/postscale factors need a floating-point tensor, got " +
+                to_string(dtype));
+  }
+}
+
+TensorEntry make_entry(OpType type, const std::string& name, const TensorView& input, const TensorView& output,
+                       std::shared_ptr<detail::OpState> state) {
+  TensorEntry entry;
+  entry.request.rank = rank();
+  entry.request.type = type;
+  entry.request.name = name;
+  entry.request.dtype = input.dtype;
+  entry.request.shape = input.shape;
+  entry.input = input;
+  entry.output = output;
+  entry.state = std::move(state);
+  entry.submitted = std::chrono::steady_clock::now();
+  return entry;
+}
+
+Handle submit_one(TensorEntry entry) {
+  Handle handle(entry.state);
+  std::vector<TensorEntry> entries;
+  entries.push_back(std::move(entry));
+  running_loop(runtime::to_string(entries[0].request.type)).submit(std::move(entries));
+  return handle;
+}
+
+}  // namespace
+
+void init() {
+  std::lock_guard lock(lifecycle_mutex);
+  if (loop) return;
+  runtime::RuntimeConfig config = runtime::read_config_from_environment();
+  runtime::configure_logging(config.rank, config.hostname);
+  std::unique_ptr<runtime::Transport> transport;
+  if (config.size == 1) {
+    transport = std::make_unique<runtime::LocalTransport>();
+  } else {
+    runtime::GlooConnectOptions options;
+    options.rank = config.rank;
+    options.size = config.size;
+    options.rendezvous_host = config.rendezvous_addr;
+    options.rendezvous_port = config.rendezvous_port;
+    options.token = config.job_token;
+    options.key_prefix = config.job_id + "/init" + std::to_string(init_generation);
+    options.iface = config.iface;
+    // Without an interface, bind where the others can reach us: loopback for a job the
+    // launcher keeps on this machine, else the host name the launcher placed us on.
+    const bool local_job = config.rendezvous_addr.rfind("127.", 0) == 0 || config.rendezvous_addr == "localhost";
+    options.hostname = local_job ? "127.0.0.1" : config.hostname;
+    options.timeout = config.timeout;
+    transport = runtime::GlooTransport::connect(options);
+  }
+  ++init_generation;
+  loop = std::make_unique<BackgroundLoop>(std::move(config), std::move(transport));
+  static bool registered = false;
+  if (!registered) {
+    std::atexit(shutdown_at_exit);
+    registered = true;
+  }
+}
+
+void shutdown() {
+  std::unique_ptr<BackgroundLoop> ending;
+  {
+    std::lock_guard lock(lifecycle_mutex);
+    ending = std::move(loop);
+  }
+  if (ending) ending->stop();
+}
+
+bool is_initialized() {
+  std::lock_guard lock(lifecycle_mutex);
+  return loop != nullptr;
+}
+
+int rank() { return running_loop("rank").config().rank; }
+int size() { return running_loop("size").config().size; }
+int local_rank() { return running_loop("local_rank").config().local_rank; }
+int local_size() { return running_loop("local_size").config().local_size; }
+int cross_rank() { return running_loop("cross_rank").config().cross_rank; }
+int cross_size() { return running_loop("cross_size").config().cross_size; }
+
+// ---- operations ----
+
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const ReduceOptions& options) {
+  return grouped_allreduce_async({name}, {input}, {output}, options);
+}
+
+void allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+               const ReduceOptions& options) {
+  allreduce_async(name, input, output, options).wait();
+}
+
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                               const std::vector<TensorView>& outputs, const ReduceOptions& options) {
+  if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size()) {
+    throw Error("dtrain::grouped_allreduce: needs one name, input and output per tensor (got " +
+                std::to_string(names.size()) + " names, " + std::to_string(inputs.size()) + " inputs, " +
+                std::to_string(outputs.size()) + " outputs)");
+  }
+  auto state = std::make_shared<detail::OpState>();
+  state->remaining = static_cast<int>(names.size());
+  std::vector<TensorEntry> entries;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    check_name(OpType::kAllreduce, names[i]);
+    check_view(OpType::kAllreduce, names[i], inputs[i], "input");
+    check_view(OpType::kAllreduce, names[i], outputs[i], "output");
+    if (inputs[i].dtype != outputs[i].dtype || inputs[i].num_elements() != outputs[i].num_elements()) {
+      throw Error(describe(OpType::kAllreduce, names[i]) + ": output " + to_string(outputs[i].dtype) +
+                  runtime::shape_string(outputs[i].shape) + " does not match input " + to_string(inputs[i].dtype) +
+                  runtime::shape_string(inputs[i].shape));
+    }
+    check_scaling(OpType::kAllreduce, names[i], inputs[i].dtype, options);
+    TensorEntry entry = make_entry(OpType::kAllreduce, names[i], inputs[i], outputs[i], state);
+    entry.request.reduce_op = options.op;
+    entry.request.prescale = options.prescale_factor;
+    entry.request.postscale = options.postscale_factor;
+    if (names.size() > 1) {
+      entry.request.group = names.front();
+      entry.request.group_size = static_cast<std::int32_t>(names.size());
+    }
+    entries.push_back(std::move(entry));
+  }
+  running_loop("grouped_allreduce").submit(std::move(entries));
+  return Handle(state);
+}
+
+void grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const ReduceOptions& options) {
+  grouped_allreduce_async(names, inputs, outputs, options).wait();
+}
+
+Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+  check_name(OpType::kAllgather, name);
+  check_view(OpType::kAllgather, name, input, "input");
+  if (input.shape.empty()) throw Error(describe(OpType::kAllgather, name) + ": needs at least one dimension");
+  TensorEntry entry = make_entry(OpType::kAllgather, name, input, {}, std::make_shared<detail::OpState>());
+  entry.allocate = std::move(allocate);
+  return submit_one(std::move(entry));
+}
+
+Handle allgather(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+  Handle h = allgather_async(name, input, std::move(allocate));
+  h.wait();
+  return h;
+}
+
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root) {
+  check_name(OpType::kBroadcast, name);
+  check_view(OpType::kBroadcast, name, tensor, "tensor");
+  if (root < 0 || root >= size()) {
+    throw Error(describe(OpType::kBroadcast, name) + ": root rank " + std::to_string(root) + " is outside 0.." +
+                std::to_string(size() - 1));
+  }
+  TensorEntry entry = make_entry(OpType::kBroadcast, name, tensor, tensor, std::make_shared<detail::OpState>());
+  entry.request.root = root;
+  return submit_one(std::move(entry));
+}
+
+void broadcast(const std::string& name, const TensorView& tensor, int root) {
+  broadcast_async(name, tensor, root).wait();
+}
+
+Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
+                      OutputAllocator allocate) {
+  check_name(OpType::kAlltoall, name);
+  check_view(OpType::kAlltoall, name, input, "input");
+  if (input.shape.empty()) throw Error(describe(OpType::kAlltoall, name) + ": needs at least one dimension");
+  const int world = size();
+  const std::int64_t rows = input.shape[0];
+  if (splits.empty()) {
+    if (rows % world != 0) {
+      throw Error(describe(OpType::kAlltoall, name) + ": first dimension " + std::to_string(rows) +
+                  " is not divisible by the " + std::to_string(world) + " ranks; pass explicit splits");
+    }
+    splits.assign(world, rows / world);
+  }
+  if (static_cast<int>(splits.size()) != world) {
+    throw Error(describe(OpType::kAlltoall, name) + ": splits has " + std::to_string(splits.size()) +
+                " entries but there are " + std::to_string(world) + " ranks");
+  }
+  std::int64_t total = 0;
+  for (auto s : splits) {
+    if (s < 0) throw Error(describe(OpType::kAlltoall, name) + ": splits " + runtime::shape_string(splits) + " has a negative entry");
+    total += s;
+  }
+  if (total != rows) {
+    throw Error(describe(OpType::kAlltoall, name) + ": splits " + runtime::shape_string(splits) + " add up to " +
+                std::to_string(total) + " but the first dimension is " + std::to_string(rows));
+  }
+  TensorEntry entry = make_entry(OpType::kAlltoall, name, input, {}, std::make_shared<detail::OpState>());
+  entry.request.splits = std::move(splits);
+  entry.allocate = std::move(allocate);
+  return submit_one(std::move(entry));
+}
+
+Handle alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
+                OutputAllocator allocate) {
+  Handle h = alltoall_async(name, input, std::move(splits), std::move(allocate));
+  h.wait();
+  return h;
+}
+
+Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options,
+                           OutputAllocator allocate) {
+  check_name(OpType::kReducescatter, name);
+  check_view(OpType::kReducescatter, name, input, "input");
+  if (input.shape.empty()) throw Error(describe(OpType::kReducescatter, name) + ": needs at least one dimension");
+  check_scaling(OpType::kReducescatter, name, input.dtype, options);
+  TensorEntry entry = make_entry(OpType::kReducescatter, name, input, {}, std::make_shared<detail::OpState>());
+  entry.request.reduce_op = options.op;
+  entry.request.prescale = options.prescale_factor;
+  entry.request.postscale = options.postscale_factor;
+  entry.allocate = std::move(allocate);
+  return submit_one(std::move(entry));
+}
+
+Handle reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options,
+                     OutputAllocator allocate) {
+  Handle h = reducescatter_async(name, input, options, std::move(allocate));
+  h.wait();
+  return h;
+}
+
+void barrier() {
+  submit_one(make_entry(OpType::kBarrier, runtime::kBarrierName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
+                        std::make_shared<detail::OpState>()))
+      .wait();
+}
+
+int join() {
+  Handle h = submit_one(make_entry(OpType::kJoin, runtime::kJoinName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
+                                   std::make_shared<detail::OpState>()));
+  return h.last_joined_rank();
+}
+
+}  // namespace dtrain

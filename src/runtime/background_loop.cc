@@ -1,0 +1,149 @@
+#include "runtime/background_loop.h"
+
+#include <chrono>
+
+#include "runtime/fusion_planner.h"
+#include "runtime/logging.h"
+
+namespace dtrain::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> transport)
+    : config_(std::move(config)),
+      transport_(std::move(transport)),
+      timeline_(config_.rank == 0 && !config_.timeline_path.empty() ? std::make_unique<Timeline>(config_.timeline_path)
+                                                                     : nullptr),
+      cache_(config_.cache_capacity),
+      executor_(*transport_, timeline_.get(), [this](const std::string& name) {
+        std::lock_guard lock(mutex_);
+        in_flight_.erase(name);
+      }) {
+  if (config_.rank == 0) {
+    coordinator_ = std::make_unique<Coordinator>(
+        config_.size, cache_, StallInspector(config_.stall_warning_s, config_.stall_shutdown_s), timeline_.get());
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+BackgroundLoop::~BackgroundLoop() { stop(); }
+
+void BackgroundLoop::submit(std::vector<TensorEntry> entries) {
+  std::lock_guard lock(mutex_);
+  if (!failure_.empty()) throw Error(failure_);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& name = entries[i].request.name;
+    bool repeated = in_flight_.contains(name);
+    for (std::size_t j = 0; j < i && !repeated; ++j) repeated = entries[j].request.name == name;
+    if (repeated) {
+      throw Error("dtrain: " + std::string(to_string(entries[i].request.type)) + " '" + name + "' on rank " +
+                  std::to_string(config_.rank) +
+                  ": a collective with this name is already in flight; wait for it before reusing the name");
+    }
+  }
+  for (auto& entry : entries) {
+    in_flight_.insert(entry.request.name);
+    queue_.push_back(std::move(entry));
+  }
+}
+
+void BackgroundLoop::stop() {
+  stop_requested_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void BackgroundLoop::run() {
+  std::string reason = "dtrain: the runtime was shut down before this operation completed";
+  try {
+    const auto cycle_time = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
+    while (!stopped_by_plan_) {
+      const auto start = Clock::now();
+      cycle();
+      if (timeline_) timeline_->flush();
+      if (!stopped_by_plan_) std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(cycle_time));
+    }
+    // Every rank has received the final plan once all reach here; only then close sockets.
+    try {
+      transport_->barrier();
+    } catch (const std::exception&) {
+      // A peer that already went away changes nothing for this rank's shutdown.
+    }
+  } catch (const std::exception& e) {
+    reason = e.what();
+    log().error("{}", reason);
+  }
+  fail_everything(reason);
+}
+
+void BackgroundLoop::fail_everything(const std::string& reason) {
+  std::deque<TensorEntry> queued;
+  {
+    std::lock_guard lock(mutex_);
+    failure_ = reason;
+    queued.swap(queue_);
+    in_flight_.clear();
+  }
+  for (auto& entry : queued) entry.state->fail(reason);
+  for (auto& [name, entry] : pending_) entry.state->fail(reason);
+  pending_.clear();
+}
+
+void BackgroundLoop::cycle() {
+  CycleReport report;
+  {
+    std::lock_guard lock(mutex_);
+    while (!queue_.empty()) {
+      TensorEntry entry = std::move(queue_.front());
+      queue_.pop_front();
+      if (auto position = cache_.find(entry.request); position && entry.request.type != OpType::kJoin) {
+        set_bit(report.cache_bits, *position);
+      } else {
+        report.requests.push_back(entry.request);
+      }
+      std::string name = entry.request.name;
+      pending_.emplace(std::move(name), std::move(entry));
+    }
+  }
+  report.shutdown = stop_requested_;
+
+  CyclePlan plan;
+  auto gathered = transport_->gather_to_coordinator(encode(report));
+  if (coordinator_) {
+    std::vector<CycleReport> reports;
+    reports.reserve(gathered.size());
+    for (const auto& bytes : gathered) reports.push_back(decode_report(bytes));
+    plan = coordinator_->plan(reports, Clock::now());
+    transport_->broadcast_from_coordinator(encode(plan));
+  } else {
+    plan = decode_plan(transport_->broadcast_from_coordinator({}));
+  }
+
+  for (const Response& response : fuse_responses(resolve(plan), config_.fusion_threshold_bytes)) {
+    executor_.execute(response, pending_);
+  }
+  if (plan.shutdown) {
+    stopped_by_plan_ = true;
+    if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);
+  }
+}
+
+std::vector<Response> BackgroundLoop::resolve(const CyclePlan& plan) {
+  // Cached items refer to the cache as it was when the ranks reported, so read them all
+  // before storing this plan's new responses (which may evict entries).
+  std::vector<Response> responses;
+  responses.reserve(plan.items.size());
+  for (const auto& item : plan.items) {
+    if (item.cache_position >= 0) {
+      responses.push_back(cache_.response_at(static_cast<std::uint32_t>(item.cache_position)));
+      cache_.touch(static_cast<std::uint32_t>(item.cache_position));
+    } else {
+      responses.push_back(item.response);
+    }
+  }
+  for (const auto& item : plan.items) {
+    if (item.cache_position < 0 && ResponseCache::cacheable(item.response)) cache_.put(item.response);
+  }
+  return responses;
+}
+
+}  // namespace dtrain::runtime

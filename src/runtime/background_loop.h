@@ -1,0 +1,66 @@
+// One per process while initialised: owns the transport and runs the negotiation cycle on
+// its own thread. User threads only enqueue entries and read handles.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/coordinator.h"
+#include "runtime/environment.h"
+#include "runtime/op_executor.h"
+#include "runtime/response_cache.h"
+#include "runtime/tensor_entry.h"
+#include "runtime/timeline.h"
+#include "runtime/transport/transport.h"
+
+namespace dtrain::runtime {
+
+class BackgroundLoop {
+ public:
+  BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> transport);
+  ~BackgroundLoop();  // stops the loop (as shutdown() does) if still running
+
+  const RuntimeConfig& config() const { return config_; }
+
+  // Queues entries for negotiation. Throws if the runtime failed or stopped, or if a name is
+  // already in flight on this rank. All entries are accepted or none.
+  void submit(std::vector<TensorEntry> entries);
+
+  // Asks every rank to stop, waits for the loop to end, and fails what is still pending.
+  void stop();
+
+ private:
+  void run();
+  void cycle();
+  std::vector<Response> resolve(const CyclePlan& plan);
+  void fail_everything(const std::string& reason);
+
+  RuntimeConfig config_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Timeline> timeline_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  OpExecutor executor_;
+
+  // Shared with user threads.
+  std::mutex mutex_;
+  std::deque<TensorEntry> queue_;
+  std::set<std::string> in_flight_;
+  std::string failure_;  // set once the loop has ended; what submit() reports
+  std::atomic<bool> stop_requested_{false};
+
+  // Background thread only.
+  std::unordered_map<std::string, TensorEntry> pending_;
+  bool stopped_by_plan_ = false;
+
+  std::thread thread_;
+};
+
+}  // namespace dtrain::runtime

@@ -1,0 +1,137 @@
+#include "runtime/coordinator.h"
+
+#include <algorithm>
+#include <map>
+
+#include "runtime/response_builder.h"
+
+namespace dtrain::runtime {
+
+Coordinator::Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector,
+                         Timeline* timeline)
+    : world_size_(world_size), cache_(cache), stall_inspector_(std::move(stall_inspector)), timeline_(timeline) {}
+
+void Coordinator::add(Request request, std::optional<std::uint32_t> cache_position, Clock::time_point now) {
+  auto [it, inserted] = table_.try_emplace(request.name);
+  Pending& pending = it->second;
+  if (inserted) {
+    pending.arrival = next_arrival_++;
+    pending.requests.resize(world_size_);
+    pending.first_seen = now;
+    pending.cache_position = cache_position;
+    if (timeline_) timeline_->begin(request.name, std::string("NEGOTIATE_") + to_string(request.type));
+  }
+  const int rank = request.rank;
+  if (pending.requests[rank]) return;  // a rank reports each submission once; ignore repeats
+  if (!cache_position || pending.cache_position != cache_position) pending.all_through_cache = false;
+  if (timeline_) timeline_->instant(request.name, "rank " + std::to_string(rank) + " ready");
+  pending.requests[rank] = std::move(request);
+}
+
+bool Coordinator::ready(const Pending& pending) const {
+  bool any = false;
+  for (int r = 0; r < world_size_; ++r) {
+    if (pending.requests[r]) {
+      any = true;
+    } else if (!joined_.contains(r)) {
+      return false;
+    }
+  }
+  return any;
+}
+
+CyclePlan Coordinator::plan(const std::vector<CycleReport>& reports, Clock::time_point now) {
+  CyclePlan plan;
+  int last_joined = -1;
+  for (int r = 0; r < world_size_; ++r) {
+    const CycleReport& report = reports[r];
+    plan.shutdown = plan.shutdown || report.shutdown;
+    for (std::uint32_t position : set_positions(report.cache_bits)) {
+      add(request_for_rank(cache_.response_at(position), r), position, now);
+    }
+    for (const Request& request : report.requests) {
+      if (request.rank != r) throw Error("dtrain: control message from rank " + std::to_string(r) + " claims rank " +
+                                         std::to_string(request.rank));
+      if (request.type == OpType::kJoin) {
+        joined_.insert(r);
+        last_joined = r;  // ranks are visited in order, so ties go to the highest rank
+      } else {
+        add(request, std::nullopt, now);
+      }
+    }
+  }
+
+  // Everything every non-joined rank has submitted, in order of first arrival.
+  std::vector<std::map<std::uint64_t, std::string>::value_type> ready_names;
+  std::map<std::uint64_t, std::string> by_arrival;
+  std::map<std::string, int> ready_in_group;
+  for (const auto& [name, pending] : table_) {
+    if (!ready(pending)) continue;
+    by_arrival.emplace(pending.arrival, name);
+    for (const auto& request : pending.requests) {
+      if (request && !request->group.empty()) {
+        ++ready_in_group[request->group];
+        break;
+      }
+    }
+  }
+
+  const std::vector<int> joined(joined_.begin(), joined_.end());
+  for (const auto& [arrival, name] : by_arrival) {
+    Pending& pending = table_.at(name);
+    const Request* any = nullptr;
+    std::vector<const Request*> requests(world_size_, nullptr);
+    for (int r = 0; r < world_size_; ++r) {
+      if (pending.requests[r]) {
+        requests[r] = &*pending.requests[r];
+        any = requests[r];
+      }
+    }
+    // A grouped allreduce waits until its whole group is ready, so the group runs as one unit.
+    if (!any->group.empty() && ready_in_group[any->group] < any->group_size) continue;
+
+    CyclePlan::Item item;
+    if (pending.all_through_cache && pending.cache_position && joined.empty()) {
+      item.cache_position = static_cast<std::int32_t>(*pending.cache_position);
+    } else {
+      item.response = build_response(requests, joined);
+    }
+    if (timeline_) timeline_->end(name);
+    plan.items.push_back(std::move(item));
+    table_.erase(name);
+  }
+
+  if (static_cast<int>(joined_.size()) == world_size_) {
+    CyclePlan::Item item;
+    item.response.type = OpType::kJoin;
+    item.response.names = {kJoinName};
+    item.response.world_size = world_size_;
+    item.response.last_joined = last_joined >= 0 ? last_joined : *joined_.rbegin();
+    plan.items.push_back(std::move(item));
+    joined_.clear();
+  }
+
+  std::vector<StallInspector::Pending> waiting;
+  for (const auto& [name, pending] : table_) {
+    StallInspector::Pending p;
+    p.name = name;
+    p.first_seen = pending.first_seen;
+    for (int r = 0; r < world_size_; ++r) {
+      if (pending.requests[r]) {
+        p.submitted_ranks.push_back(r);
+        p.operation = to_string(pending.requests[r]->type);
+      } else if (!joined_.contains(r)) {
+        p.missing_ranks.push_back(r);
+      }
+    }
+    waiting.push_back(std::move(p));
+  }
+  std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (std::string reason = stall_inspector_.check(waiting, now); !reason.empty()) {
+    plan.shutdown = true;
+    plan.shutdown_reason = reason;
+  }
+  return plan;
+}
+
+}  // namespace dtrain::runtime

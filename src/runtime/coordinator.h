@@ -1,0 +1,54 @@
+// Rank 0's half of negotiation. Each cycle it takes every rank's report, records who has
+// submitted what, and plans the operations that every (non-joined) rank has submitted, in
+// the order they first arrived. Pure logic over messages: no I/O, so tests drive it directly.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/message.h"
+#include "runtime/response_cache.h"
+#include "runtime/stall_inspector.h"
+#include "runtime/timeline.h"
+
+namespace dtrain::runtime {
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `cache` is rank 0's own cache (read only here: ranks update caches when they run a plan).
+  Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector, Timeline* timeline);
+
+  // `reports[r]` is rank r's report for this cycle.
+  CyclePlan plan(const std::vector<CycleReport>& reports, Clock::time_point now);
+
+  std::size_t pending_count() const { return table_.size(); }
+
+ private:
+  struct Pending {
+    std::uint64_t arrival = 0;
+    std::vector<std::optional<Request>> requests;  // index = rank
+    std::optional<std::uint32_t> cache_position;   // set while every submission came through this bit
+    bool all_through_cache = true;
+    Clock::time_point first_seen;
+  };
+
+  void add(Request request, std::optional<std::uint32_t> cache_position, Clock::time_point now);
+  bool ready(const Pending& pending) const;
+
+  int world_size_;
+  const ResponseCache& cache_;
+  StallInspector stall_inspector_;
+  Timeline* timeline_;
+  std::unordered_map<std::string, Pending> table_;
+  std::uint64_t next_arrival_ = 0;
+  std::set<int> joined_;
+};
+
+}  // namespace dtrain::runtime

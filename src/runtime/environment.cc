@@ -1,0 +1,89 @@
+#include "runtime/environment.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::runtime {
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : nullptr;
+}
+
+template <typename T>
+T number(const char* name, T fallback) {
+  const char* value = env(name);
+  if (!value) return fallback;
+  T parsed{};
+  const char* end = value + std::char_traits<char>::length(value);
+  auto [ptr, ec] = std::from_chars(value, end, parsed);
+  if (ec != std::errc() || ptr != end) {
+    throw Error(std::string("dtrain: environment variable ") + name + "='" + value + "' is not a valid number");
+  }
+  return parsed;
+}
+
+std::string text(const char* name, std::string fallback = {}) {
+  const char* value = env(name);
+  return value ? value : fallback;
+}
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw Error("dtrain: " + message);
+}
+
+}  // namespace
+
+RuntimeConfig read_config_from_environment() {
+  RuntimeConfig c;
+  c.size = number<int>("DTRAIN_SIZE", 1);
+  c.rank = number<int>("DTRAIN_RANK", 0);
+  require(c.size >= 1, "DTRAIN_SIZE must be at least 1, got " + std::to_string(c.size));
+  require(c.rank >= 0 && c.rank < c.size, "DTRAIN_RANK=" + std::to_string(c.rank) + " is outside 0.." +
+                                              std::to_string(c.size - 1) + " (DTRAIN_SIZE=" + std::to_string(c.size) +
+                                              ")");
+  c.local_size = number<int>("DTRAIN_LOCAL_SIZE", c.size);
+  c.local_rank = number<int>("DTRAIN_LOCAL_RANK", c.rank);
+  c.cross_size = number<int>("DTRAIN_CROSS_SIZE", 1);
+  c.cross_rank = number<int>("DTRAIN_CROSS_RANK", 0);
+  require(c.local_rank >= 0 && c.local_rank < c.local_size, "DTRAIN_LOCAL_RANK=" + std::to_string(c.local_rank) +
+                                                                " is outside 0.." + std::to_string(c.local_size - 1));
+  require(c.cross_rank >= 0 && c.cross_rank < c.cross_size, "DTRAIN_CROSS_RANK=" + std::to_string(c.cross_rank) +
+                                                                " is outside 0.." + std::to_string(c.cross_size - 1));
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  c.hostname = text("DTRAIN_HOSTNAME", host);
+
+  c.rendezvous_addr = text("DTRAIN_RENDEZVOUS_ADDR");
+  c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", 0);
+  c.job_token = text("DTRAIN_JOB_TOKEN");
+  c.job_id = text("DTRAIN_JOB_ID", "job");
+  c.iface = text("DTRAIN_IFACE");
+  if (c.size > 1) {
+    require(!c.rendezvous_addr.empty() && c.rendezvous_port > 0,
+            "DTRAIN_SIZE=" + std::to_string(c.size) +
+                " but DTRAIN_RENDEZVOUS_ADDR/DTRAIN_RENDEZVOUS_PORT are not set; start workers with `dtrain run`");
+    require(!c.job_token.empty(), "DTRAIN_JOB_TOKEN is not set; start workers with `dtrain run`");
+  }
+
+  const auto threshold = number<long long>("DTRAIN_FUSION_THRESHOLD", 64LL * 1024 * 1024);
+  require(threshold >= 0, "DTRAIN_FUSION_THRESHOLD must be >= 0 bytes");
+  c.fusion_threshold_bytes = static_cast<std::size_t>(threshold);
+  c.cycle_time_ms = number<double>("DTRAIN_CYCLE_TIME_MS", 1.0);
+  require(c.cycle_time_ms >= 0, "DTRAIN_CYCLE_TIME_MS must be >= 0");
+  const auto capacity = number<long long>("DTRAIN_CACHE_CAPACITY", 1024);
+  require(capacity >= 0, "DTRAIN_CACHE_CAPACITY must be >= 0");
+  c.cache_capacity = static_cast<std::size_t>(capacity);
+  c.stall_warning_s = number<double>("DTRAIN_STALL_WARNING_S", 60);
+  c.stall_shutdown_s = number<double>("DTRAIN_STALL_SHUTDOWN_S", 0);
+  c.timeline_path = text("DTRAIN_TIMELINE");
+  c.timeout = std::chrono::milliseconds(static_cast<long long>(number<double>("DTRAIN_TIMEOUT_S", 300) * 1000));
+  return c;
+}
+
+}  // namespace dtrain::runtime

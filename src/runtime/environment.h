@@ -1,0 +1,41 @@
+// Everything the runtime reads from its environment: the world the launcher describes and
+// the tuning knobs, each under one DTRAIN_* name (see the README's table).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace dtrain::runtime {
+
+struct RuntimeConfig {
+  // The world.
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string hostname;
+
+  // Rendezvous (only when size > 1).
+  std::string rendezvous_addr;
+  int rendezvous_port = 0;
+  std::string job_token;
+  std::string job_id;
+  std::string iface;
+
+  // Knobs.
+  std::size_t fusion_threshold_bytes = 64 * 1024 * 1024;
+  double cycle_time_ms = 1.0;
+  std::size_t cache_capacity = 1024;
+  double stall_warning_s = 60;
+  double stall_shutdown_s = 0;  // 0: never
+  std::string timeline_path;
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+};
+
+// Reads DTRAIN_* variables; a malformed or inconsistent value is an Error naming the variable.
+RuntimeConfig read_config_from_environment();
+
+}  // namespace dtrain::runtime

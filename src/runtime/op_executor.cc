@@ -1,0 +1,224 @@
+#include "runtime/op_executor.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "runtime/reduction.h"
+#include "runtime/response_builder.h"
+
+namespace dtrain::runtime {
+namespace {
+
+std::int64_t product(std::vector<std::int64_t>::const_iterator begin, std::vector<std::int64_t>::const_iterator end) {
+  return std::accumulate(begin, end, std::int64_t{1}, std::multiplies<>());
+}
+
+// Bytes in one row of the first dimension.
+std::size_t row_bytes(const TensorView& view) {
+  if (view.shape.empty()) return element_size(view.dtype);
+  return static_cast<std::size_t>(product(view.shape.begin() + 1, view.shape.end())) * element_size(view.dtype);
+}
+
+}  // namespace
+
+void* allocate_output(TensorEntry& entry, const std::vector<std::int64_t>& shape) {
+  auto& state = *entry.state;
+  TensorView out;
+  out.dtype = entry.request.dtype;
+  out.shape = shape;
+  const std::size_t bytes = out.num_bytes();
+  if (entry.allocate) {
+    out.data = entry.allocate(shape);
+    if (!out.data && bytes) throw Error("dtrain: the output allocator returned null for '" + entry.request.name + "'");
+  } else {
+    state.owned_output.resize(bytes);
+    out.data = state.owned_output.data();
+  }
+  state.output = out;
+  return out.data;
+}
+
+void OpExecutor::activity_begin(const Response& response, const char* activity) {
+  if (!timeline_) return;
+  for (const auto& name : response.names) timeline_->begin(name, activity);
+}
+
+void OpExecutor::activity_end(const Response& response) {
+  if (!timeline_) return;
+  for (const auto& name : response.names) timeline_->end(name);
+}
+
+void OpExecutor::execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries) {
+  std::vector<TensorEntry*> tensors;
+  for (const auto& name : response.names) {
+    auto it = entries.find(name);
+    // A rank that has joined has no entry for others' allreduces; it contributes zeros.
+    tensors.push_back(it == entries.end() ? nullptr : &it->second);
+  }
+  // Handles complete after their entries leave `entries`, so keep the states alive here.
+  std::vector<std::shared_ptr<detail::OpState>> states;
+  auto finish = [&] {
+    for (TensorEntry* t : tensors) {
+      if (t) states.push_back(t->state);
+    }
+    for (const auto& name : response.names) {
+      if (entries.erase(name)) release_(name);
+    }
+  };
+
+  if (!response.ok()) {
+    finish();
+    for (auto& state : states) state->fail(response.error);
+    return;
+  }
+  if (response.type != OpType::kAllreduce && response.type != OpType::kBarrier) {
+    if (!tensors[0]) {
+      throw Error("dtrain: planned " + std::string(to_string(response.type)) + " '" + response.names[0] +
+                  "' that this rank never submitted (ranks out of sync)");
+    }
+  }
+  if (timeline_) {
+    for (TensorEntry* t : tensors) {
+      if (t) timeline_->span(t->request.name, "QUEUE", t->submitted, std::chrono::steady_clock::now());
+    }
+  }
+
+  std::string activity = to_string(response.type);
+  for (auto& c : activity) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  activity_begin(response, activity.c_str());
+  try {
+    switch (response.type) {
+      case OpType::kAllreduce: allreduce(response, tensors); break;
+      case OpType::kAllgather: allgather(response, *tensors[0]); break;
+      case OpType::kBroadcast: broadcast(response, *tensors[0]); break;
+      case OpType::kAlltoall: alltoall(response, *tensors[0]); break;
+      case OpType::kReducescatter: reducescatter(response, *tensors[0]); break;
+      case OpType::kBarrier: transport_.barrier(); break;
+      case OpType::kJoin: tensors[0]->state->last_joined_rank = response.last_joined; break;
+    }
+  } catch (...) {
+    activity_end(response);
+    throw;
+  }
+  activity_end(response);
+  finish();
+  for (auto& state : states) state->complete_one();
+}
+
+void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& tensors) {
+  const DataType dtype = response.dtype;
+  const std::size_t esize = element_size(dtype);
+  const std::size_t total = static_cast<std::size_t>(std::accumulate(response.sizes.begin(), response.sizes.end(),
+                                                                     std::int64_t{0}));
+  void* buffer;
+  const bool in_place = tensors.size() == 1 && tensors[0];
+  if (in_place) {
+    // One tensor: reduce directly in the output, no staging copy.
+    TensorEntry& t = *tensors[0];
+    if (t.input.data != t.output.data) std::memcpy(t.output.data, t.input.data, total * esize);
+    buffer = t.output.data;
+  } else {
+    if (fusion_buffer_.size() < total * esize) fusion_buffer_.resize(total * esize);
+    buffer = fusion_buffer_.data();
+    activity_begin(response, "MEMCPY_IN_FUSION_BUFFER");
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::size_t bytes = static_cast<std::size_t>(response.sizes[i]) * esize;
+      if (tensors[i]) {
+        std::memcpy(fusion_buffer_.data() + offset, tensors[i]->input.data, bytes);
+      } else {
+        std::memset(fusion_buffer_.data() + offset, 0, bytes);
+      }
+      offset += bytes;
+    }
+    activity_end(response);
+  }
+  scale_elements(dtype, buffer, total, response.prescale);
+  activity_begin(response, "COMMUNICATE");
+  transport_.allreduce(buffer, total, dtype, response.reduce_op);
+  activity_end(response);
+  finish_reduction(dtype, response.reduce_op, buffer, total, transport_.size(), response.postscale);
+  if (!in_place) {
+    activity_begin(response, "MEMCPY_OUT_FUSION_BUFFER");
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::size_t bytes = static_cast<std::size_t>(response.sizes[i]) * esize;
+      if (tensors[i]) std::memcpy(tensors[i]->output.data, fusion_buffer_.data() + offset, bytes);
+      offset += bytes;
+    }
+    activity_end(response);
+  }
+}
+
+void OpExecutor::allgather(const Response& response, TensorEntry& entry) {
+  const std::size_t row = row_bytes(entry.input);
+  std::vector<std::size_t> bytes_per_rank;
+  std::int64_t rows = 0;
+  for (auto first_dim : response.sizes) {
+    bytes_per_rank.push_back(static_cast<std::size_t>(first_dim) * row);
+    rows += first_dim;
+  }
+  std::vector<std::int64_t> shape = entry.input.shape;
+  shape[0] = rows;
+  void* out = allocate_output(entry, shape);
+  activity_begin(response, "COMMUNICATE");
+  transport_.allgatherv(entry.input.data, out, bytes_per_rank);
+  activity_end(response);
+}
+
+void OpExecutor::broadcast(const Response& response, TensorEntry& entry) {
+  activity_begin(response, "COMMUNICATE");
+  transport_.broadcast(entry.output.data, entry.output.num_bytes(), response.root);
+  activity_end(response);
+}
+
+void OpExecutor::alltoall(const Response& response, TensorEntry& entry) {
+  const int world = transport_.size();
+  const int me = transport_.rank();
+  const std::size_t row = row_bytes(entry.input);
+  std::vector<std::size_t> send_bytes(world), receive_bytes(world);
+  std::vector<std::int64_t> received(world);
+  std::int64_t rows = 0;
+  for (int r = 0; r < world; ++r) {
+    send_bytes[r] = static_cast<std::size_t>(response.sizes[me * world + r]) * row;
+    received[r] = response.sizes[r * world + me];
+    receive_bytes[r] = static_cast<std::size_t>(received[r]) * row;
+    rows += received[r];
+  }
+  std::vector<std::int64_t> shape = entry.input.shape;
+  shape[0] = rows;
+  void* out = allocate_output(entry, shape);
+  entry.state->received_splits = received;
+  activity_begin(response, "COMMUNICATE");
+  transport_.alltoallv(entry.input.data, send_bytes, out, receive_bytes);
+  activity_end(response);
+}
+
+void OpExecutor::reducescatter(const Response& response, TensorEntry& entry) {
+  const int world = transport_.size();
+  const int me = transport_.rank();
+  const DataType dtype = response.dtype;
+  const std::int64_t first = entry.input.shape[0];
+  const std::size_t row_elements = row_bytes(entry.input) / element_size(dtype);
+  std::vector<std::size_t> counts(world);
+  std::size_t my_offset = 0;
+  for (int r = 0; r < world; ++r) {
+    counts[r] = static_cast<std::size_t>(reducescatter_rows(first, world, r)) * row_elements;
+    if (r < me) my_offset += counts[r];
+  }
+  const std::size_t total_bytes = entry.input.num_bytes();
+  if (fusion_buffer_.size() < total_bytes) fusion_buffer_.resize(total_bytes);
+  std::memcpy(fusion_buffer_.data(), entry.input.data, total_bytes);
+  scale_elements(dtype, fusion_buffer_.data(), total_bytes / element_size(dtype), response.prescale);
+  activity_begin(response, "COMMUNICATE");
+  transport_.reducescatter(fusion_buffer_.data(), counts, dtype, response.reduce_op);
+  activity_end(response);
+  std::byte* mine = fusion_buffer_.data() + my_offset * element_size(dtype);
+  finish_reduction(dtype, response.reduce_op, mine, counts[me], world, response.postscale);
+  std::vector<std::int64_t> shape = entry.input.shape;
+  shape[0] = reducescatter_rows(first, world, me);
+  void* out = allocate_output(entry, shape);
+  if (counts[me]) std::memcpy(out, mine, counts[me] * element_size(dtype));
+}
+
+}  // namespace dtrain::runtime

@@ -1,0 +1,25 @@
+// Element-wise arithmetic used by every engine: combining two contributions, scaling, and
+// the Average step. Half-precision types are combined in float and rounded back.
+#pragma once
+
+#include <cstddef>
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::runtime {
+
+// out[i] = op(a[i], b[i]) for `count` elements; out may alias a or b. Average combines as Sum.
+void reduce_elements(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t count);
+
+// data[i] *= factor for floating-point types (no-op when factor == 1).
+void scale_elements(DataType dtype, void* data, std::size_t count, double factor);
+
+// Integer Average: data[i] /= divisor, truncating toward zero (what integer division does).
+void divide_integers(DataType dtype, void* data, std::size_t count, std::int64_t divisor);
+
+// Applies what follows a Sum-based reduction of `world_size` contributions: the division for
+// Average and the postscale factor.
+void finish_reduction(DataType dtype, ReduceOp op, void* data, std::size_t count, int world_size,
+                      double postscale_factor);
+
+}  // namespace dtrain::runtime

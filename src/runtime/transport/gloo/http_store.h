@@ -1,0 +1,43 @@
+// The client side of the launcher's rendezvous key-value store, as a gloo Store: ranks
+// publish their addresses under keys and read each other's. Every request carries the job
+// token; the launcher refuses requests without it.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+namespace httplib {
+class Client;
+}
+
+namespace dtrain::runtime {
+
+class HttpStore final : public gloo::rendezvous::Store {
+ public:
+  HttpStore(const std::string& host, int port, std::string token, std::chrono::milliseconds timeout);
+  ~HttpStore() override;
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;  // waits until the key exists
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+
+  // Tells the launcher this rank reached rendezvous (it enforces --start-timeout with this).
+  void report_ready(int rank);
+
+ private:
+  bool try_get(const std::string& key, std::vector<char>* value);
+  std::string where() const;
+
+  std::string host_;
+  int port_;
+  std::string token_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+}  // namespace dtrain::runtime

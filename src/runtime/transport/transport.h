@@ -1,0 +1,40 @@
+// How bytes move between the ranks of one job. The runtime drives one Transport from its
+// background thread only, so implementations need not be thread safe. Every call is
+// collective: all ranks make the same calls in the same order.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::runtime {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Control plane for negotiation; rank 0 is the coordinator.
+  // Rank 0 gets every rank's message (index = rank); other ranks get an empty vector.
+  virtual std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) = 0;
+  // Rank 0's `message` is returned on every rank.
+  virtual std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) = 0;
+
+  // Data plane. Reductions combine with ReduceOp (Average combines as Sum; the caller divides).
+  virtual void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) = 0;
+  // `bytes_per_rank[r]` bytes from each rank r, concatenated in rank order into `output`.
+  virtual void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) = 0;
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  virtual void alltoallv(const void* input, const std::vector<std::size_t>& send_bytes, void* output,
+                         const std::vector<std::size_t>& receive_bytes) = 0;
+  // `data` holds every rank's segments (counts_per_rank elements each, in rank order); on return
+  // this rank's segment holds the reduction of everyone's copy of it. Other segments are scratch.
+  virtual void reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype,
+                             ReduceOp op) = 0;
+  virtual void barrier() = 0;
+};
+
+}  // namespace dtrain::runtime
