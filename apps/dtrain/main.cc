@@ -1,0 +1,50 @@
+// dtrain: the command-line front door. Each subcommand lives in its own
+// file and registers itself on the app; this file only dispatches.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "run_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtrain: distributed data-parallel training", "dtrain"};
+  app.require_subcommand(1);
+  dtrain::cli::RunCommand run(app);
+
+  // Split at the first "--": what follows is a user command, never options.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> trailing;
+  bool had_separator = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      trailing.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      args.resize(i);
+      had_separator = true;
+      break;
+    }
+  }
+  if (!args.empty() && args[0] == "run") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    run.normalize_arguments(rest);
+    std::copy(rest.begin(), rest.end(), args.begin() + 1);
+  }
+
+  std::string context = !args.empty() && args[0] == "run" ? "dtrain run" : "dtrain";
+  try {
+    // CLI11 wants the arguments in reverse order.
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s\n", context.c_str(), e.what());
+    return 2;
+  }
+
+  if (run.subcommand()->parsed()) return run.execute(trailing, had_separator);
+  return 2;
+}

@@ -1,0 +1,327 @@
+#include "job_supervisor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "launch_error.h"
+#include "output_relay.h"
+#include "raw_output_files.h"
+#include "signal_channel.h"
+#include "worker_env.h"
+
+namespace dtrain::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One write() per call where the kernel allows it, so a relayed line is never
+// split by another line; errors (a closed terminal) are ignored.
+void write_fully(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+struct Worker {
+  RankPlacement placement;
+  SpawnRequest request;
+  pid_t pid = -1;
+  bool running = false;  // started and not yet reaped
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int stdin_fd = -1;
+  std::unique_ptr<LineRelay> stdout_relay;
+  std::unique_ptr<LineRelay> stderr_relay;
+  std::unique_ptr<RawOutputFiles> raw;
+
+  std::string who() const {
+    return fmt::format("rank {} (host {})", placement.rank, placement.host);
+  }
+};
+
+std::string describe_exit(const Worker& w, int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return fmt::format("{} was killed by signal {} ({})", w.who(), sig, signal_name(sig));
+  }
+  return fmt::format("{} exited with status {}", w.who(), WEXITSTATUS(status));
+}
+
+// The state of one job from first spawn to last reap.
+class SupervisedJob {
+ public:
+  SupervisedJob(const SupervisorOptions& options, SignalChannel& signals,
+                std::vector<WorkerLaunch> launches)
+      : options_(options), signals_(signals) {
+    workers_.reserve(launches.size());
+    for (auto& l : launches) {
+      Worker w;
+      w.placement = std::move(l.placement);
+      w.request = std::move(l.request);
+      int rank = w.placement.rank;
+      if (options_.output_dir) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
+      w.stdout_relay = std::make_unique<LineRelay>(
+          relay_prefix(rank, "stdout"), [](std::string_view line) { write_fully(1, line); });
+      w.stderr_relay = std::make_unique<LineRelay>(
+          relay_prefix(rank, "stderr"), [](std::string_view line) { write_fully(2, line); });
+      workers_.push_back(std::move(w));
+    }
+  }
+
+  int run() {
+    launched_at_ = Clock::now();
+    spawn_all();
+    while (!finished()) {
+      wait_for_events();
+      handle_signals();
+      reap();
+      check_start_timeout();
+      check_kill_deadline();
+      note_all_reaped();
+    }
+    for (auto& w : workers_) close_streams(w);
+    if (stopping_) kill_groups(SIGKILL);  // whatever a failed job left behind
+    reap();
+
+    if (interrupt_signal_ != 0 && !failure_) return 128 + interrupt_signal_;
+    if (failure_) {
+      write_fully(2, fmt::format("dtrain run: {}\n", *failure_));
+      return 1;
+    }
+    return 0;
+  }
+
+ private:
+  void spawn_all() {
+    for (auto& w : workers_) {
+      if (stopping_) break;
+      SpawnedChild child;
+      try {
+        child = spawn_child(w.request);
+      } catch (const LaunchError& e) {
+        fail(fmt::format("{}: {}", w.who(), e.what()));
+        break;
+      }
+      w.pid = child.pid;
+      w.running = true;
+      w.stdout_fd = child.stdout_fd;
+      w.stderr_fd = child.stderr_fd;
+      w.stdin_fd = child.stdin_fd;
+      spdlog::debug("started {} as pid {}: {}", w.who(), w.pid, fmt::join(w.request.argv, " "));
+      if (child.exec_errno != 0) {
+        fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0],
+                         std::strerror(child.exec_errno)));
+      }
+    }
+  }
+
+  bool finished() const {
+    bool any_running = std::any_of(workers_.begin(), workers_.end(),
+                                   [](const Worker& w) { return w.running; });
+    if (any_running) return false;
+    bool any_open = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
+      return w.stdout_fd >= 0 || w.stderr_fd >= 0;
+    });
+    if (!any_open) return true;
+    // Background processes a worker left behind may hold its pipes open.
+    return drain_deadline_ && Clock::now() >= *drain_deadline_;
+  }
+
+  void wait_for_events() {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Worker*, bool>> owners;  // (worker, is_stdout) per fd after the first
+    fds.push_back({signals_.fd(), POLLIN, 0});
+    for (auto& w : workers_) {
+      if (w.stdout_fd >= 0) {
+        fds.push_back({w.stdout_fd, POLLIN, 0});
+        owners.emplace_back(&w, true);
+      }
+      if (w.stderr_fd >= 0) {
+        fds.push_back({w.stderr_fd, POLLIN, 0});
+        owners.emplace_back(&w, false);
+      }
+    }
+
+    int ready = ::poll(fds.data(), fds.size(), poll_timeout_ms());
+    if (ready <= 0) return;
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto [worker, is_stdout] = owners[i - 1];
+      read_stream(*worker, is_stdout);
+    }
+  }
+
+  int poll_timeout_ms() const {
+    auto now = Clock::now();
+    auto next = now + std::chrono::seconds(1);
+    if (!stopping_ && options_.start_timeout_s > 0 && !start_checked_) {
+      next = std::min(next, launched_at_ + seconds(options_.start_timeout_s));
+    }
+    if (stopping_ && !killed_) next = std::min(next, kill_at_);
+    if (drain_deadline_) next = std::min(next, *drain_deadline_);
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+    return static_cast<int>(std::clamp<long long>(ms, 0, 1000));
+  }
+
+  void read_stream(Worker& w, bool is_stdout) {
+    int& fd = is_stdout ? w.stdout_fd : w.stderr_fd;
+    LineRelay& relay = is_stdout ? *w.stdout_relay : *w.stderr_relay;
+    ssize_t n;
+    do {
+      n = ::read(fd, buffer_, sizeof(buffer_));
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      std::string_view bytes(buffer_, static_cast<size_t>(n));
+      relay.feed(bytes);
+      if (w.raw) is_stdout ? w.raw->write_stdout(bytes) : w.raw->write_stderr(bytes);
+      return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    relay.finish();
+    close_fd(fd);
+  }
+
+  void close_streams(Worker& w) {
+    if (w.stdout_fd >= 0) {
+      w.stdout_relay->finish();
+      close_fd(w.stdout_fd);
+    }
+    if (w.stderr_fd >= 0) {
+      w.stderr_relay->finish();
+      close_fd(w.stderr_fd);
+    }
+    close_fd(w.stdin_fd);
+  }
+
+  void handle_signals() {
+    for (int sig : signals_.drain()) {
+      if (sig == SIGCHLD) continue;  // reap() runs after every wakeup
+      if (interrupt_signal_ == 0 && !stopping_) {
+        interrupt_signal_ = sig;
+        write_fully(2, fmt::format("dtrain run: caught {}, stopping {} worker{}\n",
+                                   signal_name(sig), workers_.size(),
+                                   workers_.size() == 1 ? "" : "s"));
+        begin_stop(sig);
+      } else if (!killed_) {
+        // A second interrupt: do not wait out the grace period.
+        if (interrupt_signal_ == 0) interrupt_signal_ = sig;
+        kill_groups(SIGKILL);
+        killed_ = true;
+      }
+    }
+  }
+
+  void reap() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      auto it = std::find_if(workers_.begin(), workers_.end(),
+                             [pid](const Worker& w) { return w.pid == pid && w.running; });
+      if (it == workers_.end()) continue;
+      it->running = false;
+      close_fd(it->stdin_fd);
+      spdlog::debug("{} ended: {}", it->who(), describe_exit(*it, status));
+      bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!success && !stopping_) fail(describe_exit(*it, status));
+    }
+  }
+
+  void check_start_timeout() {
+    if (stopping_ || start_checked_ || options_.start_timeout_s <= 0) return;
+    if (Clock::now() < launched_at_ + seconds(options_.start_timeout_s)) return;
+    start_checked_ = true;
+    for (const auto& w : workers_) {
+      if (w.running && !options_.is_ready(w.placement.rank)) {
+        fail(fmt::format("{} did not reach rendezvous within {} s", w.who(),
+                         format_env_number(options_.start_timeout_s)));
+        return;
+      }
+    }
+  }
+
+  void check_kill_deadline() {
+    if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
+      spdlog::debug("grace period over, sending SIGKILL");
+      kill_groups(SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  void note_all_reaped() {
+    if (drain_deadline_) return;
+    bool any_running = std::any_of(workers_.begin(), workers_.end(),
+                                   [](const Worker& w) { return w.running; });
+    if (any_running) return;
+    if (stopping_) {
+      // The leaders are gone; anything left in their groups goes too.
+      kill_groups(SIGKILL);
+      killed_ = true;
+    }
+    drain_deadline_ = Clock::now() + std::chrono::seconds(1);
+  }
+
+  void fail(std::string message) {
+    if (!failure_) failure_ = std::move(message);
+    begin_stop(SIGTERM);
+  }
+
+  void begin_stop(int sig) {
+    if (stopping_) return;
+    stopping_ = true;
+    kill_at_ = Clock::now() + seconds(options_.kill_grace_s);
+    for (auto& w : workers_) close_fd(w.stdin_fd);
+    for (auto& w : workers_) {
+      if (w.running) ::killpg(w.pid, sig);
+    }
+  }
+
+  void kill_groups(int sig) {
+    for (auto& w : workers_) {
+      if (w.pid > 0) ::killpg(w.pid, sig);
+    }
+  }
+
+  const SupervisorOptions& options_;
+  SignalChannel& signals_;
+  std::vector<Worker> workers_;
+  Clock::time_point launched_at_{};
+  Clock::time_point kill_at_{};
+  std::optional<Clock::time_point> drain_deadline_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  bool start_checked_ = false;
+  int interrupt_signal_ = 0;
+  std::optional<std::string> failure_;
+  char buffer_[64 * 1024];
+};
+
+}  // namespace
+
+JobSupervisor::JobSupervisor(SupervisorOptions options, SignalChannel& signals)
+    : options_(std::move(options)), signals_(signals) {}
+
+int JobSupervisor::run(std::vector<WorkerLaunch> workers) {
+  SupervisedJob job(options_, signals_, std::move(workers));
+  return job.run();
+}
+
+}  // namespace dtrain::launch

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "local_spawner.h"
+#include "rank_assignment.h"
+
+namespace dtrain::launch {
+
+class SignalChannel;
+
+// One rank to start: where it runs and the process that runs it (the
+// command itself for a local rank, ssh for a remote one).
+struct WorkerLaunch {
+  RankPlacement placement;
+  SpawnRequest request;
+};
+
+struct SupervisorOptions {
+  // A worker still running this long after launch without having posted
+  // ready fails the job. 0 disables the check.
+  double start_timeout_s = 30;
+  // Time between SIGTERM (or the forwarded signal) and SIGKILL.
+  double kill_grace_s = 5;
+  // --output-filename: raw copies of each rank's output under this directory.
+  std::optional<std::string> output_dir;
+  // Whether a rank has posted ready to the rendezvous store.
+  std::function<bool(int rank)> is_ready = [](int) { return false; };
+};
+
+// Runs the workers of one job to the end. Relays their output line by line
+// with a rank prefix, and when one fails (non-zero exit, killed by a signal,
+// cannot exec, late to rendezvous) stops the others: the signal to their
+// process groups, SIGKILL after the grace period. SIGINT/SIGTERM/SIGHUP to
+// the launcher are forwarded the same way. Every child is reaped.
+class JobSupervisor {
+ public:
+  JobSupervisor(SupervisorOptions options, SignalChannel& signals);
+
+  // Returns the launcher's exit code: 0 when every worker exited 0, 1 after
+  // a worker failure (one line naming the first failing rank is printed to
+  // stderr), 128+signal when the launcher was interrupted.
+  int run(std::vector<WorkerLaunch> workers);
+
+ private:
+  SupervisorOptions options_;
+  SignalChannel& signals_;
+};
+
+}  // namespace dtrain::launch

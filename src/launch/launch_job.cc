@@ -1,0 +1,160 @@
+#include "launch_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "host_spec.h"
+#include "job_identity.h"
+#include "job_supervisor.h"
+#include "launch_error.h"
+#include "local_host.h"
+#include "rank_assignment.h"
+#include "rendezvous_server.h"
+#include "signal_channel.h"
+#include "ssh_reachability.h"
+#include "worker_env.h"
+
+namespace dtrain::launch {
+namespace {
+
+void require_at_least(const std::optional<double>& value, double minimum, const char* flag) {
+  if (value && (!std::isfinite(*value) || *value < minimum)) {
+    throw LaunchError::usage(fmt::format("{} must be a number >= {}, got {}", flag,
+                                         format_env_number(minimum), *value));
+  }
+}
+
+void validate(const LaunchOptions& o) {
+  if (o.command.empty()) {
+    throw LaunchError::usage("missing command (usage: dtrain run [options] -- command args...)");
+  }
+  if (o.host_list && o.hostfile) throw LaunchError::usage("use either -H or --hostfile, not both");
+  require_at_least(o.start_timeout_s, 0, "--start-timeout");
+  require_at_least(o.kill_grace_s, 0, "--kill-grace-s");
+  require_at_least(o.fusion_threshold_mb, 0, "--fusion-threshold-mb");
+  require_at_least(o.cycle_time_ms, 0, "--cycle-time-ms");
+  require_at_least(o.stall_warning_s, 0, "--stall-warning-s");
+  require_at_least(o.stall_shutdown_s, 0, "--stall-shutdown-s");
+  if (o.ssh.port && (*o.ssh.port < 1 || *o.ssh.port > 65535)) {
+    throw LaunchError::usage(fmt::format("-p: ssh port must be in 1..65535, got {}", *o.ssh.port));
+  }
+  if (o.network_interface && o.network_interface->empty()) {
+    throw LaunchError::usage("--network-interface: empty interface name");
+  }
+}
+
+std::vector<HostSlots> requested_hosts(const LaunchOptions& o) {
+  if (o.host_list) return parse_host_list(*o.host_list);
+  if (o.hostfile) return read_hostfile(*o.hostfile);
+  return {HostSlots{"localhost", o.np.value_or(1) < 1 ? 1 : o.np.value_or(1)}};
+}
+
+struct RendezvousEndpoint {
+  std::string bind_address;
+  std::string advertised_address;
+};
+
+RendezvousEndpoint choose_endpoint(bool all_local, const std::optional<std::string>& iface) {
+  if (all_local) return {"127.0.0.1", "127.0.0.1"};
+  if (iface) {
+    auto address = interface_ipv4(*iface);
+    if (!address) {
+      throw LaunchError::usage(fmt::format(
+          "--network-interface {}: no such interface with an IPv4 address on this machine", *iface));
+    }
+    return {"0.0.0.0", *address};
+  }
+  return {"0.0.0.0", reachable_ipv4()};
+}
+
+std::string current_directory() {
+  std::error_code ec;
+  auto cwd = std::filesystem::current_path(ec);
+  return ec ? std::string("/") : cwd.string();
+}
+
+}  // namespace
+
+int launch_job(const LaunchOptions& options) {
+  validate(options);
+  std::vector<HostSlots> hosts = requested_hosts(options);
+  int np = options.np.value_or(total_slots(hosts));
+  std::vector<RankPlacement> placements = assign_ranks(hosts, np);
+
+  std::vector<std::string> used = hosts_used(placements);
+  std::vector<std::string> remote_hosts;
+  for (const auto& h : used) {
+    if (!is_local_host(h)) remote_hosts.push_back(h);
+  }
+  bool all_local = remote_hosts.empty();
+  RendezvousEndpoint endpoint = choose_endpoint(all_local, options.network_interface);
+  spdlog::debug("{} rank{} on {}; remote hosts: [{}]", np, np == 1 ? "" : "s",
+                describe_hosts(hosts), fmt::join(remote_hosts, ", "));
+
+  // Before any thread exists, so every thread inherits the blocked signals.
+  SignalChannel signals;
+
+  if (!remote_hosts.empty()) require_ssh_reachable(remote_hosts, options.ssh);
+
+  JobIdentity identity = JobIdentity::generate();
+  RendezvousServer rendezvous(identity.token, np);
+  int port = rendezvous.start(endpoint.bind_address);
+  spdlog::debug("job {}: rendezvous store on {}:{} (bound to {})", identity.job_id,
+                endpoint.advertised_address, port, endpoint.bind_address);
+
+  WorkerEnvSettings settings;
+  settings.rendezvous_addr = endpoint.advertised_address;
+  settings.rendezvous_port = port;
+  settings.identity = identity;
+  settings.network_interface = options.network_interface;
+  settings.timeline_filename = options.timeline_filename;
+  settings.fusion_threshold_mb = options.fusion_threshold_mb;
+  settings.cycle_time_ms = options.cycle_time_ms;
+  settings.stall_warning_s = options.stall_warning_s;
+  settings.stall_shutdown_s = options.stall_shutdown_s;
+  settings.verbose = options.verbose;
+
+  std::vector<std::string> parent_env = current_environment();
+  std::string cwd = current_directory();
+  std::vector<WorkerLaunch> launches;
+  for (const auto& placement : placements) {
+    EnvVars dtrain_env = dtrain_env_for(placement, settings);
+    WorkerLaunch launch;
+    launch.placement = placement;
+    bool remote = std::find(remote_hosts.begin(), remote_hosts.end(), placement.host) !=
+                  remote_hosts.end();
+    if (!remote) {
+      launch.request =
+          SpawnRequest{options.command, merge_environment(parent_env, dtrain_env), false};
+    } else {
+      // Forward the user's own DTRAIN_* settings too; ours take precedence.
+      EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, dtrain_env));
+      std::string script =
+          remote_worker_script(cwd, remote_env, options.command, options.kill_grace_s);
+      launch.request = SpawnRequest{
+          ssh_worker_argv(placement.host, options.ssh, remote_shell_command(script)), parent_env,
+          true};
+    }
+    launches.push_back(std::move(launch));
+  }
+
+  SupervisorOptions supervision;
+  supervision.start_timeout_s = options.start_timeout_s;
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.output_dir = options.output_dir;
+  supervision.is_ready = [&rendezvous](int rank) { return rendezvous.is_ready(rank); };
+
+  JobSupervisor supervisor(std::move(supervision), signals);
+  int exit_code = supervisor.run(std::move(launches));
+  rendezvous.stop();
+  return exit_code;
+}
+
+}  // namespace dtrain::launch

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ssh_command.h"
+
+namespace dtrain::launch {
+
+// Everything `dtrain run` was asked to do, as parsed from the command line.
+struct LaunchOptions {
+  std::optional<int> np;                     // -np; default: total slots of -H/--hostfile, else 1
+  std::optional<std::string> host_list;      // -H host1:2,host2:4
+  std::optional<std::string> hostfile;       // --hostfile FILE
+  std::optional<std::string> network_interface;
+  double start_timeout_s = 30;               // 0 disables the rendezvous deadline
+  std::optional<std::string> output_dir;     // --output-filename
+  std::optional<std::string> timeline_filename;
+  std::optional<double> fusion_threshold_mb;
+  std::optional<double> cycle_time_ms;
+  std::optional<double> stall_warning_s;
+  std::optional<double> stall_shutdown_s;
+  bool verbose = false;
+  SshOptions ssh;
+  double kill_grace_s = 5;
+  std::vector<std::string> command;
+};
+
+}  // namespace dtrain::launch
