@@ -1,0 +1,311 @@
+// End-to-end tests of `dtrain run` through the built binary.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "child_runner.h"
+
+namespace dtrain::launch {
+namespace {
+
+using testing::ChildResult;
+using testing::ChildRunner;
+using testing::lines_of;
+
+// A sleep duration no other process on the machine has in its command line:
+// "60.<pid><n>" sleeps about a minute and doubles as a marker to look for in
+// /proc/*/cmdline afterwards.
+std::string unique_sleep() {
+  static std::atomic<int> counter{1};
+  return "60." + std::to_string(::getpid()) + std::to_string(counter++);
+}
+
+std::vector<std::string> dtrain_run(std::vector<std::string> args) {
+  args.insert(args.begin(), {DTRAIN_BINARY, "run"});
+  return args;
+}
+
+ChildResult run_dtrain(std::vector<std::string> args, double timeout_s = 60,
+                       std::vector<std::string> extra_env = {}) {
+  ChildRunner child(dtrain_run(std::move(args)), std::move(extra_env));
+  return child.finish(timeout_s);
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  auto lines = lines_of(text);
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(DtrainRun, RelaysPrefixedLinesFromEveryRank) {
+  auto r = run_dtrain({"-np", "2", "sh", "-c", "echo hi; echo oops >&2; printf partial"});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"[0]<stdout>:hi", "[1]<stdout>:hi", "[0]<stdout>:partial",
+                           "[1]<stdout>:partial"}) {
+    EXPECT_TRUE(has_line(r.out, line)) << line << " missing from:\n" << r.out;
+  }
+  EXPECT_TRUE(has_line(r.err, "[0]<stderr>:oops")) << r.err;
+  EXPECT_TRUE(has_line(r.err, "[1]<stderr>:oops")) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 4u) << r.out;
+}
+
+TEST(DtrainRun, AcceptsTheCommandAfterDoubleDash) {
+  auto r = run_dtrain({"-np", "1", "--", "sh", "-c", "echo $0 $1", "-np", "--bogus"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[0]<stdout>:-np --bogus\n");
+}
+
+TEST(DtrainRun, GivesEachRankItsPlacementAndTheJobsRendezvous) {
+  auto r = run_dtrain(
+      {"-np", "3", "-H", "localhost:1,127.0.0.1:4", "sh", "-c",
+       "echo env $DTRAIN_RANK $DTRAIN_SIZE $DTRAIN_LOCAL_RANK $DTRAIN_LOCAL_SIZE "
+       "$DTRAIN_CROSS_RANK $DTRAIN_CROSS_SIZE $DTRAIN_HOSTNAME $DTRAIN_RENDEZVOUS_ADDR "
+       "$DTRAIN_RENDEZVOUS_PORT $DTRAIN_JOB_TOKEN $DTRAIN_JOB_ID ${DTRAIN_IFACE-unset} "
+       "${DTRAIN_CYCLE_TIME_MS-unset} ${DTRAIN_LOG_LEVEL-unset} $USER_VAR"},
+      60, {"DTRAIN_CYCLE_TIME_MS=7", "USER_VAR=kept"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::regex pattern(
+      R"(\[(\d)\]<stdout>:env (\d) 3 (\d) (\d) (\d) 2 (\S+) 127\.0\.0\.1 (\d+) ([0-9a-f]{32}) ([0-9a-f]{8}) unset 7 unset kept)");
+  std::map<int, std::smatch> by_rank;
+  std::set<std::string> tokens, ports;
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  for (const auto& line : lines) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, pattern)) << line;
+    EXPECT_EQ(m[1], m[2]);
+    tokens.insert(m[8].str() + m[9].str());
+    ports.insert(m[7]);
+    by_rank[std::stoi(m[2])] = m;
+  }
+  EXPECT_EQ(tokens.size(), 1u);  // one job token and id for all ranks
+  EXPECT_EQ(ports.size(), 1u);
+  // local_rank local_size cross_rank host: rank 0 alone on localhost (host 0),
+  // ranks 1 and 2 share 127.0.0.1 (host 1).
+  auto placement = [&](int rank) {
+    const auto& m = by_rank[rank];
+    return m[3].str() + " " + m[4].str() + " " + m[5].str() + " " + m[6].str();
+  };
+  EXPECT_EQ(placement(0), "0 1 0 localhost");
+  EXPECT_EQ(placement(1), "0 2 1 127.0.0.1");
+  EXPECT_EQ(placement(2), "1 2 1 127.0.0.1");
+}
+
+TEST(DtrainRun, ExportsKnobsFromFlags) {
+  auto r = run_dtrain({"-np", "1", "--network-interface", "lo", "--timeline-filename",
+                       "/tmp/tl.json", "--fusion-threshold-mb", "2", "--cycle-time-ms", "3.5",
+                       "--stall-warning-s", "60", "--stall-shutdown-s", "120", "--verbose", "sh",
+                       "-c",
+                       "echo $DTRAIN_IFACE $DTRAIN_TIMELINE $DTRAIN_FUSION_THRESHOLD "
+                       "$DTRAIN_CYCLE_TIME_MS $DTRAIN_STALL_WARNING_S $DTRAIN_STALL_SHUTDOWN_S "
+                       "$DTRAIN_LOG_LEVEL"},
+                      60, {"DTRAIN_CYCLE_TIME_MS=7"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[0]<stdout>:lo /tmp/tl.json 2097152 3.5 60 120 debug\n");
+}
+
+TEST(DtrainRun, WorkersRendezvousThroughTheStore) {
+  auto r = run_dtrain({"-np", "3", "--start-timeout", "20", DTRAIN_TEST_WORKER, "exchange"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string line = "[" + std::to_string(rank) + "]<stdout>:rank " + std::to_string(rank) +
+                       " saw [hello from 0][hello from 1][hello from 2]";
+    EXPECT_TRUE(has_line(r.out, line)) << line << " missing from:\n" << r.out;
+  }
+}
+
+TEST(DtrainRun, FirstFailingRankStopsTheOthers) {
+  std::string marker = unique_sleep();
+  auto r = run_dtrain({"-np", "3", "--kill-grace-s", "2", "sh", "-c",
+                       "if [ $DTRAIN_RANK = 1 ]; then sleep 0.3; exit 3; fi; sleep " + marker +
+                           "; echo not reached"},
+                      30);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(r.seconds, 10);
+  EXPECT_EQ(r.err, "dtrain run: rank 1 (host localhost) exited with status 3\n");
+  EXPECT_EQ(r.out.find("not reached"), std::string::npos);
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
+}
+
+TEST(DtrainRun, NamesTheSignalThatKilledAWorker) {
+  std::string marker = unique_sleep();
+  auto r = run_dtrain({"-np", "2", "--kill-grace-s", "1", "sh", "-c",
+                       "if [ $DTRAIN_RANK = 1 ]; then kill -9 $$; fi; sleep " + marker},
+                      30);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "dtrain run: rank 1 (host localhost) was killed by signal 9 (SIGKILL)\n");
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
+}
+
+TEST(DtrainRun, SigtermToTheLauncherReachesEveryWorker) {
+  std::string marker = unique_sleep();
+  ChildRunner launcher(dtrain_run({"-np", "3", "--start-timeout", "0", "sh", "-c",
+                                   "echo started; sleep " + marker + "; echo not reached"}));
+  ASSERT_TRUE(launcher.wait_for_stdout("<stdout>:started", 20, 3)) << launcher.out();
+  launcher.signal(SIGTERM);
+  auto r = launcher.finish(20);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(r.out.find("not reached"), std::string::npos);
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
+}
+
+TEST(DtrainRun, WorkersIgnoringTheSignalAreKilledAfterTheGrace) {
+  std::string marker = unique_sleep();
+  ChildRunner launcher(dtrain_run({"-np", "2", "--kill-grace-s", "1", "--start-timeout", "0",
+                                   "sh", "-c",
+                                   "trap '' INT TERM; echo started; sleep " + marker}));
+  ASSERT_TRUE(launcher.wait_for_stdout("<stdout>:started", 20, 2)) << launcher.out();
+  launcher.signal(SIGINT);
+  auto r = launcher.finish(20);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 128 + SIGINT);
+  EXPECT_GE(r.seconds, 1);
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
+}
+
+TEST(DtrainRun, StartTimeoutFailsWorkersThatNeverReachRendezvous) {
+  std::string marker = unique_sleep();
+  auto r = run_dtrain({"-np", "2", "--start-timeout", "2", "--kill-grace-s", "1", "sleep", marker},
+                      30);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_GE(r.seconds, 2);
+  EXPECT_LT(r.seconds, 8);
+  EXPECT_EQ(r.err, "dtrain run: rank 0 (host localhost) did not reach rendezvous within 2 s\n");
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
+}
+
+TEST(DtrainRun, StartTimeoutSparesReadyWorkersAndThoseThatAlreadyFinished) {
+  auto r = run_dtrain({"-np", "2", "--start-timeout", "1", "sh", "-c",
+                       "if [ $DTRAIN_RANK = 0 ]; then exit 0; fi; exec " +
+                           std::string(DTRAIN_TEST_WORKER) + " ready-then-sleep 2.5"},
+                      30);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(r.seconds, 2.5);
+}
+
+TEST(DtrainRun, ReportsACommandThatCannotBeExecuted) {
+  auto r = run_dtrain({"-np", "2", "dtrain-no-such-command-xyz", "arg"}, 30);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "dtrain run: rank 0 (host localhost): cannot execute 'dtrain-no-such-command-xyz': "
+            "No such file or directory\n");
+}
+
+TEST(DtrainRun, WritesRawOutputFiles) {
+  std::string dir = ::testing::TempDir() + "/dtrain-output-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  auto r = run_dtrain({"--output-filename", dir, "-np", "2", "sh", "-c",
+                       "printf 'line\\r\\n\\377tail'; printf \"err $DTRAIN_RANK\" >&2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string base = dir + "/rank." + std::to_string(rank);
+    EXPECT_EQ(read_file(base + "/stdout"), "line\r\n\xfftail");
+    EXPECT_EQ(read_file(base + "/stderr"), "err " + std::to_string(rank));
+  }
+  EXPECT_TRUE(has_line(r.out, "[1]<stdout>:line\r"));
+  EXPECT_TRUE(has_line(r.out, "[1]<stdout>:\xfftail"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DtrainRun, LongLinesArriveWhole) {
+  auto r = run_dtrain({"-np", "1", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; echo"});
+  EXPECT_EQ(r.exit_code, 0);
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u);  // 64 KiB + 64 KiB + 64 KiB + 3392 bytes
+  std::string joined;
+  for (const auto& l : lines) {
+    ASSERT_TRUE(l.starts_with("[0]<stdout>:"));
+    joined += l.substr(12);
+  }
+  EXPECT_EQ(joined, std::string(200000, 'x'));
+}
+
+struct UsageCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::string message;  // expected to appear in the one line
+};
+
+void PrintTo(const UsageCase& c, std::ostream* os) { *os << c.name; }
+
+class DtrainRunUsage : public ::testing::TestWithParam<UsageCase> {};
+
+TEST_P(DtrainRunUsage, ExitsTwoWithOneLine) {
+  auto r = run_dtrain(GetParam().args, 30);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.err.starts_with("dtrain run: ")) << r.err;
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+std::string bad_hostfile() {
+  std::string path = ::testing::TempDir() + "/dtrain-bad-hostfile-" + std::to_string(::getpid());
+  std::ofstream(path) << "# ok\nlocalhost slots=2\nnode2 slots=two\n";
+  return path;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, DtrainRunUsage,
+    ::testing::Values(
+        UsageCase{"MissingSlots", {"-H", "a:", "true"}, "-H: bad slot count in 'a:'"},
+        UsageCase{"ZeroSlots", {"-H", "a:0", "true"}, "'a:0'"},
+        UsageCase{"NonNumericSlots", {"-H", "a:x", "true"}, "'a:x'"},
+        UsageCase{"EmptyHostList", {"-H", "", "true"}, "-H: empty host list"},
+        UsageCase{"TooManyRanks", {"-np", "5", "-H", "localhost:4", "true"},
+                  "-np 5 but only 4 slots on hosts localhost:4"},
+        UsageCase{"ZeroRanks", {"-np", "0", "true"}, "-np must be at least 1, got 0"},
+        UsageCase{"NonNumericNp", {"-np", "x", "true"}, "--np"},
+        UsageCase{"UnknownFlag", {"--bogus", "true"}, "unknown option '--bogus'"},
+        UsageCase{"MissingCommand", {"-np", "2"}, "missing command"},
+        UsageCase{"NothingAfterDoubleDash", {"-np", "2", "--"}, "missing command"},
+        UsageCase{"MissingHostfile", {"--hostfile", "/nonexistent/hosts", "true"},
+                  "cannot read hostfile '/nonexistent/hosts'"},
+        UsageCase{"BadHostfileLine", {"--hostfile", bad_hostfile(), "true"}, " line 3: bad slot count"},
+        UsageCase{"BothHostListAndHostfile", {"-H", "localhost:1", "--hostfile", "/x", "true"}, "either -H or --hostfile"},
+        UsageCase{"NegativeStartTimeout", {"--start-timeout", "-1", "true"}, "--start-timeout"}),
+    [](const ::testing::TestParamInfo<UsageCase>& info) { return info.param.name; });
+
+TEST(DtrainRun, UnreachableHostFailsBeforeAnythingStarts) {
+  auto r = run_dtrain({"-H", "localhost:1,no-such-host.invalid:1", "-np", "2", "echo", "ran"}, 60);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_TRUE(r.err.starts_with("dtrain run: cannot reach host no-such-host.invalid")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(DtrainCli, RequiresASubcommand) {
+  ChildRunner child({DTRAIN_BINARY});
+  auto r = child.finish(10);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.err.starts_with("dtrain: ")) << r.err;
+}
+
+TEST(DtrainCli, RunHelpExitsZero) {
+  ChildRunner child({DTRAIN_BINARY, "run", "--help"});
+  auto r = child.finish(10);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--start-timeout"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace dtrain::launch
