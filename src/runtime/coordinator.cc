@@ -19,7 +19,7 @@ void Coordinator::add(Request request, std::optional<std::uint32_t> cache_positi
     pending.requests.resize(world_size_);
     pending.first_seen = now;
     pending.cache_position = cache_position;
-    if (timeline_) timeline_->begin(request.name, std::string("NEGOTIATE_") + to_string(request.type));
+    if (timeline_) timeline_->begin(request.name, "NEGOTIATE_" + activity_name(request.type));
   }
   const int rank = request.rank;
   if (pending.requests[rank]) return;  // a rank reports each submission once; ignore repeats

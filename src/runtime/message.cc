@@ -1,5 +1,6 @@
 #include "runtime/message.h"
 
+#include <cctype>
 #include <sstream>
 
 #include "runtime/wire.h"
@@ -17,6 +18,12 @@ const char* to_string(OpType type) {
     case OpType::kJoin: return "join";
   }
   return "unknown";
+}
+
+std::string activity_name(OpType type) {
+  std::string name = to_string(type);
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
 }
 
 bool Request::same_parameters(const Request& o) const {

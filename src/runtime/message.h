@@ -12,6 +12,8 @@ namespace dtrain::runtime {
 
 enum class OpType : std::uint8_t { kAllreduce, kAllgather, kBroadcast, kAlltoall, kReducescatter, kBarrier, kJoin };
 const char* to_string(OpType type);
+// "ALLREDUCE": how timelines name the activity, as Horovod's do.
+std::string activity_name(OpType type);
 
 // Names the runtime itself uses for barrier and join; user names may not start with "__dtrain".
 inline constexpr const char* kBarrierName = "__dtrain_barrier";

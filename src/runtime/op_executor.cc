@@ -83,9 +83,7 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
     }
   }
 
-  std::string activity = to_string(response.type);
-  for (auto& c : activity) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  activity_begin(response, activity.c_str());
+  activity_begin(response, activity_name(response.type).c_str());
   try {
     switch (response.type) {
       case OpType::kAllreduce: allreduce(response, tensors); break;

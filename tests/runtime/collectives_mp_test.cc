@@ -1,0 +1,443 @@
+// Behaviour of every collective across real processes. ctest launches this binary through
+// `dtrain run -np 2` and `-np 3`; every rank runs the same tests in the same order, as
+// Horovod's own suite does under horovodrun. Expected values are computed locally from the
+// rule each rank used to fill its input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "dtrain/dtrain.h"
+#include "tensor_values.h"
+
+namespace dtrain {
+namespace {
+
+using testing::all_dtypes;
+using testing::Tensor;
+
+// Small integers, so every dtype (uint8 products, bfloat16 sums) holds the exact result.
+double contribution(int rank, std::size_t i) { return (rank + 1) + static_cast<double>(i % 3); }
+
+double expected_reduction(ReduceOp op, int world, std::size_t i, DataType dtype) {
+  double acc = contribution(0, i);
+  for (int r = 1; r < world; ++r) {
+    const double v = contribution(r, i);
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAverage: acc += v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kProduct: acc *= v; break;
+    }
+  }
+  if (op == ReduceOp::kAverage) {
+    acc = is_floating_point(dtype) ? acc / world : static_cast<double>(static_cast<long long>(acc) / world);
+  }
+  return acc;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Allreduce, EveryOpEveryDtypeOneToThreeDimensions) {
+  const std::vector<std::vector<std::int64_t>> shapes = {{7}, {3, 5}, {2, 3, 4}};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  struct Case {
+    Tensor in, out;
+    DataType dtype;
+    ReduceOp op;
+    Handle handle;
+  };
+  std::vector<std::unique_ptr<Case>> cases;
+  for (DataType dtype : all_dtypes()) {
+    for (ReduceOp op : ops) {
+      for (const auto& shape : shapes) {
+        auto c = std::make_unique<Case>(Case{Tensor(dtype, shape), Tensor(dtype, shape), dtype, op, {}});
+        for (std::size_t i = 0; i < c->in.size(); ++i) c->in.set(i, contribution(rank(), i));
+        const std::string name = std::string("ar.") + to_string(dtype) + "." + to_string(op) + "." +
+                                 std::to_string(shape.size());
+        c->handle = allreduce_async(name, c->in.view, c->out.view, {op});
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  for (auto& c : cases) {
+    c->handle.wait();
+    for (std::size_t i = 0; i < c->out.size(); ++i) {
+      ASSERT_EQ(c->out.get(i), expected_reduction(c->op, size(), i, c->dtype))
+          << to_string(c->dtype) << " " << to_string(c->op) << " element " << i;
+    }
+  }
+}
+
+TEST(Allreduce, InPlace) {
+  Tensor t(DataType::kFloat32, {5});
+  for (std::size_t i = 0; i < 5; ++i) t.set(i, contribution(rank(), i));
+  allreduce("inplace", t.view, t.view, {ReduceOp::kSum});
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(t.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32));
+}
+
+TEST(Allreduce, PrescaleAndPostscale) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+    Tensor in(dtype, {6}), sum(dtype, {6}), avg(dtype, {6});
+    for (std::size_t i = 0; i < 6; ++i) in.set(i, contribution(rank(), i));
+    allreduce(std::string("scaled.sum.") + to_string(dtype), in.view, sum.view, {ReduceOp::kSum, 0.5, 4.0});
+    allreduce(std::string("scaled.avg.") + to_string(dtype), in.view, avg.view, {ReduceOp::kAverage, 2.0, 0.5});
+    for (std::size_t i = 0; i < 6; ++i) {
+      const double total = expected_reduction(ReduceOp::kSum, size(), i, dtype);
+      EXPECT_EQ(sum.get(i), total * 0.5 * 4.0) << to_string(dtype);
+      EXPECT_EQ(avg.get(i), total * 2.0 / size() * 0.5) << to_string(dtype);
+    }
+  }
+}
+
+TEST(Allreduce, ManyAsyncSubmittedTogetherAreFusedAndEachCorrect) {
+  // 300 tensors of assorted sizes and two dtypes, all in flight at once.
+  std::vector<Tensor> tensors;
+  std::vector<Handle> handles;
+  tensors.reserve(300);
+  for (int k = 0; k < 300; ++k) {
+    const DataType dtype = k % 2 ? DataType::kFloat32 : DataType::kFloat64;
+    tensors.emplace_back(dtype, std::vector<std::int64_t>{1 + (k * 37) % 1000});
+    Tensor& t = tensors.back();
+    for (std::size_t i = 0; i < t.size(); ++i) t.set(i, contribution(rank(), i + k));
+  }
+  for (int k = 0; k < 300; ++k) {
+    handles.push_back(allreduce_async("fused." + std::to_string(k), tensors[k].view, tensors[k].view, {ReduceOp::kSum}));
+  }
+  for (int k = 0; k < 300; ++k) {
+    handles[k].wait();
+    for (std::size_t i = 0; i < tensors[k].size(); ++i) {
+      ASSERT_EQ(tensors[k].get(i), expected_reduction(ReduceOp::kSum, size(), i + k, tensors[k].view.dtype));
+    }
+  }
+}
+
+TEST(Allreduce, TensorLargerThanTheFusionThresholdAmongSmallOnes) {
+  // ctest runs this binary with --fusion-threshold-mb 1; this tensor is 3 MiB.
+  Tensor big(DataType::kFloat32, {3 * 256 * 1024});
+  for (std::size_t i = 0; i < big.size(); ++i) big.set(i, contribution(rank(), i));
+  std::vector<Tensor> small;
+  for (int k = 0; k < 4; ++k) small.emplace_back(DataType::kFloat32, std::vector<std::int64_t>{100});
+  std::vector<Handle> handles;
+  handles.push_back(allreduce_async("big", big.view, big.view, {ReduceOp::kSum}));
+  for (int k = 0; k < 4; ++k) {
+    for (std::size_t i = 0; i < 100; ++i) small[k].set(i, contribution(rank(), i));
+    handles.push_back(allreduce_async("small." + std::to_string(k), small[k].view, small[k].view, {ReduceOp::kMax}));
+  }
+  for (auto& h : handles) h.wait();
+  for (std::size_t i = 0; i < big.size(); i += 997) {
+    ASSERT_EQ(big.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32));
+  }
+  EXPECT_EQ(small[3].get(0), expected_reduction(ReduceOp::kMax, size(), 0, DataType::kFloat32));
+}
+
+TEST(Allreduce, RanksSubmittingInDifferentOrders) {
+  const int n = 24;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::rotate(order.begin(), order.begin() + (rank() * 7) % n, order.end());
+  if (rank() % 2) std::reverse(order.begin(), order.end());
+  std::vector<Tensor> tensors;
+  for (int k = 0; k < n; ++k) tensors.emplace_back(DataType::kInt32, std::vector<std::int64_t>{k + 1});
+  std::vector<Handle> handles(n);
+  for (int k : order) {
+    for (std::size_t i = 0; i < tensors[k].size(); ++i) tensors[k].set(i, contribution(rank(), i));
+    handles[k] = allreduce_async("order." + std::to_string(k), tensors[k].view, tensors[k].view, {ReduceOp::kSum});
+    if (k % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (int k = 0; k < n; ++k) {
+    handles[k].wait();
+    for (std::size_t i = 0; i < tensors[k].size(); ++i) {
+      ASSERT_EQ(tensors[k].get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kInt32));
+    }
+  }
+}
+
+TEST(Allreduce, SteadyStateRepeatsAndShapeChanges) {
+  // The same names every step use the response cache; a new shape must still be honoured.
+  for (int step = 0; step < 6; ++step) {
+    const std::int64_t n = step < 4 ? 10 : 20;
+    Tensor a(DataType::kFloat32, {n}), b(DataType::kFloat64, {n});
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a.set(i, contribution(rank(), i) * (step + 1));
+      b.set(i, contribution(rank(), i));
+    }
+    auto ha = allreduce_async("steady.a", a.view, a.view, {ReduceOp::kSum});
+    auto hb = allreduce_async("steady.b", b.view, b.view, {ReduceOp::kMin});
+    ha.wait();
+    hb.wait();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32) * (step + 1));
+      ASSERT_EQ(b.get(i), expected_reduction(ReduceOp::kMin, size(), i, DataType::kFloat64));
+    }
+  }
+}
+
+TEST(Allreduce, GroupedAllreduceCompletesAsOne) {
+  std::vector<Tensor> tensors;
+  std::vector<std::string> names;
+  std::vector<TensorView> views;
+  for (int k = 0; k < 5; ++k) {
+    tensors.emplace_back(DataType::kFloat32, std::vector<std::int64_t>{k + 3});
+    names.push_back("group.member." + std::to_string(k));
+  }
+  for (auto& t : tensors) {
+    for (std::size_t i = 0; i < t.size(); ++i) t.set(i, contribution(rank(), i));
+    views.push_back(t.view);
+  }
+  grouped_allreduce(names, views, views, {ReduceOp::kAverage});
+  for (auto& t : tensors) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(t.get(i), expected_reduction(ReduceOp::kAverage, size(), i, DataType::kFloat32));
+    }
+  }
+}
+
+TEST(Mismatch, ShapeDtypeOpAndRootFailOnEveryRankNamingThem) {
+  Tensor a(DataType::kFloat32, {rank() == 1 ? 3 : 2}), b(DataType::kFloat32, {2});
+  std::string message = error_of([&] { allreduce("mismatch.shape", a.view, a.view); });
+  EXPECT_NE(message.find("allreduce 'mismatch.shape': shape differs across ranks"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1 has [3]"), std::string::npos) << message;
+
+  Tensor typed(rank() == 0 ? DataType::kFloat64 : DataType::kFloat32, {2});
+  message = error_of([&] { allreduce("mismatch.dtype", typed.view, typed.view); });
+  EXPECT_NE(message.find("dtype differs across ranks: rank 0 has float64"), std::string::npos) << message;
+
+  message = error_of([&] { allreduce("mismatch.op", b.view, b.view, {rank() == 0 ? ReduceOp::kMax : ReduceOp::kSum}); });
+  EXPECT_NE(message.find("reduce op differs across ranks: rank 0 has Max"), std::string::npos) << message;
+
+  message = error_of([&] { broadcast("mismatch.root", b.view, rank() == 0 ? 0 : 1); });
+  EXPECT_NE(message.find("broadcast 'mismatch.root': root rank differs across ranks"), std::string::npos) << message;
+
+  message = error_of([&] {
+    if (rank() == 0) {
+      allreduce("mismatch.kind", b.view, b.view);
+    } else {
+      broadcast("mismatch.kind", b.view, 0);
+    }
+  });
+  EXPECT_NE(message.find("operation differs across ranks"), std::string::npos) << message;
+
+  // The runtime carries on after such errors.
+  Tensor ok(DataType::kFloat32, {2});
+  ok.set(0, 1);
+  allreduce("mismatch.after", ok.view, ok.view, {ReduceOp::kSum});
+  EXPECT_EQ(ok.get(0), size());
+}
+
+TEST(Mismatch, CachedTensorChangingShapeOnOneRank) {
+  Tensor t(DataType::kFloat32, {4});
+  allreduce("cached.then.changed", t.view, t.view);
+  Tensor changed(DataType::kFloat32, {rank() == 0 ? 4 : 5});
+  const std::string message = error_of([&] { allreduce("cached.then.changed", changed.view, changed.view); });
+  EXPECT_NE(message.find("shape differs across ranks"), std::string::npos) << message;
+}
+
+TEST(Misuse, DuplicateNameInFlightRaises) {
+  Tensor t(DataType::kFloat32, {4});
+  if (rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto first = allreduce_async("dup", t.view, t.view);
+  const std::string message = error_of([&] { allreduce_async("dup", t.view, t.view); });
+  if (rank() == 0) {
+    // Rank 0 submitted twice before the others arrived: the first is certainly in flight.
+    EXPECT_NE(message.find("already in flight"), std::string::npos) << message;
+  }
+  first.wait();
+}
+
+TEST(Allgather, RanksWithDifferentFirstDimensions) {
+  for (DataType dtype : all_dtypes()) {
+    Tensor t(dtype, {rank(), 3});  // rank 0 contributes no rows
+    for (std::size_t i = 0; i < t.size(); ++i) t.set(i, rank() * 10 + static_cast<double>(i % 3));
+    auto h = allgather(std::string("gather.") + to_string(dtype), t.view);
+    const TensorView out = h.output();
+    const std::int64_t rows = size() * (size() - 1) / 2;
+    ASSERT_EQ(out.shape, (std::vector<std::int64_t>{rows, 3}));
+    std::size_t row = 0;
+    for (int r = 0; r < size(); ++r) {
+      for (int k = 0; k < r; ++k, ++row) {
+        for (std::size_t c = 0; c < 3; ++c) ASSERT_EQ(testing::load(dtype, out.data, row * 3 + c), r * 10.0 + c);
+      }
+    }
+  }
+}
+
+TEST(Allgather, DifferentTrailingDimensionsFail) {
+  Tensor t(DataType::kFloat32, {2, rank() == 0 ? 3 : 4});
+  const std::string message = error_of([&] { allgather("gather.bad", t.view); });
+  EXPECT_NE(message.find("shape after the first dimension differs"), std::string::npos) << message;
+}
+
+TEST(Broadcast, FromEveryRoot) {
+  for (int root = 0; root < size(); ++root) {
+    Tensor t(DataType::kInt64, {2, 2});
+    for (std::size_t i = 0; i < 4; ++i) t.set(i, rank() == root ? 1000 * root + static_cast<double>(i) : -1);
+    broadcast("bcast." + std::to_string(root), t.view, root);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(t.get(i), 1000 * root + static_cast<double>(i));
+  }
+}
+
+TEST(Alltoall, DefaultSplits) {
+  Tensor t(DataType::kFloat32, {2 * size(), 2});
+  for (std::size_t i = 0; i < t.size(); ++i) t.set(i, rank() * 100 + static_cast<double>(i));
+  auto h = alltoall("a2a.default", t.view);
+  const TensorView out = h.output();
+  ASSERT_EQ(out.shape, (std::vector<std::int64_t>{2 * size(), 2}));
+  EXPECT_EQ(h.received_splits(), std::vector<std::int64_t>(size(), 2));
+  // From rank r this rank receives rows [2*rank, 2*rank + 2) of r's input.
+  for (int r = 0; r < size(); ++r) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(testing::load(DataType::kFloat32, out.data, r * 4 + k), r * 100.0 + rank() * 4 + k);
+    }
+  }
+}
+
+TEST(Alltoall, ExplicitUnevenSplits) {
+  // Rank r sends (r + j) rows to rank j, each row holding 1000*r + j.
+  std::vector<std::int64_t> splits(size());
+  std::int64_t rows = 0;
+  for (int j = 0; j < size(); ++j) rows += splits[j] = rank() + j;
+  Tensor t(DataType::kInt32, {rows});
+  std::size_t i = 0;
+  for (int j = 0; j < size(); ++j) {
+    for (std::int64_t k = 0; k < splits[j]; ++k) t.set(i++, 1000 * rank() + j);
+  }
+  auto h = alltoall("a2a.explicit", t.view, splits);
+  std::vector<std::int64_t> expected_splits(size());
+  for (int r = 0; r < size(); ++r) expected_splits[r] = r + rank();
+  EXPECT_EQ(h.received_splits(), expected_splits);
+  const TensorView out = h.output();
+  std::size_t row = 0;
+  for (int r = 0; r < size(); ++r) {
+    for (std::int64_t k = 0; k < expected_splits[r]; ++k) {
+      ASSERT_EQ(testing::load(DataType::kInt32, out.data, row++), 1000.0 * r + rank());
+    }
+  }
+}
+
+TEST(Alltoall, BadSplitsAreRejected) {
+  Tensor t(DataType::kFloat32, {size() * 2 + 1});
+  EXPECT_NE(error_of([&] { alltoall("a2a.indivisible", t.view); }).find("not divisible"), std::string::npos);
+  EXPECT_NE(error_of([&] { alltoall("a2a.count", t.view, {1}); }).find("entries but there are"), std::string::npos);
+  std::vector<std::int64_t> wrong_total(size(), 1);
+  EXPECT_NE(error_of([&] { alltoall("a2a.total", t.view, wrong_total); }).find("add up to"), std::string::npos);
+  std::vector<std::int64_t> negative(size(), 0);
+  negative[0] = -1;
+  negative[1] = size() * 2 + 2;
+  EXPECT_NE(error_of([&] { alltoall("a2a.negative", t.view, negative); }).find("negative"), std::string::npos);
+}
+
+TEST(Reducescatter, EvenAndUnevenFirstDimensions) {
+  for (std::int64_t rows : {static_cast<std::int64_t>(size()) * 2, std::int64_t{5}, std::int64_t{1}}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
+      Tensor t(DataType::kFloat32, {rows, 2});
+      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, contribution(rank(), i));
+      auto h = reducescatter("rs." + std::to_string(rows) + "." + to_string(op), t.view, {op});
+      const TensorView out = h.output();
+      std::int64_t first_row = 0;
+      for (int r = 0; r < rank(); ++r) first_row += rows / size() + (r < rows % size() ? 1 : 0);
+      const std::int64_t my_rows = rows / size() + (rank() < rows % size() ? 1 : 0);
+      ASSERT_EQ(out.shape, (std::vector<std::int64_t>{my_rows, 2}));
+      for (std::int64_t k = 0; k < my_rows * 2; ++k) {
+        const std::size_t global = static_cast<std::size_t>(first_row * 2 + k);
+        ASSERT_EQ(testing::load(DataType::kFloat32, out.data, k),
+                  expected_reduction(op, size(), global, DataType::kFloat32));
+      }
+    }
+  }
+}
+
+TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100 * rank()));
+  barrier();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(100 * (size() - 1)));
+}
+
+TEST(Join, EveryChoiceOfFirstJoiningRank) {
+  for (int first = 0; first < size(); ++first) {
+    // `first` joins at once. The others allreduce "x"; then every other rank but the
+    // highest joins; the highest allreduces "y" (served by all the joined ranks) and joins last.
+    const int last = first == size() - 1 ? size() - 2 : size() - 1;
+    const std::string tag = std::to_string(first);
+    int result;
+    if (rank() == first) {
+      result = join();
+    } else {
+      Tensor x(DataType::kFloat32, {3});
+      for (std::size_t i = 0; i < 3; ++i) x.set(i, contribution(rank(), i));
+      allreduce("join.x." + tag, x.view, x.view, {ReduceOp::kSum});
+      for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(x.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32) - contribution(first, i));
+      }
+      if (rank() == last) {
+        Tensor y(DataType::kFloat64, {3});
+        for (std::size_t i = 0; i < 3; ++i) y.set(i, contribution(rank(), i));
+        allreduce("join.y." + tag, y.view, y.view, {ReduceOp::kSum});
+        for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(y.get(i), contribution(rank(), i));
+      }
+      result = join();
+    }
+    EXPECT_EQ(result, last) << "first joiner " << first;
+  }
+}
+
+TEST(Lifecycle, InitShutdownInit) {
+  const int r = rank(), n = size();
+  shutdown();
+  EXPECT_FALSE(is_initialized());
+  init();
+  EXPECT_EQ(rank(), r);
+  EXPECT_EQ(size(), n);
+  Tensor t(DataType::kFloat32, {1});
+  t.set(0, 1);
+  allreduce("after.reinit", t.view, t.view, {ReduceOp::kSum});
+  EXPECT_EQ(t.get(0), n);
+}
+
+// Run only by their own ctest entries (see CMakeLists.txt), with the stall knobs set.
+TEST(StallDeathless, WarningThenBothProceed) {
+  if (rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  Tensor t(DataType::kFloat32, {1});
+  t.set(0, 1);
+  allreduce("late.tensor", t.view, t.view, {ReduceOp::kSum});
+  EXPECT_EQ(t.get(0), size());
+}
+
+TEST(StallDeathless, ShutdownFailsEveryRankNamingTheMissingRank) {
+  Tensor t(DataType::kFloat32, {1});
+  const std::string message =
+      error_of([&] { allreduce(rank() == 0 ? "a.only.on.rank0" : "b.only.elsewhere", t.view, t.view); });
+  EXPECT_NE(message.find("stall"), std::string::npos) << message;
+  EXPECT_NE(message.find("allreduce 'a.only.on.rank0'"), std::string::npos) << message;
+  EXPECT_NE(message.find("missing on ranks [1"), std::string::npos) << message;
+  // Later calls report the same reason rather than hanging.
+  EXPECT_NE(error_of([&] { allreduce("after.stall", t.view, t.view); }).find("stall"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dtrain
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  try {
+    dtrain::init();
+  } catch (const dtrain::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  const int result = RUN_ALL_TESTS();
+  dtrain::shutdown();
+  return result;
+}

@@ -1,0 +1,68 @@
+// Whole jobs through the launcher: what a user sees in the output and files.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "job_runner.h"
+
+namespace dtrain {
+namespace {
+
+using testing::run_job;
+
+const std::string kLauncher = DTRAIN_CLI;
+const std::string kCollectives = COLLECTIVES_MP_TEST;
+
+TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
+  const auto path = std::filesystem::temp_directory_path() / ("dtrain_job_timeline_" + std::to_string(getpid()) + ".json");
+  const auto result = run_job(kLauncher + " run -np 2 --timeline-filename " + path.string() + " -- " + kCollectives +
+                              " --gtest_filter=Allreduce.ManyAsync*");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream in(path);
+  nlohmann::json events;
+  ASSERT_NO_THROW(events = nlohmann::json::parse(in)) << "timeline is not valid JSON";
+  std::filesystem::remove(path);
+  std::set<std::string> activities, tensors;
+  for (const auto& e : events) {
+    if (e.contains("name") && e["ph"] != "M") activities.insert(e["name"].get<std::string>());
+    if (e["ph"] == "M") tensors.insert(e["args"]["name"].get<std::string>());
+  }
+  for (const char* expected : {"NEGOTIATE_ALLREDUCE", "rank 0 ready", "rank 1 ready", "QUEUE", "ALLREDUCE",
+                               "MEMCPY_IN_FUSION_BUFFER", "COMMUNICATE", "MEMCPY_OUT_FUSION_BUFFER"}) {
+    EXPECT_TRUE(activities.contains(expected)) << "no '" << expected << "' event";
+  }
+  EXPECT_TRUE(tensors.contains("fused.0"));
+  EXPECT_TRUE(tensors.contains("fused.299"));
+}
+
+TEST(Job, StallWarningNamesTheMissingRankAndTheJobProceeds) {
+  const auto result = run_job(kLauncher + " run -np 2 --stall-warning-s 1 -- " + kCollectives +
+                              " --gtest_filter=StallDeathless.WarningThenBothProceed");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("allreduce 'late.tensor' waiting 1 s: submitted by ranks [0], missing on ranks [1]"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(Job, StallShutdownFailsEveryRankWithTheReason) {
+  const auto result = run_job(kLauncher + " run -np 3 --stall-warning-s 1 --stall-shutdown-s 2 -- " + kCollectives +
+                              " --gtest_filter=StallDeathless.ShutdownFailsEveryRankNamingTheMissingRank");
+  EXPECT_EQ(result.exit_code, 0) << result.output;  // every rank saw the error it expected
+  EXPECT_NE(result.output.find("DTRAIN_STALL_SHUTDOWN_S"), std::string::npos) << result.output;
+}
+
+TEST(Job, WorkerWithTheWrongTokenIsRefused) {
+  const auto result = run_job(kLauncher + " run -np 2 -- sh -c 'DTRAIN_JOB_TOKEN=forged exec " + kCollectives +
+                              " --gtest_filter=Barrier.*'", 60);
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("refused this rank's job token"), std::string::npos) << result.output;
+}
+
+}  // namespace
+}  // namespace dtrain

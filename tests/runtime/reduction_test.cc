@@ -1,0 +1,83 @@
+#include "runtime/reduction.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/half_float.h"
+#include "tensor_values.h"
+
+namespace dtrain::runtime {
+namespace {
+
+TEST(HalfFloat, RoundTripsEveryFiniteHalf) {
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const auto h = static_cast<std::uint16_t>(bits);
+    const float f = half_to_float(h);
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(float_to_half(f), h) << "bits " << bits;
+  }
+}
+
+TEST(HalfFloat, RoundsToNearestEvenAndSaturates) {
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                // halfway to the next: rounds to inf
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);      // tie: even mantissa stays
+  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3c02);      // tie: odd mantissa rounds up
+  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001);           // smallest subnormal
+  EXPECT_EQ(float_to_half(2.9802322e-8f), 0x0000);           // half of it: tie to even (zero)
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(BFloat16, RoundsToNearestEven) {
+  EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
+  EXPECT_EQ(bfloat16_to_float(0x3f80), 1.0f);
+  EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3f80);   // tie to even
+  EXPECT_EQ(float_to_bfloat16(1.0f + 3.0f / 256), 0x3f82);
+  EXPECT_TRUE(std::isnan(bfloat16_to_float(float_to_bfloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(Reduction, EveryOpOnEveryDtype) {
+  using dtrain::testing::Tensor;
+  for (DataType dtype : dtrain::testing::all_dtypes()) {
+    Tensor a(dtype, {3}), b(dtype, {3}), out(dtype, {3});
+    const double av[] = {2, 7, 4}, bv[] = {5, 3, 4};
+    for (int i = 0; i < 3; ++i) {
+      a.set(i, av[i]);
+      b.set(i, bv[i]);
+    }
+    struct Case {
+      ReduceOp op;
+      double expected[3];
+    } cases[] = {{ReduceOp::kSum, {7, 10, 8}},
+                 {ReduceOp::kAverage, {7, 10, 8}},  // Average combines as Sum; the division comes later
+                 {ReduceOp::kMin, {2, 3, 4}},
+                 {ReduceOp::kMax, {5, 7, 4}},
+                 {ReduceOp::kProduct, {10, 21, 16}}};
+    for (const auto& c : cases) {
+      reduce_elements(dtype, c.op, out.view.data, a.view.data, b.view.data, 3);
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(out.get(i), c.expected[i]) << to_string(dtype) << " " << to_string(c.op);
+    }
+  }
+}
+
+TEST(Reduction, FinishAveragesFloatsAndTruncatesIntegers) {
+  using dtrain::testing::Tensor;
+  Tensor f(DataType::kFloat32, {2});
+  f.set(0, 3);
+  f.set(1, -3);
+  finish_reduction(DataType::kFloat32, ReduceOp::kAverage, f.view.data, 2, 2, 4.0);
+  EXPECT_EQ(f.get(0), 6.0);  // 3 / 2 * 4
+  EXPECT_EQ(f.get(1), -6.0);
+  Tensor i(DataType::kInt32, {2});
+  i.set(0, 7);
+  i.set(1, -7);
+  finish_reduction(DataType::kInt32, ReduceOp::kAverage, i.view.data, 2, 2, 1.0);
+  EXPECT_EQ(i.get(0), 3);
+  EXPECT_EQ(i.get(1), -3);
+}
+
+}  // namespace
+}  // namespace dtrain::runtime

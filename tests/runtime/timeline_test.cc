@@ -1,0 +1,60 @@
+#include "runtime/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::runtime {
+namespace {
+
+TEST(Timeline, WritesChromeTraceJsonWithOneTrackPerTensor) {
+  const auto path = std::filesystem::temp_directory_path() / ("dtrain_timeline_" + std::to_string(getpid()) + ".json");
+  {
+    Timeline timeline(path.string());
+    timeline.begin("grad/w", "NEGOTIATE_ALLREDUCE");
+    timeline.instant("grad/w", "rank 1 ready");
+    timeline.end("grad/w");
+    timeline.begin("grad/b", "ALLREDUCE");
+    timeline.end("grad/b");
+    const auto now = std::chrono::steady_clock::now();
+    timeline.span("grad/w", "QUEUE", now - std::chrono::milliseconds(2), now);
+  }
+  std::ifstream in(path);
+  const auto events = nlohmann::json::parse(in);  // throws if the file is not valid JSON
+  std::filesystem::remove(path);
+  ASSERT_TRUE(events.is_array());
+  std::map<std::string, int> tracks;
+  int begins = 0, ends = 0;
+  for (const auto& e : events) {
+    if (e["ph"] == "M") tracks[e["args"]["name"]] = e["pid"];
+    if (e["ph"] == "B") ++begins;
+    if (e["ph"] == "E") ++ends;
+    if (e["ph"] == "X") {
+      EXPECT_GE(e["dur"].get<long long>(), 1900);
+    }
+  }
+  EXPECT_EQ(tracks.size(), 2u);
+  EXPECT_NE(tracks["grad/w"], tracks["grad/b"]);
+  EXPECT_EQ(begins, 2);
+  EXPECT_EQ(ends, 2);
+}
+
+TEST(Timeline, UnwritablePathIsANamedError) {
+  try {
+    Timeline timeline("/nonexistent-dir/t.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/t.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::runtime
