@@ -14,7 +14,11 @@ namespace dtrain::cli {
 RunCommand::RunCommand(CLI::App& parent) {
   app_ = parent.add_subcommand(
       "run", "Start a command as N ranks on local or ssh-reachable hosts (like mpirun)");
-  app_->footer("Usage: dtrain run [options] -- command args...");
+  app_->footer(
+      "Usage: dtrain run [options] -- command args...\n"
+      "The command may also follow the options without \"--\" when it cannot be\n"
+      "mistaken for an option. Exit status: 0 when every rank succeeds, 1 when a\n"
+      "rank fails, 2 for usage errors, 128+N when stopped by signal N.\n");
   // Everything from the first argument that is not an option is the command.
   app_->prefix_command();
 

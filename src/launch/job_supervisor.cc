@@ -239,7 +239,7 @@ class SupervisedJob {
       if (it == workers_.end()) continue;
       it->running = false;
       close_fd(it->stdin_fd);
-      spdlog::debug("{} ended: {}", it->who(), describe_exit(*it, status));
+      spdlog::debug("{}", describe_exit(*it, status));
       bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!success && !stopping_) fail(describe_exit(*it, status));
     }
