@@ -9,6 +9,13 @@ namespace dtrain::runtime {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// How long a rank with nothing queued or in flight waits before its next cycle (unless a
+// submission wakes it first). Cycles are collective, so the others' cycles stretch too and an
+// idle job costs almost no CPU; a submission still starts negotiation immediately.
+constexpr auto kIdleCycle = std::chrono::milliseconds(20);
+}  // namespace
+
 BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> transport)
     : config_(std::move(config)),
       transport_(std::move(transport)),
@@ -45,10 +52,15 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries) {
     in_flight_.insert(entry.request.name);
     queue_.push_back(std::move(entry));
   }
+  submitted_.notify_one();
 }
 
 void BackgroundLoop::stop() {
-  stop_requested_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    stop_requested_ = true;
+  }
+  submitted_.notify_one();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -60,7 +72,13 @@ void BackgroundLoop::run() {
       const auto start = Clock::now();
       cycle();
       if (timeline_) timeline_->flush();
-      if (!stopped_by_plan_) std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(cycle_time));
+      if (stopped_by_plan_) break;
+      // The cycle time is the batching window: tensors submitted meanwhile negotiate together.
+      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(cycle_time));
+      std::unique_lock lock(mutex_);
+      if (pending_.empty()) {
+        submitted_.wait_until(lock, start + kIdleCycle, [&] { return !queue_.empty() || stop_requested_; });
+      }
     }
     // Every rank has received the final plan once all reach here; only then close sockets.
     try {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,7 @@ class BackgroundLoop {
 
   // Shared with user threads.
   std::mutex mutex_;
+  std::condition_variable submitted_;  // wakes an idle loop
   std::deque<TensorEntry> queue_;
   std::set<std::string> in_flight_;
   std::string failure_;  // set once the loop has ended; what submit() reports
