@@ -1,0 +1,37 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "vision/evaluation/coco_annotation.h"
+#include "vision/evaluation/coco_ground_truth.h"
+
+namespace dtrain::vision {
+
+// Detection results in COCO's results format, loaded with the semantics of
+// pycocotools' COCO.loadRes: a JSON list of {image_id, category_id, score,
+// bbox and/or segmentation}. The first entry decides how all are read:
+//  - it has a non-empty bbox: area = w*h; a missing segmentation becomes the
+//    box's polygon;
+//  - otherwise it has a segmentation (an RLE): area = the mask's pixel count
+//    and a missing bbox is the mask's tight box.
+// Detections get ids 1..N in file order and iscrowd = 0. An image_id that is
+// not in the ground truth is a CocoError naming the entry.
+class CocoDetections {
+ public:
+  static CocoDetections load(const CocoGroundTruth& gt, const std::string& path);
+  static CocoDetections parse(const CocoGroundTruth& gt, std::string_view json_text,
+                              const std::string& source = "<json>");
+  static CocoDetections from_json(const CocoGroundTruth& gt, const nlohmann::json& results,
+                                  const std::string& source);
+
+  const std::vector<CocoAnnotation>& detections() const { return detections_; }
+
+ private:
+  std::vector<CocoAnnotation> detections_;
+};
+
+}  // namespace dtrain::vision

@@ -1,0 +1,37 @@
+#include "vision/evaluation/iou_matrix.h"
+
+#include "vision/evaluation/mask_iou.h"
+
+namespace dtrain::vision {
+
+std::vector<double> box_iou_matrix(std::span<const BoundingBox> dts, std::span<const BoundingBox> gts,
+                                   std::span<const uint8_t> gt_is_crowd) {
+  const size_t D = dts.size(), G = gts.size();
+  std::vector<double> out;
+  if (D == 0 || G == 0) return out;
+  out.resize(D * G);
+  for (size_t d = 0; d < D; ++d) {
+    for (size_t g = 0; g < G; ++g) out[d * G + g] = box_iou(dts[d], gts[g], gt_is_crowd[g] != 0);
+  }
+  return out;
+}
+
+std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
+                                    std::span<const RunLengthMask* const> gts,
+                                    std::span<const uint8_t> gt_is_crowd) {
+  const size_t D = dts.size(), G = gts.size();
+  std::vector<double> out;
+  if (D == 0 || G == 0) return out;
+  out.resize(D * G);
+  std::vector<BoundingBox> dt_boxes(D), gt_boxes(G);
+  for (size_t d = 0; d < D; ++d) dt_boxes[d] = rle_to_bbox(*dts[d]);
+  for (size_t g = 0; g < G; ++g) gt_boxes[g] = rle_to_bbox(*gts[g]);
+  for (size_t d = 0; d < D; ++d) {
+    for (size_t g = 0; g < G; ++g) {
+      out[d * G + g] = rle_iou(*dts[d], dt_boxes[d], *gts[g], gt_boxes[g], gt_is_crowd[g] != 0);
+    }
+  }
+  return out;
+}
+
+}  // namespace dtrain::vision

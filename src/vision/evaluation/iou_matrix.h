@@ -1,0 +1,21 @@
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "vision/evaluation/bounding_box.h"
+#include "vision/evaluation/run_length_mask.h"
+
+namespace dtrain::vision {
+
+// IoU of every detection with every ground truth of one image and category,
+// as COCO's maskUtils.iou computes it: out[d * G + g], crowd rule applied
+// per ground truth. Empty when either side is empty.
+std::vector<double> box_iou_matrix(std::span<const BoundingBox> dts, std::span<const BoundingBox> gts,
+                                   std::span<const uint8_t> gt_is_crowd);
+
+std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
+                                    std::span<const RunLengthMask* const> gts,
+                                    std::span<const uint8_t> gt_is_crowd);
+
+}  // namespace dtrain::vision
