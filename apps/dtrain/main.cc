@@ -6,12 +6,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "coco_eval_command.h"
 #include "run_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: distributed data-parallel training", "dtrain"};
   app.require_subcommand(1);
   dtrain::cli::RunCommand run(app);
+  dtrain::cli::CocoEvalCommand coco_eval(app);
 
   // Split at the first "--": what follows is a user command, never options.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   }
 
   std::string context = !args.empty() && args[0] == "run" ? "dtrain run" : "dtrain";
+  if (!args.empty() && args[0] == "coco-eval") context = "dtrain coco-eval";
   try {
     // CLI11 wants the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -46,5 +49,6 @@ int main(int argc, char** argv) {
   }
 
   if (run.subcommand()->parsed()) return run.execute(trailing, had_separator);
+  if (coco_eval.subcommand()->parsed()) return coco_eval.execute();
   return 2;
 }

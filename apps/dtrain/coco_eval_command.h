@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace dtrain::cli {
+
+// `dtrain coco-eval --gt GT.json --dt RESULTS.json --iou-type bbox|segm
+// [--json OUT.json] [--threads N]`: COCO box or mask evaluation with
+// pycocotools' numbers. Prints pycocotools' twelve summary lines and
+// optionally writes them with per-category AP as JSON.
+class CocoEvalCommand {
+ public:
+  explicit CocoEvalCommand(CLI::App& parent);
+
+  CLI::App* subcommand() const { return app_; }
+
+  // Runs after parsing. Returns 0, or 1 with a one-line
+  // "dtrain coco-eval: ..." message on stderr for bad input.
+  int execute() const;
+
+ private:
+  CLI::App* app_;
+  std::string gt_path_, dt_path_, iou_type_, json_path_;
+  int threads_ = 0;
+};
+
+}  // namespace dtrain::cli
