@@ -52,28 +52,47 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const RankedDetection& x, const RankedDetection& y) { return x.score > y.score; });
 
-  std::vector<DetectionOutcome> sequence;
-  std::vector<double> recall_curve, precision_curve;
-  sequence.reserve(ranked.size());
+  // Outcomes of the ranked detections, gathered once per area range so the
+  // passes below read memory in order: by_rank[t * N + n].
+  const size_t N = ranked.size();
+  std::vector<DetectionOutcome> by_rank(T * N), sequence;
+  std::vector<double> recall_curve, precision_curve, recall_of;
+  sequence.reserve(N);
   for (size_t a = 0; a < A; ++a) {
     const uint32_t npig = counted[a];
     if (npig == 0) continue;
+    recall_of.resize(static_cast<size_t>(npig) + N + 1);
+    for (size_t tp = 0; tp < recall_of.size(); ++tp) recall_of[tp] = static_cast<double>(tp) / npig;
+    for (size_t n = 0; n < N; ++n) {
+      const RankedDetection& r = ranked[n];
+      const ImageCategoryEvaluation& e = images[r.image];
+      for (size_t t = 0; t < T; ++t) by_rank[t * N + n] = e.outcome(a, t, r.rank, T);
+    }
     for (size_t m = 0; m < M; ++m) {
       const auto max_det = static_cast<uint32_t>(params.max_detections[m]);
       for (size_t t = 0; t < T; ++t) {
         sequence.clear();
-        for (const RankedDetection& r : ranked) {
-          if (r.rank < max_det) sequence.push_back(images[r.image].outcome(a, t, r.rank, T));
+        const DetectionOutcome* row = &by_rank[t * N];
+        for (size_t n = 0; n < N; ++n) {
+          if (ranked[n].rank < max_det) sequence.push_back(row[n]);
         }
         const size_t nd = sequence.size();
         recall_curve.resize(nd);
         precision_curve.resize(nd);
-        double tp = 0, fp = 0;
+        // The same divisions as numpy's tp / npig and tp / (fp + tp + eps);
+        // recall comes from the table, and an ignored detection repeats the
+        // previous values.
+        uint32_t tp = 0, fp = 0;
+        double precision = 0;
         for (size_t i = 0; i < nd; ++i) {
-          if (sequence[i] == DetectionOutcome::kTruePositive) tp += 1;
-          if (sequence[i] == DetectionOutcome::kFalsePositive) fp += 1;
-          recall_curve[i] = tp / npig;
-          precision_curve[i] = tp / (fp + tp + kEpsilon);
+          if (sequence[i] != DetectionOutcome::kIgnored || i == 0) {
+            if (sequence[i] == DetectionOutcome::kTruePositive) ++tp;
+            if (sequence[i] == DetectionOutcome::kFalsePositive) ++fp;
+            const double tps = tp;
+            precision = tps / (static_cast<double>(fp) + tps + kEpsilon);
+          }
+          recall_curve[i] = recall_of[tp];
+          precision_curve[i] = precision;
         }
         out.recall_at(t, k, a, m) = nd ? recall_curve[nd - 1] : 0;
         for (size_t i = nd; i-- > 1;) {
