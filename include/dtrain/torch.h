@@ -1,0 +1,188 @@
+// dtrain for LibTorch: collectives on at::Tensor, a DistributedOptimizer that allreduces
+// each gradient as soon as backward produces it, broadcast of parameters and optimizer
+// state, a distributed sampler and rank-0 checkpoints. The recipe of Horovod and
+// SageMaker's data-parallel library:
+//
+//   dtrain::init();
+//   auto device = dtrain::libtorch::pin_device();             // cuda:local_rank, or cpu
+//   torch::optim::Adam adam(model->parameters(), lr * dtrain::size());
+//   dtrain::libtorch::DistributedOptimizer optimizer(adam, model->named_parameters().pairs());
+//   dtrain::libtorch::broadcast_parameters(named_state(*model), 0);
+//   dtrain::libtorch::broadcast_optimizer_state(adam, 0);
+//   for (...) { optimizer.zero_grad(); loss.backward(); optimizer.step(); }
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::libtorch {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// ---- tensors ----
+
+DataType dtype_of(at::ScalarType type);
+at::ScalarType scalar_type_of(DataType dtype);
+
+// A view of a contiguous CPU tensor's memory (no copy). Throws for other tensors.
+TensorView view_of(const at::Tensor& tensor);
+
+// The device this rank should use: cuda:local_rank when CUDA is available (and made
+// current), else the CPU.
+at::Device pin_device();
+
+// Collectives. Tensors on another device or not contiguous are staged through a contiguous
+// CPU copy and the result copied back; contiguous CPU tensors are used in place (no copy).
+at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+at::Tensor allgather(const at::Tensor& tensor, const std::string& name);
+at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name);
+void broadcast_(at::Tensor& tensor, int root, const std::string& name);
+// Returns the received tensor and how many rows came from each rank.
+std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tensor, const std::string& name,
+                                                          std::vector<std::int64_t> splits = {});
+at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+
+// An asynchronous tensor collective: wait() returns the result tensor.
+class TensorHandle {
+ public:
+  TensorHandle() = default;
+  bool poll() const;
+  at::Tensor wait();
+
+ private:
+  friend TensorHandle allreduce_async(const at::Tensor&, const std::string&, const ReduceOptions&);
+  friend TensorHandle allreduce_async_(at::Tensor&, const std::string&, const ReduceOptions&);
+  friend TensorHandle allgather_async(const at::Tensor&, const std::string&);
+  friend TensorHandle broadcast_async_(at::Tensor&, int, const std::string&);
+  friend TensorHandle reducescatter_async(const at::Tensor&, const std::string&, const ReduceOptions&);
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name);
+TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name);
+TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+
+// ---- training ----
+
+enum class Compression { kNone, kFp16 };
+
+struct DistributedOptimizerOptions {
+  ReduceOp op = ReduceOp::kAverage;  // or kSum
+  // Backward passes accumulated locally before the gradients are reduced and step() runs.
+  int backward_passes_per_step = 1;
+  Compression compression = Compression::kNone;  // kFp16: float16 on the wire, dtype restored
+  // Average as (sum of grad / f) * f / size, to keep low-precision sums in range.
+  double gradient_predivide_factor = 1.0;
+  std::string name_prefix = "grad.";
+};
+
+// Wraps any torch::optim::Optimizer. A hook on each parameter's gradient accumulator starts
+// the allreduce of that gradient the moment backward has produced it, so communication
+// overlaps the rest of backward; step() waits for the outstanding ones, then steps.
+class DistributedOptimizer {
+ public:
+  DistributedOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
+                       DistributedOptimizerOptions options = {});
+  ~DistributedOptimizer();
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
+
+  // Finishes every gradient's allreduce (starting those whose hook did not fire: a parameter
+  // that got no gradient on this rank is reduced as zeros, so ranks never deadlock).
+  void synchronize();
+  // synchronize(), then the wrapped optimizer's step().
+  void step();
+  void zero_grad();
+  torch::optim::Optimizer& optimizer() { return optimizer_; }
+
+ private:
+  struct Impl;
+  torch::optim::Optimizer& optimizer_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Every parameter and buffer of a module, by its qualified name: what broadcast_parameters
+// and checkpoints need.
+NamedTensors named_state(const torch::nn::Module& module);
+
+// Copies `root`'s values into every rank's tensors, in place.
+void broadcast_parameters(const NamedTensors& tensors, int root);
+// Copies `root`'s optimizer state (per-parameter state and options such as the learning rate
+// and momentum) to every rank.
+void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root);
+// Broadcasts arbitrary bytes (e.g. a serialized object) from `root`.
+std::string broadcast_bytes(const std::string& bytes, int root, const std::string& name);
+
+// The average of a scalar across ranks (e.g. the loss), as the seeds' examples print it.
+double metric_average(double value, const std::string& name);
+
+// ---- data ----
+
+// Splits a dataset's indices across ranks: each rank a disjoint shard of the same length
+// (padding by wrapping around, as PyTorch's DistributedSampler does, unless drop_last),
+// reshuffled every epoch from a seed all ranks share.
+class DistributedSampler {
+ public:
+  DistributedSampler(std::size_t dataset_size, int num_replicas, int rank, bool shuffle = true,
+                     std::uint64_t seed = 0, bool drop_last = false);
+  void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
+  std::vector<std::size_t> indices() const;
+  std::size_t num_samples() const { return num_samples_; }
+
+ private:
+  std::size_t dataset_size_;
+  int num_replicas_;
+  int rank_;
+  bool shuffle_;
+  std::uint64_t seed_;
+  bool drop_last_;
+  std::size_t num_samples_;
+  std::int64_t epoch_ = 0;
+};
+
+// ---- checkpoints ----
+
+struct TrainingProgress {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+};
+
+// Checkpoints written by rank 0 alone, atomically (temporary file, fsync, rename), keeping
+// the last `keep_last`. Each holds the model's parameters and buffers, the optimizer state,
+// the progress counters and rank 0's random-number state, framed with a length and a CRC32
+// so a damaged file is named and refused, never loaded.
+class Checkpointer {
+ public:
+  Checkpointer(std::string directory, int keep_last = 3);
+
+  // Collective-free: ranks other than 0 return at once.
+  void save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+            const TrainingProgress& progress) const;
+  // Collective: rank 0 loads the newest checkpoint and broadcasts it; every rank then loads
+  // it. Returns nothing when the directory holds no checkpoint.
+  std::optional<TrainingProgress> restore(torch::nn::Module& model, torch::optim::Optimizer& optimizer) const;
+
+  // Paths of the checkpoints present, oldest first.
+  std::vector<std::string> list() const;
+  const std::string& directory() const { return directory_; }
+
+ private:
+  std::string directory_;
+  int keep_last_;
+};
+
+}  // namespace dtrain::libtorch

@@ -1,0 +1,165 @@
+// Gradient allreduce overlapped with backward. Each parameter's AccumulateGrad node gets a
+// post hook: when backward has added this pass's gradient into param.grad, the hook counts
+// the pass and, on the last declared pass, starts an asynchronous allreduce of the gradient
+// in place. step() waits for all of them. This is where PyTorch DDP's reducer hooks in too.
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <functional>
+#include <unordered_set>
+
+#include "dtrain/torch.h"
+
+namespace dtrain::libtorch {
+
+struct DistributedOptimizer::Impl {
+  struct Slot {
+    std::string name;  // the allreduce name: prefix + parameter name
+    at::Tensor parameter;
+    int passes = 0;
+    bool started = false;
+    Handle handle;
+    at::Tensor wire;  // what travels: the gradient itself, or its float16 / staged copy
+    std::shared_ptr<torch::autograd::Node> accumulator;
+    std::uintptr_t hook_key = 0;
+  };
+
+  DistributedOptimizerOptions options;
+  std::vector<Slot> slots;
+
+  void start(Slot& slot) {
+    at::Tensor& grad = slot.parameter.mutable_grad();
+    if (!grad.defined()) grad = at::zeros_like(slot.parameter);  // no gradient here: contribute zeros
+    if (options.compression == Compression::kFp16 && grad.is_floating_point() && grad.scalar_type() != at::kHalf) {
+      slot.wire = grad.to(at::kCPU, at::kHalf).contiguous();
+    } else if (!grad.is_cpu() || !grad.is_contiguous()) {
+      slot.wire = grad.to(at::kCPU).contiguous();
+    } else {
+      slot.wire = grad;  // zero copy: reduce in place in param.grad
+    }
+    ReduceOptions reduce;
+    reduce.op = options.op;
+    if (options.op == ReduceOp::kAverage) {
+      reduce.prescale_factor = 1.0 / options.gradient_predivide_factor;
+      reduce.postscale_factor = options.gradient_predivide_factor;
+    }
+    const TensorView view = view_of(slot.wire);
+    slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce);
+    slot.started = true;
+  }
+
+  void on_gradient_ready(std::size_t index) {
+    Slot& slot = slots[index];
+    ++slot.passes;
+    if (slot.passes > options.backward_passes_per_step) {
+      throw Error("dtrain::DistributedOptimizer: gradient of '" + slot.name + "' computed " +
+                  std::to_string(slot.passes) + " times before step(), but backward_passes_per_step is " +
+                  std::to_string(options.backward_passes_per_step) +
+                  "; call step() after each pass or raise backward_passes_per_step");
+    }
+    if (slot.passes == options.backward_passes_per_step) start(slot);
+  }
+};
+
+namespace {
+
+// Runs after AccumulateGrad has updated param.grad.
+class GradientReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradientReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    on_ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> on_ready_;
+};
+
+}  // namespace
+
+DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
+                                           DistributedOptimizerOptions options)
+    : optimizer_(optimizer), impl_(std::make_unique<Impl>()) {
+  if (options.backward_passes_per_step < 1) {
+    throw Error("dtrain::DistributedOptimizer: backward_passes_per_step must be at least 1, got " +
+                std::to_string(options.backward_passes_per_step));
+  }
+  if (options.gradient_predivide_factor <= 0) {
+    throw Error("dtrain::DistributedOptimizer: gradient_predivide_factor must be positive");
+  }
+  if (options.gradient_predivide_factor != 1.0 && options.op != ReduceOp::kAverage) {
+    throw Error("dtrain::DistributedOptimizer: gradient_predivide_factor applies to the Average op only");
+  }
+  if (options.op != ReduceOp::kAverage && options.op != ReduceOp::kSum) {
+    throw Error("dtrain::DistributedOptimizer: op must be Average or Sum");
+  }
+  impl_->options = std::move(options);
+  std::unordered_set<std::string> names;
+  std::unordered_set<const void*> tensors;
+  for (const auto& [name, parameter] : named_parameters) {
+    if (!names.insert(name).second) {
+      throw Error("dtrain::DistributedOptimizer: parameter name '" + name + "' appears twice; names must be unique");
+    }
+    if (!tensors.insert(parameter.unsafeGetTensorImpl()).second) {
+      throw Error("dtrain::DistributedOptimizer: parameter '" + name + "' is the same tensor as an earlier one");
+    }
+    if (!parameter.requires_grad()) continue;
+    Impl::Slot slot;
+    slot.name = impl_->options.name_prefix + name;
+    slot.parameter = parameter;
+    impl_->slots.push_back(std::move(slot));
+  }
+  for (std::size_t i = 0; i < impl_->slots.size(); ++i) {
+    auto& slot = impl_->slots[i];
+    slot.accumulator = torch::autograd::impl::grad_accumulator(slot.parameter);
+    if (!slot.accumulator) {
+      throw Error("dtrain::DistributedOptimizer: parameter '" + slot.name + "' is not a leaf tensor");
+    }
+    slot.hook_key = slot.accumulator->add_post_hook(
+        std::make_unique<GradientReadyHook>([impl = impl_.get(), i] { impl->on_gradient_ready(i); }));
+  }
+}
+
+DistributedOptimizer::~DistributedOptimizer() {
+  for (auto& slot : impl_->slots) {
+    if (slot.accumulator) slot.accumulator->del_post_hook(slot.hook_key);
+    if (slot.started) {
+      try {
+        slot.handle.wait();  // the runtime must not write into a gradient after we are gone
+      } catch (const std::exception&) {
+      }
+    }
+  }
+}
+
+void DistributedOptimizer::synchronize() {
+  for (auto& slot : impl_->slots) {
+    if (!slot.started) impl_->start(slot);
+  }
+  std::string first_error;
+  for (auto& slot : impl_->slots) {
+    try {
+      slot.handle.wait();
+      at::Tensor& grad = slot.parameter.mutable_grad();
+      if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
+    } catch (const std::exception& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+    slot.wire = at::Tensor();
+    slot.started = false;
+    slot.passes = 0;
+  }
+  if (!first_error.empty()) throw Error(first_error);
+}
+
+void DistributedOptimizer::step() {
+  synchronize();
+  optimizer_.step();
+}
+
+void DistributedOptimizer::zero_grad() { optimizer_.zero_grad(); }
+
+}  // namespace dtrain::libtorch

@@ -1,0 +1,20 @@
+#include "optimizer_state.h"
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::libtorch {
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive) {
+  optimizer.load(archive);
+  torch::serialize::InputArchive groups;
+  archive.read("param_groups", groups);
+  auto& param_groups = optimizer.param_groups();
+  for (std::size_t i = 0; i < param_groups.size(); ++i) {
+    torch::serialize::InputArchive group, options;
+    groups.read("param_groups/" + std::to_string(i), group);
+    group.read("options", options);
+    param_groups[i].options().serialize(options);
+  }
+}
+
+}  // namespace dtrain::libtorch

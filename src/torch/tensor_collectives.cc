@@ -1,0 +1,185 @@
+// Collectives on at::Tensor: contiguous CPU tensors are reduced in place through a view of
+// their memory; any other tensor is staged through a contiguous CPU copy.
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include "dtrain/torch.h"
+
+namespace dtrain::libtorch {
+
+DataType dtype_of(at::ScalarType type) {
+  switch (type) {
+    case at::kByte: return DataType::kUInt8;
+    case at::kInt: return DataType::kInt32;
+    case at::kLong: return DataType::kInt64;
+    case at::kHalf: return DataType::kFloat16;
+    case at::kBFloat16: return DataType::kBFloat16;
+    case at::kFloat: return DataType::kFloat32;
+    case at::kDouble: return DataType::kFloat64;
+    default:
+      throw Error(std::string("dtrain: tensors of type ") + c10::toString(type) +
+                  " are not supported (uint8, int32, int64, float16, bfloat16, float32, float64 are)");
+  }
+}
+
+at::ScalarType scalar_type_of(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return at::kByte;
+    case DataType::kInt32: return at::kInt;
+    case DataType::kInt64: return at::kLong;
+    case DataType::kFloat16: return at::kHalf;
+    case DataType::kBFloat16: return at::kBFloat16;
+    case DataType::kFloat32: return at::kFloat;
+    case DataType::kFloat64: return at::kDouble;
+  }
+  return at::kFloat;
+}
+
+TensorView view_of(const at::Tensor& tensor) {
+  if (!tensor.defined()) throw Error("dtrain: view_of an undefined tensor");
+  if (!tensor.is_cpu() || !tensor.is_contiguous()) {
+    throw Error("dtrain: view_of needs a contiguous CPU tensor (got " + std::string(tensor.device().str()) +
+                (tensor.is_contiguous() ? "" : ", non-contiguous") + ")");
+  }
+  TensorView view;
+  view.data = tensor.data_ptr();
+  view.dtype = dtype_of(tensor.scalar_type());
+  view.shape.assign(tensor.sizes().begin(), tensor.sizes().end());
+  return view;
+}
+
+at::Device pin_device() {
+  if (at::globalContext().hasCUDA()) {
+    const int count = c10::impl::getDeviceGuardImpl(at::kCUDA)->deviceCount();
+    if (count > 0) {
+      const at::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank() % count));
+      c10::impl::getDeviceGuardImpl(at::kCUDA)->setDevice(device);
+      return device;
+    }
+  }
+  return at::Device(at::kCPU);
+}
+
+namespace {
+
+// The tensor the runtime works on: the tensor itself when possible, else a CPU copy.
+at::Tensor staged(const at::Tensor& tensor) {
+  if (tensor.is_cpu() && tensor.is_contiguous()) return tensor;
+  return tensor.to(at::kCPU).contiguous();
+}
+
+OutputAllocator allocate_into(std::shared_ptr<at::Tensor> result, at::ScalarType type) {
+  return [result, type](const std::vector<std::int64_t>& shape) {
+    *result = at::empty(shape, at::TensorOptions().dtype(type));
+    return result->data_ptr();
+  };
+}
+
+}  // namespace
+
+struct TensorHandle::State {
+  Handle handle;
+  at::Tensor input;                    // kept alive while the runtime reads it
+  at::Tensor work;                     // what the runtime reads and writes
+  std::shared_ptr<at::Tensor> output;  // for allocated outputs
+  at::Tensor copy_back_to;             // in-place ops on staged tensors
+  at::Device device = at::kCPU;        // where the result belongs
+};
+
+bool TensorHandle::poll() const { return !state_ || state_->handle.poll(); }
+
+at::Tensor TensorHandle::wait() {
+  if (!state_) throw Error("dtrain: wait() on an empty TensorHandle");
+  state_->handle.wait();
+  at::Tensor result = state_->output && state_->output->defined() ? *state_->output : state_->work;
+  if (state_->copy_back_to.defined()) {
+    if (!state_->copy_back_to.is_same(state_->work)) state_->copy_back_to.copy_(state_->work);
+    return state_->copy_back_to;
+  }
+  return result.device() == state_->device ? result : result.to(state_->device);
+}
+
+TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+  TensorHandle h;
+  h.state_ = std::make_shared<TensorHandle::State>();
+  h.state_->input = staged(tensor);
+  h.state_->work = at::empty_like(h.state_->input, at::MemoryFormat::Contiguous);
+  h.state_->device = tensor.device();
+  h.state_->handle = dtrain::allreduce_async(name, view_of(h.state_->input), view_of(h.state_->work), options);
+  return h;
+}
+
+TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+  TensorHandle h;
+  h.state_ = std::make_shared<TensorHandle::State>();
+  h.state_->work = staged(tensor);
+  h.state_->copy_back_to = tensor;
+  h.state_->device = tensor.device();
+  const TensorView view = view_of(h.state_->work);
+  h.state_->handle = dtrain::allreduce_async(name, view, view, options);
+  return h;
+}
+
+TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name) {
+  TensorHandle h;
+  h.state_ = std::make_shared<TensorHandle::State>();
+  h.state_->work = staged(tensor);
+  h.state_->device = tensor.device();
+  h.state_->output = std::make_shared<at::Tensor>();
+  h.state_->handle =
+      dtrain::allgather_async(name, view_of(h.state_->work), allocate_into(h.state_->output, tensor.scalar_type()));
+  return h;
+}
+
+TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name) {
+  TensorHandle h;
+  h.state_ = std::make_shared<TensorHandle::State>();
+  h.state_->work = staged(tensor);
+  h.state_->copy_back_to = tensor;
+  h.state_->device = tensor.device();
+  h.state_->handle = dtrain::broadcast_async(name, view_of(h.state_->work), root);
+  return h;
+}
+
+TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+  TensorHandle h;
+  h.state_ = std::make_shared<TensorHandle::State>();
+  h.state_->work = staged(tensor);
+  h.state_->device = tensor.device();
+  h.state_->output = std::make_shared<at::Tensor>();
+  h.state_->handle = dtrain::reducescatter_async(name, view_of(h.state_->work), options,
+                                                 allocate_into(h.state_->output, tensor.scalar_type()));
+  return h;
+}
+
+at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+  return allreduce_async(tensor, name, options).wait();
+}
+
+void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+  allreduce_async_(tensor, name, options).wait();
+}
+
+at::Tensor allgather(const at::Tensor& tensor, const std::string& name) { return allgather_async(tensor, name).wait(); }
+
+at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name) {
+  at::Tensor copy = tensor.clone();
+  broadcast_(copy, root, name);
+  return copy;
+}
+
+void broadcast_(at::Tensor& tensor, int root, const std::string& name) { broadcast_async_(tensor, root, name).wait(); }
+
+std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tensor, const std::string& name,
+                                                          std::vector<std::int64_t> splits) {
+  const at::Tensor input = staged(tensor);
+  auto output = std::make_shared<at::Tensor>();
+  Handle h = dtrain::alltoall(name, view_of(input), std::move(splits), allocate_into(output, tensor.scalar_type()));
+  at::Tensor result = output->device() == tensor.device() ? *output : output->to(tensor.device());
+  return {result, h.received_splits()};
+}
+
+at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+  return reducescatter_async(tensor, name, options).wait();
+}
+
+}  // namespace dtrain::libtorch
