@@ -1,0 +1,207 @@
+// The LibTorch adapter across real processes (ctest runs it under `dtrain run -np 2` and
+// `-np 3`, with and without tensor fusion). Every rank runs the same tests in order.
+#include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include "dtrain/torch.h"
+#include "mnist_net.h"
+
+namespace dtrain::libtorch {
+namespace {
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A gradient that differs per rank in a known way: d(sum(w * x))/dw = x = rank + 1.
+at::Tensor rank_input(std::int64_t n) { return at::full({1, n}, static_cast<double>(rank() + 1), at::kFloat); }
+double mean_of_ranks() { return (size() + 1) / 2.0; }
+
+TEST(TensorCollectives, InPlaceOutOfPlaceAndAsync) {
+  at::Tensor t = at::full({3, 2}, static_cast<double>(rank()), at::kDouble);
+  const at::Tensor averaged = allreduce(t, "tc.avg");
+  EXPECT_TRUE(averaged.allclose(at::full({3, 2}, (size() - 1) / 2.0, at::kDouble)));
+  EXPECT_TRUE(t.equal(at::full({3, 2}, static_cast<double>(rank()), at::kDouble)));  // untouched
+  auto h = allreduce_async_(t, "tc.sum", {ReduceOp::kSum});
+  const at::Tensor summed = h.wait();
+  EXPECT_TRUE(summed.is_same(t));
+  EXPECT_EQ(t[0][0].item<double>(), size() * (size() - 1) / 2.0);
+
+  const at::Tensor rows = at::full({rank() + 1, 2}, static_cast<float>(rank()));
+  const at::Tensor gathered = allgather(rows, "tc.gather");
+  EXPECT_EQ(gathered.size(0), size() * (size() + 1) / 2);
+  at::Tensor b = at::full({4}, rank() == 1 ? 7.0 : 0.0, at::kLong);
+  broadcast_(b, 1, "tc.bcast");
+  EXPECT_EQ(b[3].item<std::int64_t>(), 7);
+  const at::Tensor shard = reducescatter(at::ones({size() * 2, 3}), "tc.rs", {ReduceOp::kSum});
+  EXPECT_TRUE(shard.equal(at::full({2, 3}, static_cast<float>(size()))));
+}
+
+TEST(DistributedOptimizer, AveragesGradientsAcrossRanks) {
+  torch::nn::Linear layer(torch::nn::LinearOptions(5, 1).bias(false));
+  torch::optim::SGD sgd(layer->parameters(), 1.0);
+  DistributedOptimizer optimizer(sgd, layer->named_parameters().pairs());
+  optimizer.zero_grad();
+  layer->forward(rank_input(5)).sum().backward();
+  optimizer.synchronize();
+  EXPECT_TRUE(layer->weight.grad().allclose(at::full({1, 5}, mean_of_ranks())));
+}
+
+TEST(DistributedOptimizer, SumOpAndPredivideFactor) {
+  torch::nn::Linear a(torch::nn::LinearOptions(3, 1).bias(false)), b(torch::nn::LinearOptions(3, 1).bias(false));
+  torch::optim::SGD sgd_a(a->parameters(), 1.0), sgd_b(b->parameters(), 1.0);
+  DistributedOptimizerOptions sum;
+  sum.op = ReduceOp::kSum;
+  sum.name_prefix = "sum.";
+  DistributedOptimizer summing(sgd_a, a->named_parameters().pairs(), sum);
+  DistributedOptimizerOptions predivide;
+  predivide.gradient_predivide_factor = 4.0;
+  predivide.name_prefix = "predivide.";
+  DistributedOptimizer predividing(sgd_b, b->named_parameters().pairs(), predivide);
+  a->forward(rank_input(3)).sum().backward();
+  b->forward(rank_input(3)).sum().backward();
+  summing.synchronize();
+  predividing.synchronize();
+  EXPECT_TRUE(a->weight.grad().allclose(at::full({1, 3}, mean_of_ranks() * size())));
+  EXPECT_TRUE(b->weight.grad().allclose(at::full({1, 3}, mean_of_ranks())));  // same average
+}
+
+TEST(DistributedOptimizer, AccumulatesBackwardPassesBeforeReducing) {
+  torch::nn::Linear layer(torch::nn::LinearOptions(2, 1).bias(false));
+  torch::optim::SGD sgd(layer->parameters(), 1.0);
+  DistributedOptimizerOptions options;
+  options.backward_passes_per_step = 3;
+  options.name_prefix = "accumulate.";
+  DistributedOptimizer optimizer(sgd, layer->named_parameters().pairs(), options);
+  optimizer.zero_grad();
+  for (int pass = 0; pass < 3; ++pass) layer->forward(rank_input(2)).sum().backward();
+  optimizer.synchronize();
+  EXPECT_TRUE(layer->weight.grad().allclose(at::full({1, 2}, 3 * mean_of_ranks())));
+  // A fourth pass before step() is the misuse the option exists to catch.
+  optimizer.zero_grad();
+  for (int pass = 0; pass < 3; ++pass) layer->forward(rank_input(2)).sum().backward();
+  const std::string message = error_of([&] { layer->forward(rank_input(2)).sum().backward(); });
+  EXPECT_NE(message.find("backward_passes_per_step is 3"), std::string::npos) << message;
+  optimizer.synchronize();
+}
+
+TEST(DistributedOptimizer, Fp16CompressionRestoresTheDtype) {
+  torch::nn::Linear layer(torch::nn::LinearOptions(4, 1).bias(false));
+  torch::optim::SGD sgd(layer->parameters(), 1.0);
+  DistributedOptimizerOptions options;
+  options.compression = Compression::kFp16;
+  options.name_prefix = "fp16.";
+  DistributedOptimizer optimizer(sgd, layer->named_parameters().pairs(), options);
+  layer->forward(rank_input(4)).sum().backward();
+  optimizer.synchronize();
+  EXPECT_EQ(layer->weight.grad().scalar_type(), at::kFloat);
+  EXPECT_TRUE(layer->weight.grad().allclose(at::full({1, 4}, mean_of_ranks())));
+}
+
+TEST(DistributedOptimizer, ParameterWithoutGradientOnSomeRanksDoesNotDeadlock) {
+  torch::nn::Linear used(torch::nn::LinearOptions(2, 1).bias(false)), unused(torch::nn::LinearOptions(2, 1).bias(false));
+  std::vector<at::Tensor> parameters = {used->weight, unused->weight};
+  torch::optim::SGD sgd(parameters, 1.0);
+  DistributedOptimizerOptions options;
+  options.name_prefix = "partial.";
+  DistributedOptimizer optimizer(sgd, {{"used", used->weight}, {"unused", unused->weight}}, options);
+  at::Tensor loss = used->forward(rank_input(2)).sum();
+  if (rank() == 0) loss = loss + unused->forward(rank_input(2)).sum();  // only rank 0 touches `unused`
+  loss.backward();
+  optimizer.step();
+  // Rank 0's gradient (1 per element) averaged with zeros from every other rank.
+  EXPECT_TRUE(unused->weight.grad().allclose(at::full({1, 2}, 1.0 / size())));
+}
+
+TEST(DistributedOptimizer, DuplicateParameterNamesAreRefused) {
+  torch::nn::Linear a(2, 1), b(2, 1);
+  torch::optim::SGD sgd(a->parameters(), 1.0);
+  const std::string message = error_of([&] { DistributedOptimizer o(sgd, {{"w", a->weight}, {"w", b->weight}}); });
+  EXPECT_NE(message.find("'w' appears twice"), std::string::npos) << message;
+}
+
+TEST(Broadcast, ParametersAndOptimizerStateFromRoot) {
+  torch::manual_seed(100 + rank());  // different weights on every rank
+  torch::nn::Linear layer(3, 2);
+  torch::optim::SGD sgd(layer->parameters(), torch::optim::SGDOptions(0.01 * (rank() + 1)).momentum(rank() == 0 ? 0.9 : 0.1 * rank()));
+  if (rank() == 0) {
+    // Give rank 0 momentum buffers to send.
+    layer->forward(at::ones({1, 3})).sum().backward();
+    sgd.step();
+  }
+  broadcast_parameters(named_state(*layer), 0);
+  broadcast_optimizer_state(sgd, 0);
+  const at::Tensor reference = allgather(layer->weight.detach().reshape({1, -1}), "bcast.check");
+  for (int r = 1; r < size(); ++r) EXPECT_TRUE(reference[r].equal(reference[0]));
+  const auto& options = static_cast<torch::optim::SGDOptions&>(sgd.param_groups()[0].options());
+  EXPECT_EQ(options.lr(), 0.01);
+  EXPECT_EQ(options.momentum(), 0.9);
+  EXPECT_EQ(sgd.state().size(), 2u);  // rank 0's momentum buffers arrived everywhere
+}
+
+TEST(Metric, AverageAcrossRanks) { EXPECT_DOUBLE_EQ(metric_average(rank() * 2.0, "metric"), size() - 1.0); }
+
+// The data-parallel promise: N ranks with per-rank batch b train exactly as one process with
+// batch N*b over the same samples. Checked on the MNIST network with Adam, after 20 steps.
+// Float64, so that the comparison measures the algorithm, not float32 summation order (Adam
+// divides by sqrt(v), which magnifies rounding on near-zero gradients).
+TEST(Equivalence, RanksWithBatchBMatchOneProcessWithBatchNB) {
+  const std::int64_t b = 4, steps = 20;
+  torch::manual_seed(1234);
+  const at::Tensor images = at::rand({steps * b * size(), 1, 28, 28}, at::kDouble);
+  const at::Tensor labels = at::randint(10, {steps * b * size()}, at::kLong);
+
+  auto make_model = [] {
+    torch::manual_seed(99);
+    dtrain::mnist::MnistNet net;
+    net->to(at::kDouble);
+    net->eval();  // no dropout: the comparison needs the same function on both sides
+    return net;
+  };
+  dtrain::mnist::MnistNet single = make_model(), replica = make_model();
+  torch::optim::Adam single_adam(single->parameters(), 1e-3);
+  torch::optim::Adam replica_adam(replica->parameters(), 1e-3);
+  DistributedOptimizerOptions options;
+  options.name_prefix = "equivalence.";
+  DistributedOptimizer distributed(replica_adam, replica->named_parameters().pairs(), options);
+
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const std::int64_t begin = step * b * size();
+    single_adam.zero_grad();
+    torch::nn::functional::nll_loss(single->forward(images.slice(0, begin, begin + b * size())),
+                                    labels.slice(0, begin, begin + b * size()))
+        .backward();
+    single_adam.step();
+
+    const std::int64_t mine = begin + rank() * b;
+    distributed.zero_grad();
+    torch::nn::functional::nll_loss(replica->forward(images.slice(0, mine, mine + b)), labels.slice(0, mine, mine + b))
+        .backward();
+    distributed.step();
+  }
+  const auto expected = single->named_parameters();
+  for (const auto& item : replica->named_parameters()) {
+    const at::Tensor want = expected[item.key()];
+    const double relative = (item.value() - want).abs().max().item<double>() / want.abs().max().item<double>();
+    EXPECT_LE(relative, 1e-5) << item.key();
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::libtorch
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  dtrain::init();
+  const int result = RUN_ALL_TESTS();
+  dtrain::shutdown();
+  return result;
+}

@@ -1,0 +1,105 @@
+// dtrain-mnist as a user runs it: killed mid-epoch and resumed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "job_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const std::string kLauncher = DTRAIN_CLI;
+const std::string kMnist = DTRAIN_MNIST;
+const std::string kData = MNIST_DATA_DIR;
+
+// The pid of the process whose environment has DTRAIN_RANK=<rank> and whose command line
+// mentions `marker`, or -1.
+pid_t find_rank(const std::string& marker, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
+    std::string cmd((std::istreambuf_iterator<char>(cmdline)), {}), env((std::istreambuf_iterator<char>(environ)), {});
+    if (cmd.find("dtrain-mnist") == std::string::npos || cmd.find(marker) == std::string::npos) continue;
+    if (env.find(std::string("DTRAIN_RANK=") + std::to_string(rank) + '\0') != std::string::npos) {
+      return static_cast<pid_t>(std::stol(pid));
+    }
+  }
+  return -1;
+}
+
+long newest_checkpoint_step(const fs::path& dir) {
+  long newest = -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, std::regex(R"(checkpoint-(\d+)\.dtrain)"))) newest = std::max(newest, std::stol(m[1]));
+  }
+  return newest;
+}
+
+TEST(MnistJob, ResumesAfterRankZeroIsKilledMidEpoch) {
+  const fs::path dir = fs::temp_directory_path() / ("dtrain_resume_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const std::string args = " -- " + kMnist + " --data-dir " + kData + " --steps 120 --batch-size 32 --threads 1" +
+                           " --checkpoint-every 10 --log-every 10 --checkpoint-dir " + dir.string();
+  const std::string log = (dir.string() + ".log");
+
+  // First run, in the background; kill rank 0 once a few checkpoints exist.
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    const std::string command = kLauncher + " run -np 2" + args + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  while (newest_checkpoint_step(dir) < 30 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(newest_checkpoint_step(dir), 30) << "no checkpoint appeared";
+  const pid_t rank0 = find_rank(dir.string(), 0);
+  ASSERT_GT(rank0, 0);
+  ASSERT_EQ(kill(rank0, SIGKILL), 0);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "the job should fail when rank 0 dies";
+  std::ifstream first_log(log);
+  const std::string first_output((std::istreambuf_iterator<char>(first_log)), {});
+  EXPECT_NE(first_output.find("rank 0 (host localhost) was killed by signal 9"), std::string::npos) << first_output;
+
+  // Whatever instant the kill hit, only complete checkpoints exist.
+  const long resume_from = newest_checkpoint_step(dir);
+  ASSERT_LT(resume_from, 120) << "rank 0 finished before it was killed";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().extension(), ".dtrain") << "partial file left: " << entry.path();
+  }
+
+  // Relaunch with --resume: it continues from the newest checkpoint to the end.
+  const auto second = dtrain::testing::run_job(kLauncher + " run -np 2" + args + " --resume", 180);
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("Resumed from step " + std::to_string(resume_from)), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("Trained " + std::to_string(120 - resume_from) + " steps"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("Step #120\t"), std::string::npos) << second.output;
+  EXPECT_EQ(newest_checkpoint_step(dir), 120);
+  fs::remove_all(dir);
+  fs::remove(log);
+}
+
+TEST(MnistJob, MissingDataIsNamed) {
+  const auto result = dtrain::testing::run_job(kMnist + " --data-dir /nonexistent/mnist --steps 1", 60);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("/nonexistent/mnist/train-images-idx3-ubyte"), std::string::npos) << result.output;
+}
+
+}  // namespace
