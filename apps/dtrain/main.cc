@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "coco_eval_command.h"
+#include "data_command.h"
 #include "run_command.h"
 
 int main(int argc, char** argv) {
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dtrain::cli::RunCommand run(app);
   dtrain::cli::CocoEvalCommand coco_eval(app);
+  dtrain::cli::DataCommand data(app);
 
   // Split at the first "--": what follows is a user command, never options.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
 
   std::string context = !args.empty() && args[0] == "run" ? "dtrain run" : "dtrain";
   if (!args.empty() && args[0] == "coco-eval") context = "dtrain coco-eval";
+  if (!args.empty() && args[0] == "data") context = "dtrain data";
   try {
     // CLI11 wants the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -50,5 +53,6 @@ int main(int argc, char** argv) {
 
   if (run.subcommand()->parsed()) return run.execute(trailing, had_separator);
   if (coco_eval.subcommand()->parsed()) return coco_eval.execute();
+  if (data.subcommand()->parsed()) return data.execute();
   return 2;
 }
