@@ -79,10 +79,19 @@ class SupervisedJob {
       w.request = std::move(l.request);
       int rank = w.placement.rank;
       if (options_.output_dir) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
-      w.stdout_relay = std::make_unique<LineRelay>(
-          relay_prefix(rank, "stdout"), [](std::string_view line) { write_fully(1, line); });
-      w.stderr_relay = std::make_unique<LineRelay>(
-          relay_prefix(rank, "stderr"), [](std::string_view line) { write_fully(2, line); });
+      auto prefix = [&](std::string_view stream) {
+        return options_.prefix ? options_.prefix(w.placement, stream) : relay_prefix(rank, stream);
+      };
+      auto sink = [this, placement = w.placement](bool is_stderr) -> LineRelay::Sink {
+        if (options_.line_sink) {
+          return [this, placement, is_stderr](std::string_view line) {
+            options_.line_sink(placement, is_stderr, line);
+          };
+        }
+        return [is_stderr](std::string_view line) { write_fully(is_stderr ? 2 : 1, line); };
+      };
+      w.stdout_relay = std::make_unique<LineRelay>(prefix("stdout"), sink(false));
+      w.stderr_relay = std::make_unique<LineRelay>(prefix("stderr"), sink(true));
       workers_.push_back(std::move(w));
     }
   }
@@ -95,6 +104,7 @@ class SupervisedJob {
       handle_signals();
       reap();
       check_start_timeout();
+      check_time_limit();
       check_kill_deadline();
       note_all_reaped();
     }
@@ -104,7 +114,11 @@ class SupervisedJob {
 
     if (interrupt_signal_ != 0 && !failure_) return 128 + interrupt_signal_;
     if (failure_) {
-      write_fully(2, fmt::format("dtrain run: {}\n", *failure_));
+      if (options_.on_failure) {
+        options_.on_failure(*failure_);
+      } else {
+        write_fully(2, fmt::format("dtrain run: {}\n", failure_->description));
+      }
       return 1;
     }
     return 0;
@@ -118,7 +132,7 @@ class SupervisedJob {
       try {
         child = spawn_child(w.request);
       } catch (const LaunchError& e) {
-        fail(fmt::format("{}: {}", w.who(), e.what()));
+        fail(fmt::format("{}: {}", w.who(), e.what()), &w);
         break;
       }
       w.pid = child.pid;
@@ -129,7 +143,8 @@ class SupervisedJob {
       spdlog::debug("started {} as pid {}: {}", w.who(), w.pid, fmt::join(w.request.argv, " "));
       if (child.exec_errno != 0) {
         fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0],
-                         std::strerror(child.exec_errno)));
+                         std::strerror(child.exec_errno)),
+             &w);
       }
     }
   }
@@ -177,6 +192,9 @@ class SupervisedJob {
       next = std::min(next, launched_at_ + seconds(options_.start_timeout_s));
     }
     if (stopping_ && !killed_) next = std::min(next, kill_at_);
+    if (!stopping_ && options_.time_limit_s > 0) {
+      next = std::min(next, launched_at_ + seconds(options_.time_limit_s));
+    }
     if (drain_deadline_) next = std::min(next, *drain_deadline_);
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
     return static_cast<int>(std::clamp<long long>(ms, 0, 1000));
@@ -240,8 +258,9 @@ class SupervisedJob {
       it->running = false;
       close_fd(it->stdin_fd);
       spdlog::debug("{}", describe_exit(*it, status));
+      if (options_.on_exit) options_.on_exit(it->placement, status);
       bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!success && !stopping_) fail(describe_exit(*it, status));
+      if (!success && !stopping_) fail(describe_exit(*it, status), &*it, status);
     }
   }
 
@@ -252,10 +271,17 @@ class SupervisedJob {
     for (const auto& w : workers_) {
       if (w.running && !options_.is_ready(w.placement.rank)) {
         fail(fmt::format("{} did not reach rendezvous within {} s", w.who(),
-                         format_env_number(options_.start_timeout_s)));
+                         format_env_number(options_.start_timeout_s)),
+             &w);
         return;
       }
     }
+  }
+
+  void check_time_limit() {
+    if (stopping_ || options_.time_limit_s <= 0) return;
+    if (Clock::now() < launched_at_ + seconds(options_.time_limit_s)) return;
+    fail(fmt::format("time limit of {} s exceeded", format_env_number(options_.time_limit_s)));
   }
 
   void check_kill_deadline() {
@@ -279,8 +305,13 @@ class SupervisedJob {
     drain_deadline_ = Clock::now() + std::chrono::seconds(1);
   }
 
-  void fail(std::string message) {
-    if (!failure_) failure_ = std::move(message);
+  void fail(std::string message, const Worker* who = nullptr,
+            std::optional<int> wait_status = std::nullopt) {
+    if (!failure_) {
+      failure_ = WorkerFailure{who ? who->placement : RankPlacement{}, std::move(message),
+                               wait_status};
+      if (!who) failure_->placement.rank = -1;
+    }
     begin_stop(SIGTERM);
   }
 
@@ -310,7 +341,7 @@ class SupervisedJob {
   bool killed_ = false;
   bool start_checked_ = false;
   int interrupt_signal_ = 0;
-  std::optional<std::string> failure_;
+  std::optional<WorkerFailure> failure_;
   char buffer_[64 * 1024];
 };
 

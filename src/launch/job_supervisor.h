@@ -3,6 +3,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "local_spawner.h"
@@ -19,6 +20,14 @@ struct WorkerLaunch {
   SpawnRequest request;
 };
 
+// The first failure of a job: who, why, and how the process ended (absent
+// when it never ran, or the job failed for another reason: a deadline).
+struct WorkerFailure {
+  RankPlacement placement;
+  std::string description;
+  std::optional<int> wait_status;
+};
+
 struct SupervisorOptions {
   // A worker still running this long after launch without having posted
   // ready fails the job. 0 disables the check.
@@ -29,6 +38,20 @@ struct SupervisorOptions {
   std::optional<std::string> output_dir;
   // Whether a rank has posted ready to the rendezvous store.
   std::function<bool(int rank)> is_ready = [](int) { return false; };
+
+  // Extension points for programs that run whole jobs (the job runner, the
+  // container entry point); `dtrain run` leaves them empty.
+  // The prefix of relayed lines; default relay_prefix(rank, stream).
+  std::function<std::string(const RankPlacement&, std::string_view stream)> prefix;
+  // Receives every relayed line (prefixed, newline-terminated) instead of
+  // this process's stdout/stderr.
+  std::function<void(const RankPlacement&, bool is_stderr, std::string_view line)> line_sink;
+  // Receives the first failure instead of the final "dtrain run: ..." line.
+  std::function<void(const WorkerFailure&)> on_failure;
+  // Every worker's wait status, as it is reaped.
+  std::function<void(const RankPlacement&, int wait_status)> on_exit;
+  // Stop every worker (as after a failure) once the job has run this long; 0: no limit.
+  double time_limit_s = 0;
 };
 
 // Runs the workers of one job to the end. Relays their output line by line

@@ -15,6 +15,7 @@
 #include "job_supervisor.h"
 #include "launch_error.h"
 #include "local_host.h"
+#include "output_relay.h"
 #include "rank_assignment.h"
 #include "rendezvous_server.h"
 #include "signal_channel.h"
@@ -150,6 +151,12 @@ int launch_job(const LaunchOptions& options) {
   supervision.kill_grace_s = options.kill_grace_s;
   supervision.output_dir = options.output_dir;
   supervision.is_ready = [&rendezvous](int rank) { return rendezvous.is_ready(rank); };
+  if (options.tag_output_with_host) {
+    supervision.prefix = [](const RankPlacement& p, std::string_view stream) {
+      return relay_prefix(p.rank, p.host, stream);
+    };
+  }
+  supervision.on_failure = options.on_failure;
 
   JobSupervisor supervisor(std::move(supervision), signals);
   int exit_code = supervisor.run(std::move(launches));

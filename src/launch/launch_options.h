@@ -1,9 +1,11 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "job_supervisor.h"
 #include "ssh_command.h"
 
 namespace dtrain::launch {
@@ -25,6 +27,12 @@ struct LaunchOptions {
   SshOptions ssh;
   double kill_grace_s = 5;
   std::vector<std::string> command;
+
+  // For programs that call launch_job() themselves (the job entry point):
+  // prefix output lines with host and rank ("[host:rank]<stdout>:"), and
+  // receive the first failure instead of the final "dtrain run: ..." line.
+  bool tag_output_with_host = false;
+  std::function<void(const WorkerFailure&)> on_failure;
 };
 
 }  // namespace dtrain::launch

@@ -58,4 +58,8 @@ std::string relay_prefix(int rank, std::string_view stream_name) {
   return fmt::format("[{}]<{}>:", rank, stream_name);
 }
 
+std::string relay_prefix(int rank, std::string_view host, std::string_view stream_name) {
+  return fmt::format("[{}:{}]<{}>:", host, rank, stream_name);
+}
+
 }  // namespace dtrain::launch

@@ -40,4 +40,8 @@ class LineRelay {
 // "[<rank>]<stdout>:" / "[<rank>]<stderr>:"
 std::string relay_prefix(int rank, std::string_view stream_name);
 
+// "[<host>:<rank>]<stdout>:": the host as well, for jobs whose hosts matter
+// to the reader (the job runner's logs and metrics).
+std::string relay_prefix(int rank, std::string_view host, std::string_view stream_name);
+
 }  // namespace dtrain::launch

@@ -12,6 +12,7 @@ bool is_plain_shell_char(char c) {
 }
 
 std::vector<std::string> ssh_base_argv(const SshOptions& options) {
+  if (options.agent) return *options.agent;
   std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes", "-o",
                                    "StrictHostKeyChecking=no"};
   if (options.port) {
@@ -86,7 +87,9 @@ std::vector<std::string> ssh_worker_argv(const std::string& host, const SshOptio
 std::vector<std::string> ssh_probe_argv(const std::string& host, const SshOptions& options,
                                         int connect_timeout_s) {
   std::vector<std::string> argv = ssh_base_argv(options);
-  argv.insert(argv.begin() + 3, {"-o", fmt::format("ConnectTimeout={}", connect_timeout_s)});
+  if (!options.agent) {
+    argv.insert(argv.begin() + 3, {"-o", fmt::format("ConnectTimeout={}", connect_timeout_s)});
+  }
   argv.push_back(host);
   argv.push_back("true");
   return argv;

@@ -9,10 +9,13 @@
 
 namespace dtrain::launch {
 
-// How to reach remote hosts: ssh's -p and -i.
+// How to reach remote hosts: ssh's -p and -i, or an agent used instead of
+// ssh (like mpirun's plm_rsh_agent): it is called as `agent... host command`
+// and must run `command` through a shell on `host`, keeping stdin connected.
 struct SshOptions {
   std::optional<int> port;
   std::optional<std::string> identity_file;
+  std::optional<std::vector<std::string>> agent;
 };
 
 // Quotes `word` for a POSIX shell so it reaches the command as exactly one
