@@ -8,6 +8,8 @@
 
 #include "coco_eval_command.h"
 #include "data_command.h"
+#include "entrypoint_command.h"
+#include "job_command.h"
 #include "run_command.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +18,8 @@ int main(int argc, char** argv) {
   dtrain::cli::RunCommand run(app);
   dtrain::cli::CocoEvalCommand coco_eval(app);
   dtrain::cli::DataCommand data(app);
+  dtrain::cli::JobCommand job(app);
+  dtrain::cli::EntrypointCommand entrypoint(app);
 
   // Split at the first "--": what follows is a user command, never options.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -38,6 +42,8 @@ int main(int argc, char** argv) {
   std::string context = !args.empty() && args[0] == "run" ? "dtrain run" : "dtrain";
   if (!args.empty() && args[0] == "coco-eval") context = "dtrain coco-eval";
   if (!args.empty() && args[0] == "data") context = "dtrain data";
+  if (!args.empty() && args[0] == "job") context = "dtrain job";
+  if (!args.empty() && args[0] == "entrypoint") context = "dtrain entrypoint";
   try {
     // CLI11 wants the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -54,5 +60,7 @@ int main(int argc, char** argv) {
   if (run.subcommand()->parsed()) return run.execute(trailing, had_separator);
   if (coco_eval.subcommand()->parsed()) return coco_eval.execute();
   if (data.subcommand()->parsed()) return data.execute();
+  if (job.subcommand()->parsed()) return job.execute();
+  if (entrypoint.subcommand()->parsed()) return entrypoint.execute(trailing);
   return 2;
 }

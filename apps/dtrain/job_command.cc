@@ -1,0 +1,150 @@
+#include "job_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "job/container_layout.h"
+#include "job/job_error.h"
+#include "job/job_spec.h"
+#include "job/local_cluster.h"
+
+namespace dtrain::cli {
+namespace {
+
+std::string self_executable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "dtrain" : path.string();
+}
+
+void add_spec_options(CLI::App* app, std::string& spec, std::vector<std::string>& overrides) {
+  app->add_option("spec", spec, "Job spec (YAML)")->required()->type_name("SPEC");
+  app->add_option("--set", overrides, "Override a spec field: key=value (dotted keys, YAML values)")
+      ->type_name("KEY=VALUE");
+}
+
+}  // namespace
+
+JobCommand::JobCommand(CLI::App& parent) {
+  app_ = parent.add_subcommand("job", "SageMaker-style training jobs: run locally, validate, render for Kubernetes");
+  app_->require_subcommand(1);
+
+  run_ = app_->add_subcommand("run", "Run a job on local hosts algo-1..N (processes or network namespaces)");
+  add_spec_options(run_, spec_path_, overrides_);
+  run_->add_option("--hosts", hosts_, "Host backend: process (any user) or netns (root)")
+      ->type_name("KIND")
+      ->default_val("process");
+  run_->add_option("--work-dir", work_dir_, "Where the hosts' /opt/ml roots live (default $TMPDIR/dtrain-job-NAME-PID)")
+      ->type_name("DIR");
+  run_->add_flag("--keep-work-dir", keep_work_dir_, "Keep the hosts' roots after the job");
+  run_->add_option("--kill-grace-s", kill_grace_s_, "Seconds between SIGTERM and SIGKILL when stopping hosts")
+      ->type_name("S")
+      ->default_val(10);
+  run_->add_flag("--verbose", verbose_, "Log what the runner does");
+
+  validate_ = app_->add_subcommand("validate", "Check a job spec and list every problem");
+  add_spec_options(validate_, spec_path_, overrides_);
+
+  render_ = app_->add_subcommand("render", "Write the job as a Kubernetes manifest");
+  add_spec_options(render_, spec_path_, overrides_);
+  render_->add_option("--target", target_, "What to render: kubeflow (an MPIJob, kubeflow.org/v2beta1)")
+      ->default_val("kubeflow");
+  render_->add_option("-o,--output", output_file_, "Write to FILE instead of stdout")->type_name("FILE");
+  render_->add_option("--image", kubeflow_.image, "Training image")->default_val("dtrain:latest");
+  render_->add_option("--namespace", namespace_, "Kubernetes namespace");
+  render_->add_option("--data-claim", kubeflow_.data_claim, "PersistentVolumeClaim with channels and outputs (default NAME-data)");
+  render_->add_option("--cpu", kubeflow_.cpu, "CPU per worker")->default_val("2");
+  render_->add_option("--memory", kubeflow_.memory, "Memory per worker")->default_val("4Gi");
+  render_->add_option("--gpus", kubeflow_.gpus_per_worker, "GPUs per worker")->default_val(0);
+
+  host_exec_ = app_->add_subcommand("host-exec", "Run a shell command on a local job's host (used by the entry point)");
+  host_exec_->group("");  // internal: not listed in help
+  host_exec_->add_option("--table", table_file_, "The job's host table")->required();
+  host_exec_->add_option("host", exec_host_, "Host name")->required();
+  host_exec_->add_option("command", exec_command_, "Shell command")->required();
+}
+
+int JobCommand::execute() const {
+  try {
+    if (run_->parsed()) return run();
+    if (validate_->parsed()) return validate();
+    if (render_->parsed()) return render();
+    if (host_exec_->parsed()) return host_exec();
+  } catch (const job::JobError& e) {
+    std::fprintf(stderr, "dtrain job: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtrain job: %s\n", e.what());
+    return 1;
+  }
+  return 2;
+}
+
+int JobCommand::run() const {
+  auto logger = spdlog::stderr_color_st("dtrain-job");
+  logger->set_pattern("dtrain job: [%l] %v");
+  logger->set_level(verbose_ ? spdlog::level::debug : spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+
+  job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
+  job::RunOptions options;
+  options.hosts = job::parse_host_kind(hosts_);
+  if (!work_dir_.empty()) options.work_dir = std::filesystem::absolute(work_dir_).string();
+  options.keep_work_dir = keep_work_dir_;
+  options.kill_grace_s = kill_grace_s_;
+  options.dtrain_exe = self_executable();
+  return job::run_job(spec, options);
+}
+
+int JobCommand::validate() const {
+  job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
+  std::printf("%s: valid job %s (%d host%s x %d process%s, %zu channel%s)\n", spec_path_.c_str(),
+              spec.name.c_str(), spec.instance_count, spec.instance_count == 1 ? "" : "s",
+              spec.processes_per_host, spec.processes_per_host == 1 ? "" : "es",
+              spec.channels.size(), spec.channels.size() == 1 ? "" : "s");
+  return 0;
+}
+
+int JobCommand::render() const {
+  if (target_ != "kubeflow") {
+    throw job::JobError::usage("--target must be kubeflow, got '" + target_ + "'");
+  }
+  job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
+  job::KubeflowOptions options = kubeflow_;
+  if (!namespace_.empty()) options.namespace_name = namespace_;
+  std::string manifest = job::render_mpijob(spec, options);
+  if (output_file_.empty()) {
+    std::fwrite(manifest.data(), 1, manifest.size(), stdout);
+  } else {
+    job::write_text_file(output_file_, manifest);
+  }
+  return 0;
+}
+
+int JobCommand::host_exec() const {
+  auto hosts = job::hosts_from_table(job::read_json_file(table_file_));
+  for (const auto& h : hosts) {
+    if (h.name != exec_host_) continue;
+    ::setenv("SAGEMAKER_BASE_DIR", h.root.c_str(), 1);
+    std::vector<std::string> argv;
+    if (!h.netns.empty()) argv = {"ip", "netns", "exec", h.netns};
+    argv.insert(argv.end(), {"/bin/sh", "-c", exec_command_});
+    std::vector<char*> c_argv;
+    for (auto& a : argv) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    ::execvp(c_argv[0], c_argv.data());
+    std::fprintf(stderr, "dtrain job host-exec: cannot execute %s: %s\n", c_argv[0], std::strerror(errno));
+    return 127;
+  }
+  std::fprintf(stderr, "dtrain job host-exec: no host %s in %s\n", exec_host_.c_str(), table_file_.c_str());
+  return 255;
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "job/job_runner.h"
+#include "job/kubeflow_manifest.h"
+
+namespace dtrain::cli {
+
+// `dtrain job run SPEC [--set key=value]... [--hosts process|netns]`: runs a
+// SageMaker-style job on this machine (see docs/jobs.md).
+// `dtrain job validate SPEC`: checks a spec and lists every problem.
+// `dtrain job render --target kubeflow SPEC [-o FILE]`: the job as a Kubeflow MPIJob.
+// `dtrain job host-exec --table FILE HOST COMMAND`: runs a shell command "on"
+// one of a local job's hosts (the launcher's agent instead of ssh).
+// Exit status: run returns the job's (the algorithm's) exit code; bad specs
+// and usage errors exit 2 with every problem listed.
+class JobCommand {
+ public:
+  explicit JobCommand(CLI::App& parent);
+
+  CLI::App* subcommand() const { return app_; }
+  int execute() const;
+
+ private:
+  int run() const;
+  int validate() const;
+  int render() const;
+  int host_exec() const;
+
+  CLI::App* app_;
+  CLI::App* run_;
+  CLI::App* validate_;
+  CLI::App* render_;
+  CLI::App* host_exec_;
+
+  std::string spec_path_;
+  std::vector<std::string> overrides_;
+  std::string hosts_ = "process";
+  std::string work_dir_;
+  bool keep_work_dir_ = false;
+  double kill_grace_s_ = 10;
+  bool verbose_ = false;
+
+  std::string target_ = "kubeflow";
+  std::string output_file_;
+  job::KubeflowOptions kubeflow_;
+  std::string namespace_;
+
+  std::string table_file_;
+  std::string exec_host_;
+  std::string exec_command_;
+};
+
+}  // namespace dtrain::cli

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtrain::job {
+
+// The address of a host name: DTRAIN_HOSTS_FILE (an /etc/hosts-style file
+// the local job runner writes) first, then the system resolver. nullopt when
+// neither knows it.
+std::optional<std::string> resolve_host(const std::string& name);
+
+// The entry point's TCP port for master <-> worker links (DTRAIN_HOST_PORT,
+// default 29417).
+int host_link_port();
+
+// How the master reports the end of the job to a worker.
+struct JobEnd {
+  int exit_code = 0;
+  std::string reason;  // empty on success
+};
+
+// The master's side: one connection per other host. Connecting proves the
+// host is up (its entry point is listening); the connection stays open for
+// the whole job, so a worker notices when the master disappears.
+class MasterLinks {
+ public:
+  MasterLinks() = default;
+  ~MasterLinks();
+  MasterLinks(const MasterLinks&) = delete;
+  MasterLinks& operator=(const MasterLinks&) = delete;
+
+  // Connects to every host in `hosts` (retrying every 0.5 s until
+  // `wait_s`); throws JobError naming the hosts it could not reach.
+  void connect_all(const std::vector<std::string>& hosts, const std::string& master, int port,
+                   double wait_s);
+
+  // Sends the job's end to every connected worker and closes the links.
+  void report_end(const JobEnd& end);
+
+ private:
+  struct Link {
+    std::string host;
+    int fd = -1;
+  };
+  std::vector<Link> links_;
+};
+
+// A worker's side: listens for the master, then waits for the job's end.
+class WorkerLink {
+ public:
+  WorkerLink() = default;
+  ~WorkerLink();
+  WorkerLink(const WorkerLink&) = delete;
+  WorkerLink& operator=(const WorkerLink&) = delete;
+
+  // Listens on `bind_address`:`port` ("0.0.0.0" for any). Throws JobError.
+  void listen(const std::string& bind_address, int port);
+
+  // Waits up to `wait_s` for the master to connect; false on timeout.
+  bool accept_master(double wait_s);
+
+  // Blocks until the master reports the end (returned) or the connection
+  // drops without a report (nullopt: the master disappeared).
+  std::optional<JobEnd> wait_for_end();
+
+  const std::string& master() const { return master_; }
+
+ private:
+  int listen_fd_ = -1;
+  int master_fd_ = -1;
+  std::string master_;
+};
+
+}  // namespace dtrain::job

@@ -1,0 +1,388 @@
+#include "job_runner.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "artifact_packer.h"
+#include "channel_stager.h"
+#include "container_layout.h"
+#include "entrypoint.h"
+#include "job_error.h"
+#include "launch/job_supervisor.h"
+#include "launch/signal_channel.h"
+#include "launch/worker_env.h"
+#include "metric_extractor.h"
+#include "pipe_feeder.h"
+
+namespace dtrain::job {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29417;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+std::string default_work_dir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  return fmt::format("{}/dtrain-job-{}-{}", tmp && *tmp ? tmp : "/tmp", name, ::getpid());
+}
+
+std::string read_if_exists(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return "";
+  try {
+    return read_text_file(path);
+  } catch (...) {
+    return "";
+  }
+}
+
+// The job's output directory: artifacts, logs, metrics and summary.
+struct JobOutputs {
+  explicit JobOutputs(const JobSpec& spec)
+      : dir(spec.output_path + "/" + spec.name),
+        logs_dir(dir + "/logs"),
+        metrics_file(dir + "/metrics.jsonl"),
+        summary_file(dir + "/summary.json"),
+        model_archive(dir + "/model.tar.gz"),
+        output_archive(dir + "/output.tar.gz") {}
+
+  void reset() const {
+    std::error_code ec;
+    for (const auto& f : {metrics_file, summary_file, model_archive, output_archive}) fs::remove(f, ec);
+    fs::remove_all(logs_dir, ec);
+    fs::create_directories(logs_dir, ec);
+    if (ec) throw JobError::runtime(fmt::format("cannot create {}: {}", logs_dir, ec.message()));
+  }
+
+  std::string dir, logs_dir, metrics_file, summary_file, model_archive, output_archive;
+};
+
+// Everything the relay learns while the hosts run.
+class JobRecorder {
+ public:
+  JobRecorder(const JobSpec& spec, const JobOutputs& outputs, const std::vector<LocalHost>& hosts)
+      : extractor_(spec.metric_definitions), metrics_(outputs.metrics_file, std::ios::app) {
+    for (const auto& h : hosts) {
+      logs_[h.name] = std::make_unique<std::ofstream>(outputs.logs_dir + "/" + h.name + ".log");
+    }
+  }
+
+  void line(const std::string& host, std::string_view prefix, bool is_stderr,
+            std::string_view prefixed) {
+    write_all(is_stderr ? 2 : 1, prefixed);
+    std::string_view text = prefixed.substr(std::min(prefix.size(), prefixed.size()));
+    if (auto it = logs_.find(host); it != logs_.end()) {
+      it->second->write(text.data(), static_cast<std::streamsize>(text.size()));
+      it->second->flush();
+    }
+    if (extractor_.empty()) return;
+    TaggedLine tagged = parse_tagged_line(text, host);
+    for (const auto& sample : extractor_.extract(tagged.text, tagged.host, tagged.rank, unix_time())) {
+      metrics_ << sample.to_json().dump() << '\n';
+      metrics_.flush();
+      final_[sample.name] = sample.value;
+      ++samples_;
+    }
+  }
+
+  const std::map<std::string, double>& final_metrics() const { return final_; }
+  size_t samples() const { return samples_; }
+
+ private:
+  MetricExtractor extractor_;
+  std::ofstream metrics_;
+  std::map<std::string, std::unique_ptr<std::ofstream>> logs_;
+  std::map<std::string, double> final_;
+  size_t samples_ = 0;
+};
+
+}  // namespace
+
+int run_job(const JobSpec& spec, const RunOptions& options) {
+  if (spec.engine == Engine::kMpi && !mpi_engine_available()) {
+    throw JobError::usage(mpi_engine_unavailable_message());
+  }
+  if (options.hosts == HostKind::kNetns && !can_create_netns()) {
+    throw JobError::usage("--hosts netns needs root (it creates network namespaces); use --hosts process");
+  }
+  JobOutputs outputs(spec);
+  outputs.reset();
+  std::string work_dir = options.work_dir.value_or(default_work_dir(spec.name));
+  std::error_code ec;
+  fs::remove_all(work_dir + "/hosts", ec);
+
+  // Before any thread exists, so the feeders' threads inherit the mask.
+  launch::SignalChannel signals;
+  auto job_started = Clock::now();
+
+  LocalCluster cluster(options.hosts, work_dir, spec.instance_count);
+  const std::vector<LocalHost>& hosts = cluster.hosts();
+  std::vector<std::string> names;
+  for (const auto& h : hosts) names.push_back(h.name);
+  std::sort(names.begin(), names.end());
+  std::printf("dtrain job %s: %d host%s (%s) x %d process%s\n", spec.name.c_str(),
+              spec.instance_count, spec.instance_count == 1 ? "" : "s",
+              to_string(options.hosts).c_str(), spec.processes_per_host,
+              spec.processes_per_host == 1 ? "" : "es");
+  std::fflush(stdout);
+
+  // Each host's /opt/ml, checkpoints restored, channels staged.
+  std::vector<ChannelStaging> staging;
+  std::vector<std::unique_ptr<PipeFeeder>> feeders;
+  auto staging_started = Clock::now();
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const LocalHost& host = hosts[i];
+    ContainerLayout layout(host.root);
+    ContainerConfig config;
+    config.hyperparameters_file = hyperparameters_file_for(spec);
+    config.resource.current_host = host.name;
+    config.resource.current_instance_type = spec.instance_type;
+    config.resource.hosts = names;
+    config.resource.network_interface_name = cluster.network_interface();
+    config.input_data_config = input_data_config_for(spec);
+    write_container_config(layout, config);
+
+    std::string checkpoints = layout.container_path(spec.checkpoint.local_path);
+    fs::create_directories(checkpoints, ec);
+    if (spec.checkpoint.sync_to && fs::is_directory(*spec.checkpoint.sync_to, ec)) {
+      copy_tree(*spec.checkpoint.sync_to, checkpoints);
+    }
+    int index = static_cast<int>(i), count = static_cast<int>(hosts.size());
+    for (const auto& channel : spec.channels) {
+      ChannelStaging report = stage_channel(channel, layout, host.name, index, count);
+      std::printf("%s\n", report.describe().c_str());
+      staging.push_back(report);
+      if (channel.input_mode == InputMode::kPipe) {
+        feeders.push_back(std::make_unique<PipeFeeder>(
+            layout.input_data_dir(), channel.name, pipe_files_for_host(channel, index, count)));
+      }
+    }
+  }
+  double staging_seconds = seconds_since(staging_started);
+  std::fflush(stdout);
+
+  // Every host runs the entry point; the master launches the ranks on all.
+  int port = options.hosts == HostKind::kProcess ? free_loopback_port() : 29417;
+  std::string agent = fmt::format("{} job host-exec --table {}", options.dtrain_exe, cluster.table_file());
+  std::vector<std::string> parent_env = launch::current_environment();
+  std::vector<launch::WorkerLaunch> launches;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const LocalHost& host = hosts[i];
+    launch::WorkerLaunch l;
+    l.placement.rank = static_cast<int>(i);
+    l.placement.size = static_cast<int>(hosts.size());
+    l.placement.local_size = 1;
+    l.placement.cross_rank = static_cast<int>(i);
+    l.placement.cross_size = static_cast<int>(hosts.size());
+    l.placement.host = host.name;
+    l.request.argv = cluster.exec_prefix(host);
+    for (const auto& word : {options.dtrain_exe, std::string("entrypoint"), std::string("--")}) {
+      l.request.argv.push_back(word);
+    }
+    l.request.argv.insert(l.request.argv.end(), spec.command.begin(), spec.command.end());
+    launch::EnvVars env = {
+        {"SAGEMAKER_BASE_DIR", host.root},
+        {"DTRAIN_HOSTS_FILE", cluster.hosts_file()},
+        {"DTRAIN_HOST_PORT", std::to_string(port)},
+        {"DTRAIN_LAUNCH_AGENT", agent},
+        {"TRAINING_JOB_NAME", spec.name},
+    };
+    for (const auto& kv : spec.environment) env.push_back(kv);
+    l.request.env = launch::merge_environment(parent_env, env);
+    launches.push_back(std::move(l));
+  }
+
+  JobRecorder recorder(spec, outputs, hosts);
+  std::map<std::string, int> host_exit;
+  std::optional<launch::WorkerFailure> failure;
+  launch::SupervisorOptions supervision;
+  supervision.start_timeout_s = 0;
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.time_limit_s = spec.max_run_seconds;
+  supervision.prefix = [](const launch::RankPlacement& p, std::string_view) {
+    return fmt::format("[{}] ", p.host);
+  };
+  supervision.line_sink = [&recorder](const launch::RankPlacement& p, bool is_stderr,
+                                      std::string_view line) {
+    recorder.line(p.host, fmt::format("[{}] ", p.host), is_stderr, line);
+  };
+  supervision.on_exit = [&host_exit](const launch::RankPlacement& p, int status) {
+    host_exit[p.host] = exit_code_of(status);
+  };
+  supervision.on_failure = [&failure](const launch::WorkerFailure& f) { failure = f; };
+
+  for (auto& f : feeders) f->start();
+  auto run_started = Clock::now();
+  launch::JobSupervisor supervisor(supervision, signals);
+  int supervisor_code = supervisor.run(std::move(launches));
+  double run_seconds = seconds_since(run_started);
+  for (auto& f : feeders) f->stop();
+  int left_behind = cluster.kill_remaining_processes();
+  if (left_behind > 0) spdlog::warn("killed {} process(es) left in the job's hosts", left_behind);
+
+  // The outcome: the master's exit code and reason decide.
+  const LocalHost& master = hosts.front();
+  ContainerLayout master_layout(master.root);
+  bool timed_out = failure && failure->placement.rank < 0 &&
+                   failure->description.starts_with("time limit");
+  int master_code = host_exit.count(master.name) ? host_exit[master.name] : 1;
+  int code = master_code;
+  if (code == 0) {
+    for (const auto& [name, c] : host_exit) {
+      if (c != 0 && code == 0) code = c;
+    }
+    if (host_exit.size() < hosts.size() || supervisor_code != 0) code = code ? code : 1;
+  }
+  std::string reason;
+  if (timed_out) {
+    reason = fmt::format("MaxRuntimeExceeded: the job ran longer than max_run_seconds ({} s) and was stopped",
+                         launch::format_env_number(spec.max_run_seconds));
+    if (code == 0) code = 1;
+  } else if (code != 0) {
+    reason = read_if_exists(master_layout.failure_file());
+    if (reason.empty() && failure) reason = failure->description;
+    if (reason.empty()) {
+      for (const auto& h : hosts) {
+        reason = read_if_exists(ContainerLayout(h.root).failure_file());
+        if (!reason.empty()) break;
+      }
+    }
+    if (reason.empty()) reason = fmt::format("the job failed with status {}", code);
+  }
+  if (supervisor_code > 128 && !failure) {
+    reason = fmt::format("Stopped: the job runner caught {}", launch::signal_name(supervisor_code - 128));
+    code = supervisor_code;
+  }
+
+  // Artifacts.
+  Json artifacts = Json::object();
+  std::string artifact_error;
+  try {
+    pack_directory(master_layout.model_dir(), outputs.model_archive);
+    artifacts["model"] = outputs.model_archive;
+    pack_directory(master_layout.output_data_dir(), outputs.output_archive);
+    artifacts["output"] = outputs.output_archive;
+    if (spec.checkpoint.sync_to) {
+      // Every host's checkpoints into one place, the master's last so its files win.
+      for (auto it = hosts.rbegin(); it != hosts.rend(); ++it) {
+        copy_tree(ContainerLayout(it->root).container_path(spec.checkpoint.local_path),
+                  *spec.checkpoint.sync_to);
+      }
+      artifacts["checkpoints"] = *spec.checkpoint.sync_to;
+    }
+  } catch (const std::exception& e) {
+    artifact_error = e.what();
+    spdlog::error("packing artifacts: {}", artifact_error);
+  }
+  artifacts["logs"] = outputs.logs_dir;
+  artifacts["metrics"] = outputs.metrics_file;
+
+  Json summary;
+  summary["job_name"] = spec.name;
+  summary["status"] = code == 0 ? "Completed" : "Failed";
+  summary["failure_reason"] = code == 0 ? Json(nullptr) : Json(limit_failure_reason(reason));
+  summary["exit_code"] = code;
+  summary["hosts_backend"] = to_string(options.hosts);
+  summary["instance_count"] = spec.instance_count;
+  summary["processes_per_host"] = spec.processes_per_host;
+  Json host_list = Json::array();
+  for (const auto& h : hosts) {
+    Json entry;
+    entry["name"] = h.name;
+    entry["address"] = h.address;
+    entry["exit_code"] = host_exit.count(h.name) ? Json(host_exit[h.name]) : Json(nullptr);
+    std::string host_failure = read_if_exists(ContainerLayout(h.root).failure_file());
+    entry["failure"] = host_failure.empty() ? Json(nullptr) : Json(host_failure);
+    Json channels = Json::array();
+    for (const auto& s : staging) {
+      if (s.host == h.name) channels.push_back(s.to_json());
+    }
+    entry["staging"] = channels;
+    host_list.push_back(entry);
+  }
+  summary["hosts"] = host_list;
+  Json final_metrics = Json::object();
+  for (const auto& [name, value] : recorder.final_metrics()) final_metrics[name] = value;
+  summary["final_metrics"] = final_metrics;
+  summary["metric_samples"] = recorder.samples();
+  Json pipes = Json::array();
+  for (const auto& f : feeders) {
+    pipes.push_back({{"channel", f->channel()},
+                     {"epochs_completed", f->epochs_completed()},
+                     {"bytes_written", f->bytes_written()}});
+  }
+  if (!pipes.empty()) summary["pipe_channels"] = pipes;
+  summary["staging_seconds"] = staging_seconds;
+  summary["run_seconds"] = run_seconds;
+  summary["total_seconds"] = seconds_since(job_started);
+  summary["processes_left_behind"] = left_behind;
+  summary["artifacts"] = artifacts;
+  if (!artifact_error.empty()) summary["artifact_error"] = artifact_error;
+  write_text_file(outputs.summary_file, summary.dump(2) + "\n");
+
+  cluster.teardown();
+  if (!options.keep_work_dir) fs::remove_all(work_dir, ec);
+
+  if (code == 0) {
+    std::printf("dtrain job %s: Completed in %.1f s; artifacts in %s\n", spec.name.c_str(),
+                run_seconds, outputs.dir.c_str());
+  } else {
+    std::fprintf(stderr, "dtrain job %s: Failed (exit %d): %s\n", spec.name.c_str(), code,
+                 limit_failure_reason(reason).c_str());
+  }
+  std::fflush(stdout);
+  return code;
+}
+
+}  // namespace dtrain::job

@@ -1,0 +1,526 @@
+#include "job_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "job_error.h"
+
+namespace dtrain::job {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::regex kJobName("^[A-Za-z0-9](-*[A-Za-z0-9]){0,62}$");
+const std::regex kChannelName("^[A-Za-z0-9._-]{1,64}$");
+const std::regex kEnvName("^[A-Za-z_][A-Za-z0-9_]*$");
+const std::regex kYamlInt("^[-+]?[0-9]+$");
+const std::regex kYamlFloat("^[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?$");
+
+// Collects every problem of a spec so they are reported together.
+class Problems {
+ public:
+  void add(const std::string& field, const std::string& message) {
+    items_.push_back(fmt::format("{}: {}", field, message));
+  }
+  bool empty() const { return items_.empty(); }
+  const std::vector<std::string>& items() const { return items_; }
+
+ private:
+  std::vector<std::string> items_;
+};
+
+std::string where(const YAML::Node& node) {
+  YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return "";
+  return fmt::format(" (line {})", mark.line + 1);
+}
+
+std::string single_quoted(const std::string& s) { return "'" + s + "'"; }
+
+bool is_plain(const YAML::Node& node) { return node.Tag() != "!"; }
+
+// A YAML scalar as JSON, with YAML 1.2 core-schema typing for plain scalars
+// and strings for quoted ones.
+nlohmann::ordered_json scalar_to_json(const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (!is_plain(node)) return text;
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
+    return nullptr;
+  }
+  if (std::regex_match(text, kYamlInt)) {
+    try {
+      return std::stoll(text);
+    } catch (...) {
+      return text;
+    }
+  }
+  if (std::regex_match(text, kYamlFloat)) return std::stod(text);
+  if (text == ".inf" || text == "+.inf") return HUGE_VAL;
+  if (text == "-.inf") return -HUGE_VAL;
+  return text;
+}
+
+nlohmann::ordered_json to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar: return scalar_to_json(node);
+    case YAML::NodeType::Sequence: {
+      auto array = nlohmann::ordered_json::array();
+      for (const auto& item : node) array.push_back(to_json(item));
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      auto object = nlohmann::ordered_json::object();
+      for (const auto& item : node) object[item.first.Scalar()] = to_json(item.second);
+      return object;
+    }
+    default: return nullptr;
+  }
+}
+
+void check_keys(const YAML::Node& map, const std::string& field,
+                const std::vector<std::string>& allowed, Problems& problems) {
+  for (const auto& item : map) {
+    std::string key = item.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      problems.add(field.empty() ? key : field + "." + key,
+                   fmt::format("unknown field{}; allowed: {}", where(item.first),
+                               fmt::join(allowed, ", ")));
+    }
+  }
+}
+
+std::optional<std::string> get_string(const YAML::Node& node, const std::string& field,
+                                      Problems& problems) {
+  if (!node.IsScalar() || node.Scalar().empty()) {
+    problems.add(field, fmt::format("must be a non-empty string{}", where(node)));
+    return std::nullopt;
+  }
+  return node.Scalar();
+}
+
+std::optional<long long> get_int(const YAML::Node& node, const std::string& field,
+                                 long long minimum, long long maximum, Problems& problems) {
+  if (node.IsScalar() && std::regex_match(node.Scalar(), kYamlInt)) {
+    try {
+      long long value = std::stoll(node.Scalar());
+      if (value >= minimum && value <= maximum) return value;
+    } catch (...) {
+    }
+  }
+  problems.add(field, fmt::format("must be an integer in {}..{}, got {}{}", minimum, maximum,
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection",
+                                  where(node)));
+  return std::nullopt;
+}
+
+std::optional<bool> get_bool(const YAML::Node& node, const std::string& field,
+                             Problems& problems) {
+  if (node.IsScalar()) {
+    auto value = scalar_to_json(node);
+    if (value.is_boolean()) return value.get<bool>();
+  }
+  problems.add(field, fmt::format("must be true or false, got {}{}",
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection",
+                                  where(node)));
+  return std::nullopt;
+}
+
+template <typename Enum>
+std::optional<Enum> get_enum(const YAML::Node& node, const std::string& field,
+                             const std::vector<std::pair<std::string, Enum>>& choices,
+                             Problems& problems) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices) {
+    if (node.IsScalar() && node.Scalar() == name) return value;
+    names.push_back(name);
+  }
+  problems.add(field, fmt::format("must be one of {}, got {}{}", fmt::join(names, ", "),
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection",
+                                  where(node)));
+  return std::nullopt;
+}
+
+std::string absolute_path(const std::string& path, const std::string& base_dir) {
+  fs::path p(path);
+  if (p.is_relative()) p = fs::path(base_dir) / p;
+  return p.lexically_normal().string();
+}
+
+void apply_override(YAML::Node& root, const std::string& assignment, Problems& problems) {
+  size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    problems.add("--set " + assignment, "must be key=value (e.g. hyperparameters.lr=0.01)");
+    return;
+  }
+  std::string key = assignment.substr(0, eq);
+  std::string text = assignment.substr(eq + 1);
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    problems.add("--set " + key, fmt::format("value is not valid YAML: {}", e.msg));
+    return;
+  }
+  if (!value.IsDefined() || value.IsNull()) value = YAML::Node(text);
+  std::vector<std::string> parts;
+  std::stringstream stream(key);
+  for (std::string part; std::getline(stream, part, '.');) parts.push_back(part);
+  if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+    problems.add("--set " + key, "empty component in the dotted key");
+    return;
+  }
+  YAML::Node current(root);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = current[parts[i]];
+    if (!next.IsMap()) {
+      current[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = current[parts[i]];
+    }
+    current.reset(next);
+  }
+  current[parts.back()] = value;
+}
+
+void parse_channel(const std::string& name, const YAML::Node& node, const std::string& base_dir,
+                   JobSpec& spec, Problems& problems) {
+  std::string field = "channels." + name;
+  if (!std::regex_match(name, kChannelName)) {
+    problems.add(field, "channel names are 1-64 characters of A-Z a-z 0-9 . _ -");
+  }
+  if (!node.IsMap()) {
+    problems.add(field, fmt::format("must be a mapping with source, input_mode, distribution, "
+                                    "shared{}",
+                                    where(node)));
+    return;
+  }
+  check_keys(node, field, {"source", "input_mode", "distribution", "shared", "content_type"},
+             problems);
+  ChannelSpec channel;
+  channel.name = name;
+  if (!node["source"]) {
+    problems.add(field + ".source", "required: the directory holding the channel's files");
+  } else if (auto source = get_string(node["source"], field + ".source", problems)) {
+    channel.source = absolute_path(*source, base_dir);
+    std::error_code ec;
+    if (!fs::is_directory(channel.source, ec)) {
+      problems.add(field + ".source", fmt::format("no such directory: {}", channel.source));
+    }
+  }
+  if (node["input_mode"]) {
+    channel.input_mode = get_enum<InputMode>(node["input_mode"], field + ".input_mode",
+                                             {{"File", InputMode::kFile}, {"Pipe", InputMode::kPipe}},
+                                             problems)
+                             .value_or(InputMode::kFile);
+  }
+  if (node["distribution"]) {
+    channel.distribution =
+        get_enum<Distribution>(node["distribution"], field + ".distribution",
+                               {{"FullyReplicated", Distribution::kFullyReplicated},
+                                {"ShardedByKey", Distribution::kShardedByKey}},
+                               problems)
+            .value_or(Distribution::kFullyReplicated);
+  }
+  if (node["shared"]) channel.shared = get_bool(node["shared"], field + ".shared", problems).value_or(false);
+  if (node["content_type"]) {
+    channel.content_type = get_string(node["content_type"], field + ".content_type", problems);
+  }
+  if (channel.shared && channel.distribution == Distribution::kShardedByKey) {
+    problems.add(field + ".shared",
+                 "a shared channel is the same directory on every host; it cannot be "
+                 "ShardedByKey (allowed with shared: FullyReplicated)");
+  }
+  if (channel.shared && channel.input_mode == InputMode::kPipe) {
+    problems.add(field + ".shared", "a shared channel is mounted, not streamed; use input_mode File");
+  }
+  spec.channels.push_back(std::move(channel));
+}
+
+JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& problems) {
+  JobSpec spec;
+  if (!root.IsMap()) {
+    problems.add("(top level)", "the spec must be a YAML mapping of fields");
+    return spec;
+  }
+  check_keys(root, "",
+             {"name", "command", "instance_count", "instance_type", "processes_per_host",
+              "hyperparameters", "channels", "distribution", "metric_definitions", "checkpoint",
+              "output_path", "max_run_seconds", "environment"},
+             problems);
+
+  if (!root["name"]) {
+    problems.add("name", "required: 1-63 characters of A-Z a-z 0-9 and -, starting with a letter or digit");
+  } else if (auto name = get_string(root["name"], "name", problems)) {
+    if (!std::regex_match(*name, kJobName)) {
+      problems.add("name", fmt::format("must be 1-63 characters of A-Z a-z 0-9 and -, not starting "
+                                       "or ending with -, got {}",
+                                       single_quoted(*name)));
+    }
+    spec.name = *name;
+  }
+
+  if (!root["command"]) {
+    problems.add("command", "required: the algorithm's program and arguments (a list of strings)");
+  } else if (root["command"].IsSequence() && root["command"].size() > 0) {
+    for (const auto& word : root["command"]) {
+      if (word.IsScalar()) {
+        spec.command.push_back(word.Scalar());
+      } else {
+        problems.add("command", fmt::format("every element must be a string{}", where(word)));
+      }
+    }
+  } else if (root["command"].IsScalar() && !root["command"].Scalar().empty()) {
+    std::stringstream words(root["command"].Scalar());
+    for (std::string w; words >> w;) spec.command.push_back(w);
+  } else {
+    problems.add("command", "must be a non-empty list of strings (program, then arguments)");
+  }
+
+  if (root["instance_count"]) {
+    spec.instance_count = static_cast<int>(
+        get_int(root["instance_count"], "instance_count", 1, 200, problems).value_or(1));
+  }
+  if (root["instance_type"]) {
+    spec.instance_type = get_string(root["instance_type"], "instance_type", problems).value_or("local");
+  }
+  if (root["processes_per_host"]) {
+    spec.processes_per_host = static_cast<int>(
+        get_int(root["processes_per_host"], "processes_per_host", 1, 1024, problems).value_or(1));
+  }
+
+  if (YAML::Node hps = root["hyperparameters"]) {
+    if (!hps.IsMap()) {
+      problems.add("hyperparameters", fmt::format("must be a mapping of name: value{}", where(hps)));
+    } else {
+      for (const auto& item : hps) {
+        std::string key = item.first.Scalar();
+        if (key.empty()) {
+          problems.add("hyperparameters", "empty hyperparameter name");
+          continue;
+        }
+        spec.hyperparameters[key] = to_json(item.second);
+      }
+    }
+  }
+
+  if (YAML::Node channels = root["channels"]) {
+    if (!channels.IsMap()) {
+      problems.add("channels", fmt::format("must be a mapping of channel name: {{source, ...}}{}",
+                                           where(channels)));
+    } else {
+      for (const auto& item : channels) {
+        parse_channel(item.first.Scalar(), item.second, base_dir, spec, problems);
+      }
+      std::sort(spec.channels.begin(), spec.channels.end(),
+                [](const ChannelSpec& a, const ChannelSpec& b) { return a.name < b.name; });
+    }
+  }
+
+  if (YAML::Node dist = root["distribution"]) {
+    if (!dist.IsMap()) {
+      problems.add("distribution", "must be a mapping with engine and custom_mpi_options");
+    } else {
+      check_keys(dist, "distribution", {"engine", "custom_mpi_options"}, problems);
+      if (dist["engine"]) {
+        spec.engine = get_enum<Engine>(dist["engine"], "distribution.engine",
+                                       {{"gloo", Engine::kGloo}, {"mpi", Engine::kMpi}}, problems)
+                          .value_or(Engine::kGloo);
+      }
+      if (dist["custom_mpi_options"]) {
+        if (dist["custom_mpi_options"].IsScalar()) {
+          spec.custom_mpi_options = dist["custom_mpi_options"].Scalar();
+        } else {
+          problems.add("distribution.custom_mpi_options", "must be a string of mpirun options");
+        }
+      }
+    }
+  }
+
+  if (YAML::Node metrics = root["metric_definitions"]) {
+    if (!metrics.IsSequence()) {
+      problems.add("metric_definitions", "must be a list of {name, regex}");
+    } else {
+      std::set<std::string> seen;
+      for (size_t i = 0; i < metrics.size(); ++i) {
+        std::string field = fmt::format("metric_definitions[{}]", i);
+        const YAML::Node m = metrics[i];
+        if (!m.IsMap()) {
+          problems.add(field, fmt::format("must be a mapping with name and regex{}", where(m)));
+          continue;
+        }
+        check_keys(m, field, {"name", "regex"}, problems);
+        MetricDefinition def;
+        bool ok = true;
+        if (!m["name"]) {
+          problems.add(field + ".name", "required");
+          ok = false;
+        } else if (auto name = get_string(m["name"], field + ".name", problems)) {
+          def.name = *name;
+          if (!seen.insert(def.name).second) {
+            problems.add(field + ".name", fmt::format("duplicate metric name {}", single_quoted(def.name)));
+          }
+        } else {
+          ok = false;
+        }
+        if (!m["regex"]) {
+          problems.add(field + ".regex", "required: a regular expression whose first group is the value");
+          ok = false;
+        } else if (auto regex = get_string(m["regex"], field + ".regex", problems)) {
+          def.regex = *regex;
+          try {
+            std::regex compiled(def.regex);
+            if (compiled.mark_count() < 1) {
+              problems.add(field + ".regex",
+                           "needs a capture group around the value, e.g. 'loss: ([0-9.eE+-]+)'");
+              ok = false;
+            }
+          } catch (const std::regex_error& e) {
+            problems.add(field + ".regex",
+                         fmt::format("not a valid regular expression ({}): {}", e.what(), def.regex));
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (ok) spec.metric_definitions.push_back(def);
+      }
+    }
+  }
+
+  if (YAML::Node ckpt = root["checkpoint"]) {
+    if (!ckpt.IsMap()) {
+      problems.add("checkpoint", "must be a mapping with local_path and sync_to");
+    } else {
+      check_keys(ckpt, "checkpoint", {"local_path", "sync_to"}, problems);
+      if (ckpt["local_path"]) {
+        if (auto path = get_string(ckpt["local_path"], "checkpoint.local_path", problems)) {
+          std::string normal = fs::path(*path).lexically_normal().string();
+          if (!normal.starts_with("/opt/ml/") || normal.find("..") != std::string::npos) {
+            problems.add("checkpoint.local_path",
+                         fmt::format("must be a directory under /opt/ml (the host's root), got {}",
+                                     single_quoted(*path)));
+          } else {
+            spec.checkpoint.local_path = normal;
+          }
+        }
+      }
+      if (ckpt["sync_to"]) {
+        if (auto path = get_string(ckpt["sync_to"], "checkpoint.sync_to", problems)) {
+          spec.checkpoint.sync_to = absolute_path(*path, base_dir);
+        }
+      }
+    }
+  }
+
+  std::error_code ec;
+  std::string cwd = fs::current_path(ec).string();
+  spec.output_path = absolute_path("dtrain-jobs", cwd);
+  if (root["output_path"]) {
+    if (auto path = get_string(root["output_path"], "output_path", problems)) {
+      spec.output_path = absolute_path(*path, base_dir);
+    }
+  }
+
+  if (YAML::Node max_run = root["max_run_seconds"]) {
+    bool ok = false;
+    if (max_run.IsScalar()) {
+      auto value = scalar_to_json(max_run);
+      if (value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>())) {
+        spec.max_run_seconds = value.get<double>();
+        ok = true;
+      }
+    }
+    if (!ok) {
+      problems.add("max_run_seconds",
+                   fmt::format("must be a number of seconds > 0, got {}{}",
+                               max_run.IsScalar() ? single_quoted(max_run.Scalar()) : "a collection",
+                               where(max_run)));
+    }
+  }
+
+  if (YAML::Node env = root["environment"]) {
+    if (!env.IsMap()) {
+      problems.add("environment", "must be a mapping of NAME: value");
+    } else {
+      for (const auto& item : env) {
+        std::string key = item.first.Scalar();
+        if (!std::regex_match(key, kEnvName)) {
+          problems.add("environment." + key, "names are letters, digits and _, not starting with a digit");
+        } else if (!item.second.IsScalar()) {
+          problems.add("environment." + key, "must be a string, number or boolean");
+        } else {
+          spec.environment.emplace_back(key, item.second.Scalar());
+        }
+      }
+      std::sort(spec.environment.begin(), spec.environment.end());
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin,
+                       const std::string& base_dir, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw JobError::usage(fmt::format("{}: not valid YAML: {}", origin, e.what()));
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  Problems problems;
+  if (root.IsMap()) {
+    for (const auto& assignment : overrides) apply_override(root, assignment, problems);
+  }
+  JobSpec spec = convert(root, base_dir, problems);
+  if (!problems.empty()) {
+    std::string message = fmt::format("{}: {} problem{} in the job spec:", origin,
+                                      problems.items().size(),
+                                      problems.items().size() == 1 ? "" : "s");
+    for (const auto& item : problems.items()) message += "\n  " + item;
+    throw JobError::usage(message);
+  }
+  return spec;
+}
+
+JobSpec load_job_spec(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw JobError::usage(fmt::format("{}: cannot read the job spec", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  return parse_job_spec(text.str(), path, absolute.parent_path().string(), overrides);
+}
+
+std::string to_string(InputMode mode) { return mode == InputMode::kFile ? "File" : "Pipe"; }
+
+std::string to_string(Distribution distribution) {
+  return distribution == Distribution::kFullyReplicated ? "FullyReplicated" : "ShardedByKey";
+}
+
+std::string to_string(Engine engine) { return engine == Engine::kGloo ? "gloo" : "mpi"; }
+
+bool mpi_engine_available() {
+  // dtrain run has no --mpi yet (Open MPI support is a separate piece of
+  // work); when it does, launch options carry it and this returns true.
+  return false;
+}
+
+std::string mpi_engine_unavailable_message() {
+  return "distribution.engine mpi is not available in this build: the launcher has no Open MPI "
+         "support yet (dtrain run --mpi); use engine: gloo";
+}
+
+}  // namespace dtrain::job
