@@ -69,3 +69,48 @@ TEST(BatchCollate, ExactMultiplesAreNotPaddedFurther) {
 
 }  // namespace
 }  // namespace dtrain::vision
+
+namespace dtrain::vision {
+namespace {
+
+// The data pipeline's resize against LibTorch's own kernels (what
+// torchvision's F.interpolate calls): bilinear for images to within a float32
+// rounding (ATen may fuse multiply-adds), nearest for masks exactly.
+TEST(ResizeParity, MatchesLibTorchInterpolation) {
+  const std::pair<uint32_t, uint32_t> shapes[][2] = {
+      {{37, 53}, {61, 88}}, {{480, 640}, {799, 1066}}, {{90, 70}, {45, 31}}, {{5, 9}, {5, 12}}};
+  for (const auto& [in, out] : shapes) {
+    FloatImage image;
+    image.height = in.first;
+    image.width = in.second;
+    image.data.resize(size_t{3} * in.first * in.second);
+    for (size_t i = 0; i < image.data.size(); ++i) image.data[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+    InstanceTargets t;
+    t.height = in.first;
+    t.width = in.second;
+    t.labels = {1};
+    t.boxes = {{0, 0, 1, 1}};
+    t.masks.resize(size_t{in.first} * in.second);
+    for (size_t i = 0; i < t.masks.size(); ++i) t.masks[i] = ((i * 31) % 7) < 3;
+
+    const at::Tensor src = at::from_blob(image.data.data(), {1, 3, in.first, in.second}, at::kFloat).clone();
+    const at::Tensor mask_src =
+        at::from_blob(t.masks.data(), {1, 1, in.first, in.second}, at::kByte).to(at::kFloat);
+    FloatImage resized = image;
+    resize(resized, t, out.first, out.second);
+    const at::Tensor expected = at::upsample_bilinear2d(src, {out.first, out.second}, false);
+    const at::Tensor got = at::from_blob(resized.data.data(), {1, 3, out.first, out.second}, at::kFloat);
+    const at::Tensor diff = (got - expected).abs();
+    const int64_t worst = diff.flatten().argmax().item<int64_t>();
+    EXPECT_LE(diff.max().item<float>(), 1e-6f) << in.first << "x" << in.second << " at flat " << worst
+        << " (c " << worst / (out.first * out.second) << ", y " << (worst / out.second) % out.first
+        << ", x " << worst % out.second << ") got " << got.flatten()[worst].item<float>() << " expected "
+        << expected.flatten()[worst].item<float>();
+    const at::Tensor expected_mask = at::upsample_nearest2d(mask_src, {out.first, out.second}).to(at::kByte);
+    const at::Tensor got_mask = at::from_blob(t.masks.data(), {1, 1, out.first, out.second}, at::kByte);
+    EXPECT_TRUE(got_mask.equal(expected_mask)) << in.first << "x" << in.second;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::vision
