@@ -202,8 +202,12 @@ void LocalCluster::teardown() {
   torn_down_ = true;
   if (kind_ != HostKind::kNetns) return;
   kill_remaining_processes();
-  for (const auto& h : hosts_) {
+  std::string stem = link_stem();
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    const LocalHost& h = hosts_[i];
     if (h.netns.empty()) continue;
+    // Deleting the namespace would remove the pair too, but asynchronously.
+    run_command({"ip", "link", "del", fmt::format("{}v{}", stem, i + 1)}, 30);
     run_command({"ip", "netns", "del", h.netns}, 30);
     std::error_code ec;
     fs::remove_all("/etc/netns/" + h.netns, ec);

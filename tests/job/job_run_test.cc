@@ -1,0 +1,377 @@
+// Whole jobs through the dtrain binary. Tests on network-namespace hosts need
+// root and skip otherwise; the process-host tests run anywhere.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "job/channel_stager.h"
+#include "job/container_layout.h"
+#include "job/system_command.h"
+#include "child_runner.h"
+#include "test_support.h"
+
+namespace dtrain::job {
+namespace {
+
+namespace fs = std::filesystem;
+using launch::testing::ChildResult;
+using launch::testing::ChildRunner;
+using testing::read_file;
+using testing::TempDir;
+using testing::write_file;
+using Json = nlohmann::json;
+
+#define SKIP_UNLESS_ROOT()                                                              \
+  if (::geteuid() != 0) GTEST_SKIP() << "netns hosts need root (network namespaces)"
+
+Json read_json(const std::string& path) { return Json::parse(read_file(path)); }
+
+ChildResult run_job(const std::string& spec, const std::vector<std::string>& extra, double timeout_s,
+                    pid_t* pid_out = nullptr) {
+  std::vector<std::string> argv = {DTRAIN_BINARY, "job", "run", spec};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  ChildRunner child(argv);
+  if (pid_out) *pid_out = child.pid();
+  return child.finish(timeout_s);
+}
+
+// No namespace, link or /etc/netns entry of the run with this pid is left.
+void expect_no_network_leftovers(pid_t runner) {
+  std::string ns_prefix = "dtrain-" + std::to_string(runner) + "-";
+  CommandResult netns = run_command({"ip", "netns", "list"});
+  EXPECT_EQ(netns.output.find(ns_prefix), std::string::npos) << netns.output;
+  char stem[32];
+  std::snprintf(stem, sizeof(stem), "dtj%06x", static_cast<unsigned>(runner) & 0xFFFFFF);
+  CommandResult links = run_command({"ip", "-o", "link", "show"});
+  EXPECT_EQ(links.output.find(stem), std::string::npos) << links.output;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/etc/netns", ec); !ec && it != fs::end(it); it.increment(ec)) {
+    EXPECT_FALSE(it->path().filename().string().starts_with(ns_prefix)) << it->path();
+  }
+}
+
+std::vector<std::string> lines_in(const std::string& path) {
+  std::vector<std::string> lines;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> tar_listing(const std::string& archive) {
+  CommandResult r = run_command({"tar", "tzf", archive});
+  std::vector<std::string> names;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) names.push_back(line);
+  return names;
+}
+
+TEST(ProcessHosts, RunsAJobWithArgumentsMetricsAndArtifacts) {
+  TempDir dir;
+  write_file(dir / "data/a.txt", "alpha");
+  write_file(dir / "spec.yaml", R"y(
+name: proc-job
+command: ["sh", "-c", "echo \"rank $DTRAIN_RANK of $DTRAIN_SIZE on $SM_CURRENT_HOST loss: 0.$DTRAIN_RANK\"; cat $SM_CHANNEL_TRAINING/a.txt > $SM_MODEL_DIR/seen-$DTRAIN_RANK; printf '%s|' \"$@\" > $SM_OUTPUT_DATA_DIR/args-$DTRAIN_RANK", "algo"]
+instance_count: 2
+processes_per_host: 2
+hyperparameters: {lr: 0.5, opt: adam, amp: true}
+channels:
+  training: {source: data}
+metric_definitions:
+  - {name: loss, regex: "loss: ([0-9.]+)"}
+output_path: out
+)y");
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "process", "--work-dir", dir / "work", "--keep-work-dir"}, 60);
+  ASSERT_TRUE(r.exited) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[algo-1] [algo-2:3]<stdout>:rank 3 of 4 on algo-2 loss: 0.3"), std::string::npos) << r.out;
+
+  Json summary = read_json(dir / "out/proc-job/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["hosts"][1]["exit_code"], 0);
+  EXPECT_EQ(summary["final_metrics"].size(), 1u);
+  EXPECT_EQ(summary["metric_samples"], 4);
+  auto metrics = lines_in(dir / "out/proc-job/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 4u);
+  std::set<std::pair<std::string, int>> seen;
+  for (const auto& line : metrics) {
+    Json m = Json::parse(line);
+    EXPECT_EQ(m["name"], "loss");
+    EXPECT_DOUBLE_EQ(m["value"].get<double>(), m["rank"].get<int>() / 10.0);
+    seen.insert({m["host"].get<std::string>(), m["rank"].get<int>()});
+    EXPECT_GT(m["time"].get<double>(), 1.6e9);
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"algo-1", 0}, {"algo-1", 1}, {"algo-2", 2}, {"algo-2", 3}}));
+  auto model = tar_listing(dir / "out/proc-job/model.tar.gz");
+  EXPECT_NE(std::find(model.begin(), model.end(), "./seen-0"), model.end());
+  EXPECT_NE(std::find(model.begin(), model.end(), "./seen-1"), model.end());
+  EXPECT_TRUE(fs::exists(dir / "out/proc-job/output.tar.gz"));
+  EXPECT_TRUE(fs::exists(dir / "out/proc-job/logs/algo-1.log"));
+  EXPECT_EQ(read_file(dir / "work/hosts/algo-2/output/data/args-2"), "--amp|True|--lr|0.5|--opt|adam|");
+  EXPECT_TRUE(fs::exists(dir / "work/hosts/algo-1/output/success"));
+  EXPECT_TRUE(fs::exists(dir / "work/hosts/algo-2/output/success"));
+}
+
+TEST(ProcessHosts, MaxRunSecondsStopsAndFailsTheJob) {
+  TempDir dir;
+  write_file(dir / "spec.yaml",
+             "name: slow\ncommand: [sleep, '3000.4242']\ninstance_count: 2\nmax_run_seconds: 1.5\noutput_path: out\n");
+  auto started = std::chrono::steady_clock::now();
+  ChildResult r = run_job(dir / "spec.yaml", {"--kill-grace-s", "2"}, 60);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(r.exited);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(seconds, 20);
+  Json summary = read_json(dir / "out/slow/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_TRUE(summary["failure_reason"].get<std::string>().starts_with("MaxRuntimeExceeded")) << summary;
+  EXPECT_EQ(launch::testing::wait_for_no_marker("3000.4242", 5), 0);
+}
+
+TEST(ProcessHosts, BadSpecListsEveryBadFieldAndExits2) {
+  TempDir dir;
+  write_file(dir / "bad.yaml", R"y(
+name: "bad name"
+command: []
+instance_count: zero
+channels:
+  training: {input_mode: Stream}
+metric_definitions: [{name: loss, regex: "("}]
+unknown_field: 1
+)y");
+  ChildResult r = run_job(dir / "bad.yaml", {}, 30);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 2);
+  for (const char* field : {"name:", "command:", "instance_count:", "channels.training.source:",
+                            "channels.training.input_mode:", "metric_definitions[0].regex:",
+                            "unknown_field:"}) {
+    EXPECT_NE(r.err.find(std::string("  ") + field), std::string::npos) << field << "\n" << r.err;
+  }
+  EXPECT_NE(r.err.find("7 problems"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(Entrypoint, AsRankExportsTheToolkitEnvironmentAndArguments) {
+  TempDir dir;
+  ContainerLayout layout(dir / "opt/ml");
+  ContainerConfig config;
+  config.hyperparameters_file = Json::parse(
+      R"({"epochs": "10", "optimizer": "\"adam\"", "use_amp": "true", "momentum": "1e-05", "name": "plain text", "quoted_number": "\"5\"", "x": "1.0"})");
+  config.resource.current_host = "algo-1";
+  config.resource.hosts = {"algo-1"};
+  config.input_data_config = Json::parse(R"({"training": {"TrainingInputMode": "File"}})");
+  write_container_config(layout, config);
+  ChildRunner child({DTRAIN_BINARY, "entrypoint", "--as-rank", "--base-dir", layout.base_dir(), "--",
+                     "sh", "-c", "env > \"$SM_OUTPUT_DATA_DIR/env\"; printf '%s\\n' \"$@\" > \"$SM_OUTPUT_DATA_DIR/args\"", "algo"});
+  ChildResult r = child.finish(30);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+  EXPECT_EQ(read_file(layout.output_data_dir() + "/args"),
+            "--epochs\n10\n--momentum\n1e-05\n--name\nplain text\n--optimizer\nadam\n--quoted_number\n5\n"
+            "--use_amp\nTrue\n-x\n1.0\n");
+  std::string env = read_file(layout.output_data_dir() + "/env");
+  for (const std::string& line : std::vector<std::string>{"SM_HP_OPTIMIZER=adam", "SM_HP_USE_AMP=true", "SM_HP_QUOTED_NUMBER=5", "SM_HP_X=1.0",
+        "SM_HP_MOMENTUM=1e-05", "SM_CURRENT_HOST=algo-1", "SM_HOSTS=[\"algo-1\"]",
+        "SM_CHANNELS=[\"training\"]", "SM_CHANNEL_TRAINING=" + layout.channel_dir("training"),
+        "SM_MODEL_DIR=" + layout.model_dir(),
+        std::string("SM_HPS={\"epochs\":10,\"momentum\":1e-05,\"name\":\"plain text\",\"optimizer\":\"adam\","
+                    "\"quoted_number\":\"5\",\"use_amp\":true,\"x\":1.0}")}) {
+    EXPECT_NE(env.find("\n" + line + "\n"), std::string::npos) << line;
+  }
+}
+
+TEST(NetnsHosts, ThreeHostCollectivesJobProducesModelMetricsAndSummary) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  write_file(dir / "spec.yaml", std::string(R"y(
+name: collectives-3x1
+command: ["sh", "-c", ")y") + DTRAIN_COLLECTIVES_DEMO + R"y( && echo trained > $SM_MODEL_DIR/model.txt && ip -o -4 addr show eth0 > $SM_OUTPUT_DATA_DIR/address", "algo"]
+instance_count: 3
+processes_per_host: 1
+metric_definitions:
+  - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
+  - {name: broadcast, regex: "broadcast from rank [0-9]+ -> ([0-9]+)"}
+output_path: out
+)y");
+  pid_t runner = 0;
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns"}, 90, &runner);
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(r.out.find("[algo-" + std::to_string(rank + 1) + ":" + std::to_string(rank) +
+                         "]<stdout>:rank " + std::to_string(rank) + ": all collectives correct"),
+              std::string::npos)
+        << r.out;
+  }
+  std::string out = dir / "out/collectives-3x1";
+  auto model = tar_listing(out + "/model.tar.gz");
+  EXPECT_NE(std::find(model.begin(), model.end(), "./model.txt"), model.end());
+  auto output = tar_listing(out + "/output.tar.gz");
+  EXPECT_NE(std::find(output.begin(), output.end(), "./address"), output.end());
+  Json summary = read_json(out + "/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["hosts_backend"], "netns");
+  EXPECT_EQ(summary["hosts"][2]["address"], "10.213.0.3");
+  EXPECT_EQ(summary["final_metrics"]["allreduce_sum"], 6.0);
+  EXPECT_EQ(summary["final_metrics"]["broadcast"], 4242.0);
+  EXPECT_EQ(summary["processes_left_behind"], 0);
+  EXPECT_GT(summary["run_seconds"].get<double>(), 0);
+  auto metrics = lines_in(out + "/metrics.jsonl");
+  EXPECT_EQ(metrics.size(), 6u);  // two definitions x three ranks
+  expect_no_network_leftovers(runner);
+}
+
+TEST(NetnsHosts, KillingOneHostsRankFailsTheJobWithinThirtySeconds) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  std::string marker = "3000." + std::to_string(::getpid());
+  write_file(dir / "spec.yaml", "name: killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " +
+                                    marker + "', algo]\ninstance_count: 3\noutput_path: out\n");
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
+                     dir / "work", "--keep-work-dir"});
+  pid_t runner = child.pid();
+  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
+
+  // The rank on algo-2: the sleeper whose environment says so.
+  pid_t victim = -1;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(entry.path().string() + "/cmdline");
+    std::string environ = read_file(entry.path().string() + "/environ");
+    if (cmdline.find(marker) != std::string::npos &&
+        environ.find(std::string("SM_CURRENT_HOST=algo-2") + '\0') != std::string::npos) {
+      victim = std::stoi(name);
+    }
+  }
+  ASSERT_GT(victim, 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  ChildResult r = child.finish(60);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_LT(seconds, 30);
+  std::string failure = read_file(dir / "work/hosts/algo-1/output/failure");
+  EXPECT_NE(failure.find("rank 1 (host algo-2)"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("137"), std::string::npos) << failure;
+  EXPECT_LE(failure.size(), 1024u);
+  Json summary = read_json(dir / "out/killed/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_EQ(summary["failure_reason"], failure);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 5), 0);
+  expect_no_network_leftovers(runner);
+}
+
+TEST(NetnsHosts, ChannelsShardedReplicatedAndShared) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  for (int i = 0; i < 7; ++i) write_file(dir / ("keys/part-" + std::to_string(i)), std::string(100 + i, 'k'));
+  write_file(dir / "full/sub/x.bin", std::string(4096, 'x'));
+  write_file(dir / "full/y.bin", "y");
+  write_file(dir / "spec.yaml", R"y(
+name: channels
+command: ["sh", "-c", "cd $SM_CHANNEL_SHARDED && find . -type f | sort > $SM_OUTPUT_DATA_DIR/sharded; cd $SM_CHANNEL_FULL && find . -type f | sort > $SM_OUTPUT_DATA_DIR/full; readlink -f $SM_CHANNEL_COMMON > $SM_OUTPUT_DATA_DIR/common", "algo"]
+instance_count: 3
+channels:
+  sharded: {source: keys, distribution: ShardedByKey}
+  full: {source: full}
+  common: {source: keys, shared: true}
+output_path: out
+)y");
+  pid_t runner = 0;
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work", "--keep-work-dir"}, 90, &runner);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  std::vector<std::string> together;
+  for (int h = 1; h <= 3; ++h) {
+    std::string data = dir / ("work/hosts/algo-" + std::to_string(h) + "/output/data/");
+    auto shard = lines_in(data + "sharded");
+    EXPECT_EQ(shard.size(), h == 1 ? 3u : 2u);
+    together.insert(together.end(), shard.begin(), shard.end());
+    EXPECT_EQ(lines_in(data + "full"), (std::vector<std::string>{"./sub/x.bin", "./y.bin"}));
+    EXPECT_EQ(lines_in(data + "common")[0], fs::canonical(dir / "keys").string());
+  }
+  std::sort(together.begin(), together.end());
+  std::vector<std::string> all;
+  for (int i = 0; i < 7; ++i) all.push_back("./part-" + std::to_string(i));
+  EXPECT_EQ(together, all);  // disjoint (no duplicates) and complete
+  EXPECT_NE(r.out.find("algo-3: channel full: staged 2 files, 4097 bytes in"), std::string::npos) << r.out;
+  Json summary = read_json(dir / "out/channels/summary.json");
+  EXPECT_EQ(summary["hosts"][0]["staging"].size(), 3u);
+  expect_no_network_leftovers(runner);
+}
+
+TEST(NetnsHosts, PipeModeDeliversEveryByteForTwoEpochs) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  std::string expected;
+  for (int i = 0; i < 3; ++i) {
+    std::string bytes;
+    for (int k = 0; k < 150000 * (i + 1) + 7; ++k) bytes += static_cast<char>((k * 131 + i * 7) & 0xFF);
+    write_file(dir / ("stream/file-" + std::to_string(i)), bytes);
+    expected += bytes;
+  }
+  write_file(dir / "spec.yaml", R"y(
+name: pipes
+command: ["sh", "-c", "cat $SM_INPUT_DIR/data/training_0 > $SM_OUTPUT_DATA_DIR/epoch0 && cat $SM_INPUT_DIR/data/training_1 > $SM_OUTPUT_DATA_DIR/epoch1 && test -p $SM_INPUT_DIR/data/training_0", "algo"]
+instance_count: 3
+channels:
+  training: {source: stream, input_mode: Pipe}
+output_path: out
+)y");
+  pid_t runner = 0;
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work", "--keep-work-dir"}, 90, &runner);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  for (int h = 1; h <= 3; ++h) {
+    std::string data = dir / ("work/hosts/algo-" + std::to_string(h) + "/output/data/");
+    EXPECT_TRUE(read_file(data + "epoch0") == expected) << "host " << h << " epoch 0";
+    EXPECT_TRUE(read_file(data + "epoch1") == expected) << "host " << h << " epoch 1";
+  }
+  Json summary = read_json(dir / "out/pipes/summary.json");
+  ASSERT_EQ(summary["pipe_channels"].size(), 3u);
+  for (const auto& p : summary["pipe_channels"]) {
+    EXPECT_GE(p["epochs_completed"].get<int>(), 2);
+  }
+  expect_no_network_leftovers(runner);
+}
+
+}  // namespace
+}  // namespace dtrain::job
+
+namespace dtrain::job {
+namespace {
+
+TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  std::string marker = "3000.7" + std::to_string(::getpid());
+  write_file(dir / "crash.yaml", "name: crash\ncommand: [sh, -c, 'echo ready; exec sleep " + marker +
+                                     "', algo]\ninstance_count: 2\noutput_path: out\n");
+  write_file(dir / "next.yaml", "name: next\ncommand: ['true']\ninstance_count: 2\noutput_path: out\n");
+  ChildRunner crashed({DTRAIN_BINARY, "job", "run", dir / "crash.yaml", "--hosts", "netns", "--work-dir", dir / "work"});
+  pid_t crashed_pid = crashed.pid();
+  ASSERT_TRUE(crashed.wait_for_stdout("]<stdout>:ready", 60, 2)) << crashed.out();
+  crashed.signal(SIGKILL);  // no teardown: its namespaces and links stay behind
+  crashed.finish(10);
+  CommandResult before = run_command({"ip", "netns", "list"});
+  EXPECT_NE(before.output.find("dtrain-" + std::to_string(crashed_pid) + "-algo-1"), std::string::npos);
+
+  pid_t next_pid = 0;
+  ChildResult r = run_job(dir / "next.yaml", {"--hosts", "netns"}, 60, &next_pid);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+  expect_no_network_leftovers(crashed_pid);
+  expect_no_network_leftovers(next_pid);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 10), 0);
+}
+
+}  // namespace
+}  // namespace dtrain::job

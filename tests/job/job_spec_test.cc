@@ -1,0 +1,150 @@
+#include "job/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "job/job_error.h"
+#include "test_support.h"
+
+namespace dtrain::job {
+namespace {
+
+using testing::TempDir;
+
+TEST(JobSpec, ParsesEveryFieldAndResolvesPaths) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "data/train");
+  const char* yaml = R"y(
+name: mnist-2x1
+command: [dtrain-mnist, --steps, "20"]
+instance_count: 2
+instance_type: ml.c5.xlarge
+processes_per_host: 3
+hyperparameters:
+  lr: 0.01
+  epochs: 2
+  optimizer: adam
+  quoted: "5"
+  amp: true
+channels:
+  training: {source: data/train, input_mode: Pipe, distribution: ShardedByKey, content_type: application/x-idx}
+  shared: {source: data, shared: true}
+distribution: {engine: mpi, custom_mpi_options: "-x NCCL_DEBUG=INFO"}
+metric_definitions:
+  - {name: loss, regex: "loss ([0-9.]+)"}
+checkpoint: {local_path: /opt/ml/checkpoints/run, sync_to: ckpt}
+output_path: out
+max_run_seconds: 600
+environment: {OMP_NUM_THREADS: 1, B: x}
+)y";
+  JobSpec spec = parse_job_spec(yaml, "spec.yaml", dir.path());
+  EXPECT_EQ(spec.name, "mnist-2x1");
+  EXPECT_EQ(spec.command, (std::vector<std::string>{"dtrain-mnist", "--steps", "20"}));
+  EXPECT_EQ(spec.instance_count, 2);
+  EXPECT_EQ(spec.instance_type, "ml.c5.xlarge");
+  EXPECT_EQ(spec.processes_per_host, 3);
+  EXPECT_EQ(spec.hyperparameters["lr"], nlohmann::ordered_json(0.01));
+  EXPECT_EQ(spec.hyperparameters["epochs"], nlohmann::ordered_json(2));
+  EXPECT_EQ(spec.hyperparameters["optimizer"], nlohmann::ordered_json("adam"));
+  EXPECT_EQ(spec.hyperparameters["quoted"], nlohmann::ordered_json("5"));
+  EXPECT_EQ(spec.hyperparameters["amp"], nlohmann::ordered_json(true));
+  ASSERT_EQ(spec.channels.size(), 2u);
+  EXPECT_EQ(spec.channels[0].name, "shared");  // sorted
+  EXPECT_TRUE(spec.channels[0].shared);
+  EXPECT_EQ(spec.channels[1].source, dir / "data/train");
+  EXPECT_EQ(spec.channels[1].input_mode, InputMode::kPipe);
+  EXPECT_EQ(spec.channels[1].distribution, Distribution::kShardedByKey);
+  EXPECT_EQ(spec.channels[1].content_type, "application/x-idx");
+  EXPECT_EQ(spec.engine, Engine::kMpi);
+  EXPECT_EQ(spec.custom_mpi_options, "-x NCCL_DEBUG=INFO");
+  ASSERT_EQ(spec.metric_definitions.size(), 1u);
+  EXPECT_EQ(spec.checkpoint.local_path, "/opt/ml/checkpoints/run");
+  EXPECT_EQ(spec.checkpoint.sync_to, dir / "ckpt");
+  EXPECT_EQ(spec.output_path, dir / "out");
+  EXPECT_EQ(spec.max_run_seconds, 600);
+  ASSERT_EQ(spec.environment.size(), 2u);
+  EXPECT_EQ(spec.environment[0], (std::pair<std::string, std::string>{"B", "x"}));
+  EXPECT_EQ(spec.environment[1], (std::pair<std::string, std::string>{"OMP_NUM_THREADS", "1"}));
+}
+
+TEST(JobSpec, DefaultsForOptionalFields) {
+  JobSpec spec = parse_job_spec("name: a\ncommand: [true]\n", "s", "/tmp");
+  EXPECT_EQ(spec.instance_count, 1);
+  EXPECT_EQ(spec.processes_per_host, 1);
+  EXPECT_EQ(spec.engine, Engine::kGloo);
+  EXPECT_EQ(spec.checkpoint.local_path, "/opt/ml/checkpoints");
+  EXPECT_EQ(spec.max_run_seconds, 86400);
+  EXPECT_TRUE(spec.channels.empty());
+}
+
+TEST(JobSpec, SetOverridesFieldsWithYamlValues) {
+  JobSpec spec = parse_job_spec("name: a\ncommand: [true]\nhyperparameters: {lr: 0.1}\n", "s", "/tmp",
+                                {"instance_count=3", "hyperparameters.lr=0.5",
+                                 "hyperparameters.new=\"7\"", "distribution.engine=mpi"});
+  EXPECT_EQ(spec.instance_count, 3);
+  EXPECT_EQ(spec.hyperparameters["lr"], nlohmann::ordered_json(0.5));
+  EXPECT_EQ(spec.hyperparameters["new"], nlohmann::ordered_json("7"));
+  EXPECT_EQ(spec.engine, Engine::kMpi);
+}
+
+TEST(JobSpec, ReportsEveryBadFieldAtOnce) {
+  const char* yaml = R"y(
+name: -bad name-
+instance_count: 0
+processes_per_host: many
+hyperparameters: [1, 2]
+channels:
+  training: {source: /no/such/dir, input_mode: Stream, distribution: Random, shared: maybe}
+distribution: {engine: nccl}
+metric_definitions:
+  - {name: loss, regex: "loss ([0-9"}
+  - {name: acc, regex: "no group"}
+checkpoint: {local_path: /tmp/elsewhere}
+max_run_seconds: -5
+environment: {1BAD: x}
+colour: blue
+)y";
+  try {
+    parse_job_spec(yaml, "bad.yaml", "/tmp");
+    FAIL() << "expected a JobError";
+  } catch (const JobError& e) {
+    std::string m = e.what();
+    EXPECT_EQ(e.exit_code(), 2);
+    for (const char* field :
+         {"name:", "command:", "instance_count:", "processes_per_host:", "hyperparameters:",
+          "channels.training.source:", "channels.training.input_mode:",
+          "channels.training.distribution:", "channels.training.shared:",
+          "distribution.engine:", "metric_definitions[0].regex:", "metric_definitions[1].regex:",
+          "checkpoint.local_path:", "max_run_seconds:", "environment.1BAD:", "colour:"}) {
+      EXPECT_NE(m.find(std::string("\n  ") + field), std::string::npos) << field << "\n" << m;
+    }
+    EXPECT_NE(m.find("File, Pipe"), std::string::npos) << m;
+    EXPECT_NE(m.find("FullyReplicated, ShardedByKey"), std::string::npos) << m;
+    EXPECT_NE(m.find("gloo, mpi"), std::string::npos) << m;
+    EXPECT_NE(m.find("16 problems"), std::string::npos) << m;
+  }
+}
+
+TEST(JobSpec, SharedChannelsCannotBeShardedOrPiped) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "d");
+  try {
+    parse_job_spec("name: a\ncommand: [x]\nchannels:\n  c: {source: d, shared: true, distribution: ShardedByKey}\n",
+                   "s", dir.path());
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_NE(std::string(e.what()).find("channels.c.shared"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JobSpec, InvalidYamlIsAUsageError) {
+  try {
+    parse_job_spec("name: [unclosed", "s.yaml", "/tmp");
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string(e.what()).find("s.yaml: not valid YAML"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::job
