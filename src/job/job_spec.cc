@@ -286,6 +286,12 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
     problems.add("command", "must be a non-empty list of strings (program, then arguments)");
   }
 
+  // A relative program path ("../build/apps/x") is relative to the spec, like every path in it.
+  if (!spec.command.empty() && spec.command[0].find('/') != std::string::npos &&
+      fs::path(spec.command[0]).is_relative()) {
+    spec.command[0] = absolute_path(spec.command[0], base_dir);
+  }
+
   if (root["instance_count"]) {
     spec.instance_count = static_cast<int>(
         get_int(root["instance_count"], "instance_count", 1, 200, problems).value_or(1));
