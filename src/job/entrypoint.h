@@ -24,8 +24,8 @@ struct EntrypointOptions {
 // waits until every other host is reachable, launches processes_per_host
 // ranks on every host through the launcher (output tagged "[host:rank]"),
 // reports the end to the others and returns the algorithm's exit code.
-// Other hosts wait for the master and exit when it reports the end or
-// disappears. Every host writes output/success or output/failure (a reason
+// Other hosts wait for the master and exit when it reports the end (status
+// 0; a failed job's reason goes to their failure file) or disappears (1). Every host writes output/success or output/failure (a reason
 // of at most 1024 bytes). Never throws: problems become a failure file and
 // a non-zero exit code.
 int run_entrypoint(const EntrypointOptions& options);

@@ -107,6 +107,9 @@ std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
   std::vector<std::string> launcher_command = {"dtrain", "run", "--hostfile", "/etc/mpi/hostfile",
                                                "-np", std::to_string(np), "--"};
   launcher_command.insert(launcher_command.end(), spec.command.begin(), spec.command.end());
+  // A program given by a path on this machine (../build/apps/x) is on the image's PATH.
+  std::string& program = launcher_command[7];
+  if (program.starts_with("/")) program = program.substr(program.rfind('/') + 1);
   for (const auto& a : to_cmd_args(spec.hyperparameters)) launcher_command.push_back(a);
   // sshd does not pass the container's environment to the ranks it starts;
   // pam_env reads /etc/environment, so the worker writes the SM_* there first.

@@ -20,7 +20,8 @@ struct KubeflowOptions {
 
 // The job as a Kubeflow MPIJob (kubeflow.org/v2beta1): one Launcher pod
 // running `dtrain run --hostfile /etc/mpi/hostfile -np N -- <command>
-// <hyperparameters as arguments>` over ssh, instance_count Worker pods
+// <hyperparameters as arguments>` over ssh (a program given by an absolute
+// path is taken by its file name, from the image's PATH), instance_count Worker pods
 // running sshd with slotsPerWorker = processes_per_host, a shared PVC for the
 // channels (<mount>/channels/<name>) and the job's outputs
 // (<mount>/jobs/<name>/{model,output,checkpoints}), the SM_* variables the

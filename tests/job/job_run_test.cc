@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -241,16 +242,20 @@ TEST(NetnsHosts, KillingOneHostsRankFailsTheJobWithinThirtySeconds) {
   pid_t runner = child.pid();
   ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
 
-  // The rank on algo-2: the sleeper whose environment says so.
+  // The rank on algo-2: the sleeper whose environment says so ("ready" is
+  // printed just before the shell becomes the sleeper, so look for a while).
   pid_t victim = -1;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = read_file(entry.path().string() + "/cmdline");
-    std::string environ = read_file(entry.path().string() + "/environ");
-    if (cmdline.find(marker) != std::string::npos &&
-        environ.find(std::string("SM_CURRENT_HOST=algo-2") + '\0') != std::string::npos) {
-      victim = std::stoi(name);
+  for (int attempt = 0; attempt < 200 && victim < 0; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::string name = entry.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = read_file(entry.path().string() + "/cmdline");
+      std::string environ = read_file(entry.path().string() + "/environ");
+      if (cmdline.find(marker) != std::string::npos &&
+          environ.find(std::string("SM_CURRENT_HOST=algo-2") + '\0') != std::string::npos) {
+        victim = std::stoi(name);
+      }
     }
   }
   ASSERT_GT(victim, 0);
