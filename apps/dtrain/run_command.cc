@@ -60,6 +60,12 @@ RunCommand::RunCommand(CLI::App& parent) {
       ->type_name("S")
       ->default_val(5);
   app_->add_flag("--verbose", options_.verbose, "Debug logging in the launcher and the workers");
+  auto* mpi = app_->add_flag("--mpi", options_.use_mpi,
+                             "Start the job with Open MPI's mpirun; ranks negotiate and move data over MPI");
+  auto* gloo = app_->add_flag("--gloo", use_gloo_, "Start the job with dtrain's own launcher and Gloo (the default)");
+  mpi->excludes(gloo);
+  value("--mpi-args", options_.mpi_args, "Extra mpirun arguments, passed as they are (with --mpi)")
+      ->type_name("\"ARGS\"");
 }
 
 bool RunCommand::takes_value(const std::string& token) const {

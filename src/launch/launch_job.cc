@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +17,7 @@
 #include "job_supervisor.h"
 #include "launch_error.h"
 #include "local_host.h"
+#include "mpirun_command.h"
 #include "output_relay.h"
 #include "rank_assignment.h"
 #include "rendezvous_server.h"
@@ -81,6 +84,38 @@ std::string current_directory() {
   return ec ? std::string("/") : cwd.string();
 }
 
+// Replaces this process with mpirun; returns only on failure to start it.
+int exec_mpirun(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                const std::vector<RankPlacement>& placements, const WorkerEnvSettings& settings) {
+  MpirunSettings mpi;
+  mpi.np = static_cast<int>(placements.size());
+  for (const auto& h : hosts_used(placements)) {
+    for (const auto& slots : hosts) {
+      if (slots.name == h) mpi.hosts.push_back(slots);
+    }
+  }
+  mpi.network_interface = options.network_interface;
+  mpi.knobs = shared_knobs(dtrain_env_for(placements.front(), settings));
+  for (const auto& [name, value] : dtrain_vars_of(current_environment())) mpi.forwarded_names.push_back(name);
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS"}) {
+    if (std::getenv(name)) mpi.forwarded_names.push_back(name);
+  }
+  mpi.extra_args = split_arguments(options.mpi_args);
+  mpi.running_as_root = geteuid() == 0;
+  int local_ranks = 0;
+  for (const auto& p : placements) local_ranks += is_local_host(p.host) ? 1 : 0;
+  mpi.oversubscribed = local_ranks > static_cast<int>(std::thread::hardware_concurrency());
+  mpi.command = options.command;
+  for (const auto& [name, value] : mpi.knobs) setenv(name.c_str(), value.c_str(), 1);
+  const std::vector<std::string> argv = mpirun_argv(mpi);
+  spdlog::debug("exec: {}", fmt::join(argv, " "));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  throw LaunchError::runtime(fmt::format("--mpi: cannot execute mpirun: {} (install openmpi-bin)", std::strerror(errno)));
+}
+
 }  // namespace
 
 int launch_job(const LaunchOptions& options) {
@@ -88,6 +123,17 @@ int launch_job(const LaunchOptions& options) {
   std::vector<HostSlots> hosts = requested_hosts(options);
   int np = options.np.value_or(total_slots(hosts));
   std::vector<RankPlacement> placements = assign_ranks(hosts, np);
+  if (options.use_mpi) {
+    WorkerEnvSettings knobs;
+    knobs.network_interface = options.network_interface;
+    knobs.timeline_filename = options.timeline_filename;
+    knobs.fusion_threshold_mb = options.fusion_threshold_mb;
+    knobs.cycle_time_ms = options.cycle_time_ms;
+    knobs.stall_warning_s = options.stall_warning_s;
+    knobs.stall_shutdown_s = options.stall_shutdown_s;
+    knobs.verbose = options.verbose;
+    return exec_mpirun(options, hosts, placements, knobs);
+  }
 
   std::vector<std::string> used = hosts_used(placements);
   std::vector<std::string> remote_hosts;

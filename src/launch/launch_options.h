@@ -27,6 +27,8 @@ struct LaunchOptions {
   SshOptions ssh;
   double kill_grace_s = 5;
   std::vector<std::string> command;
+  bool use_mpi = false;             // --mpi: start the job with mpirun (Open MPI) instead
+  std::string mpi_args;             // --mpi-args: passed to mpirun as they are
 
   // For programs that call launch_job() themselves (the job entry point):
   // prefix output lines with host and rank ("[host:rank]<stdout>:"), and

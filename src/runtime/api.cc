@@ -7,8 +7,7 @@
 #include "dtrain/dtrain.h"
 #include "runtime/background_loop.h"
 #include "runtime/logging.h"
-#include "runtime/transport/gloo/gloo_transport.h"
-#include "runtime/transport/local/local_transport.h"
+#include "runtime/transport/transport_factory.h"
 
 namespace dtrain {
 
@@ -178,25 +177,7 @@ void init() {
   if (loop) return;
   runtime::RuntimeConfig config = runtime::read_config_from_environment();
   runtime::configure_logging(config.rank, config.hostname);
-  std::unique_ptr<runtime::Transport> transport;
-  if (config.size == 1) {
-    transport = std::make_unique<runtime::LocalTransport>();
-  } else {
-    runtime::GlooConnectOptions options;
-    options.rank = config.rank;
-    options.size = config.size;
-    options.rendezvous_host = config.rendezvous_addr;
-    options.rendezvous_port = config.rendezvous_port;
-    options.token = config.job_token;
-    options.key_prefix = config.job_id + "/init" + std::to_string(init_generation);
-    options.iface = config.iface;
-    // Without an interface, bind where the others can reach us: loopback for a job the
-    // launcher keeps on this machine, else the host name the launcher placed us on.
-    const bool local_job = config.rendezvous_addr.rfind("127.", 0) == 0 || config.rendezvous_addr == "localhost";
-    options.hostname = local_job ? "127.0.0.1" : config.hostname;
-    options.timeout = config.timeout;
-    transport = runtime::GlooTransport::connect(options);
-  }
+  std::unique_ptr<runtime::Transport> transport = runtime::connect_transport(config, init_generation);
   ++init_generation;
   loop = std::make_unique<BackgroundLoop>(std::move(config), std::move(transport));
   static bool registered = false;

@@ -41,14 +41,19 @@ void require(bool condition, const std::string& message) {
 
 RuntimeConfig read_config_from_environment() {
   RuntimeConfig c;
-  c.size = number<int>("DTRAIN_SIZE", 1);
-  c.rank = number<int>("DTRAIN_RANK", 0);
-  require(c.size >= 1, "DTRAIN_SIZE must be at least 1, got " + std::to_string(c.size));
-  require(c.rank >= 0 && c.rank < c.size, "DTRAIN_RANK=" + std::to_string(c.rank) + " is outside 0.." +
-                                              std::to_string(c.size - 1) + " (DTRAIN_SIZE=" + std::to_string(c.size) +
-                                              ")");
-  c.local_size = number<int>("DTRAIN_LOCAL_SIZE", c.size);
-  c.local_rank = number<int>("DTRAIN_LOCAL_RANK", c.rank);
+  // A worker started by mpirun (and not by dtrain run, which sets DTRAIN_SIZE) takes its
+  // world from Open MPI's variables.
+  c.launched_by_mpirun = !env("DTRAIN_SIZE") && env("OMPI_COMM_WORLD_SIZE");
+  const char* size_var = c.launched_by_mpirun ? "OMPI_COMM_WORLD_SIZE" : "DTRAIN_SIZE";
+  const char* rank_var = c.launched_by_mpirun ? "OMPI_COMM_WORLD_RANK" : "DTRAIN_RANK";
+  c.size = number<int>(size_var, 1);
+  c.rank = number<int>(rank_var, 0);
+  require(c.size >= 1, std::string(size_var) + " must be at least 1, got " + std::to_string(c.size));
+  require(c.rank >= 0 && c.rank < c.size, std::string(rank_var) + "=" + std::to_string(c.rank) + " is outside 0.." +
+                                              std::to_string(c.size - 1) + " (" + size_var + "=" +
+                                              std::to_string(c.size) + ")");
+  c.local_size = number<int>(c.launched_by_mpirun ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "DTRAIN_LOCAL_SIZE", c.size);
+  c.local_rank = number<int>(c.launched_by_mpirun ? "OMPI_COMM_WORLD_LOCAL_RANK" : "DTRAIN_LOCAL_RANK", c.rank);
   c.cross_size = number<int>("DTRAIN_CROSS_SIZE", 1);
   c.cross_rank = number<int>("DTRAIN_CROSS_RANK", 0);
   require(c.local_rank >= 0 && c.local_rank < c.local_size, "DTRAIN_LOCAL_RANK=" + std::to_string(c.local_rank) +
@@ -64,7 +69,7 @@ RuntimeConfig read_config_from_environment() {
   c.job_token = text("DTRAIN_JOB_TOKEN");
   c.job_id = text("DTRAIN_JOB_ID", "job");
   c.iface = text("DTRAIN_IFACE");
-  if (c.size > 1) {
+  if (c.size > 1 && !c.launched_by_mpirun) {
     require(!c.rendezvous_addr.empty() && c.rendezvous_port > 0,
             "DTRAIN_SIZE=" + std::to_string(c.size) +
                 " but DTRAIN_RENDEZVOUS_ADDR/DTRAIN_RENDEZVOUS_PORT are not set; start workers with `dtrain run`");
@@ -82,6 +87,9 @@ RuntimeConfig read_config_from_environment() {
   c.stall_warning_s = number<double>("DTRAIN_STALL_WARNING_S", 60);
   c.stall_shutdown_s = number<double>("DTRAIN_STALL_SHUTDOWN_S", 0);
   c.timeline_path = text("DTRAIN_TIMELINE");
+  c.shared_memory = number<int>("DTRAIN_SHM", 1) != 0;
+  c.hierarchical = number<int>("DTRAIN_HIERARCHICAL_ALLREDUCE", -1);
+  require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");
   c.timeout = std::chrono::milliseconds(static_cast<long long>(number<double>("DTRAIN_TIMEOUT_S", 300) * 1000));
   return c;
 }

@@ -17,8 +17,9 @@ struct RuntimeConfig {
   int cross_rank = 0;
   int cross_size = 1;
   std::string hostname;
+  bool launched_by_mpirun = false;  // the world came from OMPI_COMM_WORLD_*; data moves over MPI
 
-  // Rendezvous (only when size > 1).
+  // Rendezvous (only when size > 1 under dtrain run).
   std::string rendezvous_addr;
   int rendezvous_port = 0;
   std::string job_token;
@@ -32,6 +33,8 @@ struct RuntimeConfig {
   double stall_warning_s = 60;
   double stall_shutdown_s = 0;  // 0: never
   std::string timeline_path;
+  bool shared_memory = true;  // DTRAIN_SHM: allreduce through shared memory among a host's ranks
+  int hierarchical = -1;      // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
 

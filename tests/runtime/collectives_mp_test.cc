@@ -4,6 +4,8 @@
 // rule each rank used to fill its input.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -18,13 +20,17 @@ namespace {
 using testing::all_dtypes;
 using testing::Tensor;
 
-// Small integers, so every dtype (uint8 products, bfloat16 sums) holds the exact result.
-double contribution(int rank, std::size_t i) { return (rank + 1) + static_cast<double>(i % 3); }
+// Small integers, so every dtype (bfloat16 sums) holds the exact result; products multiply
+// only ones and twos, so uint8 holds them at any world size this suite runs.
+double contribution(int rank, std::size_t i, ReduceOp op = ReduceOp::kSum) {
+  if (op == ReduceOp::kProduct) return 1 + static_cast<double>((rank + i) % 2);
+  return (rank + 1) + static_cast<double>(i % 3);
+}
 
 double expected_reduction(ReduceOp op, int world, std::size_t i, DataType dtype) {
-  double acc = contribution(0, i);
+  double acc = contribution(0, i, op);
   for (int r = 1; r < world; ++r) {
-    const double v = contribution(r, i);
+    const double v = contribution(r, i, op);
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAverage: acc += v; break;
@@ -62,7 +68,7 @@ TEST(Allreduce, EveryOpEveryDtypeOneToThreeDimensions) {
     for (ReduceOp op : ops) {
       for (const auto& shape : shapes) {
         auto c = std::make_unique<Case>(Case{Tensor(dtype, shape), Tensor(dtype, shape), dtype, op, {}});
-        for (std::size_t i = 0; i < c->in.size(); ++i) c->in.set(i, contribution(rank(), i));
+        for (std::size_t i = 0; i < c->in.size(); ++i) c->in.set(i, contribution(rank(), i, op));
         const std::string name = std::string("ar.") + to_string(dtype) + "." + to_string(op) + "." +
                                  std::to_string(shape.size());
         c->handle = allreduce_async(name, c->in.view, c->out.view, {op});
@@ -70,8 +76,8 @@ TEST(Allreduce, EveryOpEveryDtypeOneToThreeDimensions) {
       }
     }
   }
+  for (auto& c : cases) c->handle.wait();  // all of them, before any assertion can return
   for (auto& c : cases) {
-    c->handle.wait();
     for (std::size_t i = 0; i < c->out.size(); ++i) {
       ASSERT_EQ(c->out.get(i), expected_reduction(c->op, size(), i, c->dtype))
           << to_string(c->dtype) << " " << to_string(c->op) << " element " << i;
@@ -114,8 +120,8 @@ TEST(Allreduce, ManyAsyncSubmittedTogetherAreFusedAndEachCorrect) {
   for (int k = 0; k < 300; ++k) {
     handles.push_back(allreduce_async("fused." + std::to_string(k), tensors[k].view, tensors[k].view, {ReduceOp::kSum}));
   }
+  for (auto& h : handles) h.wait();  // all of them, before any assertion can return
   for (int k = 0; k < 300; ++k) {
-    handles[k].wait();
     for (std::size_t i = 0; i < tensors[k].size(); ++i) {
       ASSERT_EQ(tensors[k].get(i), expected_reduction(ReduceOp::kSum, size(), i + k, tensors[k].view.dtype));
     }
@@ -155,8 +161,8 @@ TEST(Allreduce, RanksSubmittingInDifferentOrders) {
     handles[k] = allreduce_async("order." + std::to_string(k), tensors[k].view, tensors[k].view, {ReduceOp::kSum});
     if (k % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  for (auto& h : handles) h.wait();  // all of them, before any assertion can return
   for (int k = 0; k < n; ++k) {
-    handles[k].wait();
     for (std::size_t i = 0; i < tensors[k].size(); ++i) {
       ASSERT_EQ(tensors[k].get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kInt32));
     }
@@ -406,8 +412,8 @@ TEST(Lifecycle, InitShutdownInit) {
   EXPECT_EQ(t.get(0), n);
 }
 
-// Run only by their own ctest entries (see CMakeLists.txt), with the stall knobs set.
-TEST(StallDeathless, WarningThenBothProceed) {
+// Run only by the job tests (job_test.cc), which set the knobs they need.
+TEST(JobOnly, WarningThenBothProceed) {
   if (rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   Tensor t(DataType::kFloat32, {1});
   t.set(0, 1);
@@ -415,8 +421,10 @@ TEST(StallDeathless, WarningThenBothProceed) {
   EXPECT_EQ(t.get(0), size());
 }
 
-TEST(StallDeathless, ShutdownFailsEveryRankNamingTheMissingRank) {
+TEST(JobOnly, ShutdownFailsEveryRankNamingTheMissingRank) {
   Tensor t(DataType::kFloat32, {1});
+  // Rank 0's tensor stalls first, so it is the one the shutdown names on every rank.
+  if (rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const std::string message =
       error_of([&] { allreduce(rank() == 0 ? "a.only.on.rank0" : "b.only.elsewhere", t.view, t.view); });
   EXPECT_NE(message.find("stall"), std::string::npos) << message;
@@ -424,6 +432,13 @@ TEST(StallDeathless, ShutdownFailsEveryRankNamingTheMissingRank) {
   EXPECT_NE(message.find("missing on ranks [1"), std::string::npos) << message;
   // Later calls report the same reason rather than hanging.
   EXPECT_NE(error_of([&] { allreduce("after.stall", t.view, t.view); }).find("stall"), std::string::npos);
+}
+
+TEST(JobOnly, RankOneDiesHoldingTheSharedSegment) {
+  Tensor t(DataType::kFloat32, {4});
+  allreduce("before.the.crash", t.view, t.view);  // the segment is mapped and in use
+  if (rank() == 1) raise(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(30));  // the launcher stops the others
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Whole jobs through the launcher: what a user sees in the output and files.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -43,7 +44,7 @@ TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
 
 TEST(Job, StallWarningNamesTheMissingRankAndTheJobProceeds) {
   const auto result = run_job(kLauncher + " run -np 2 --stall-warning-s 1 -- " + kCollectives +
-                              " --gtest_filter=StallDeathless.WarningThenBothProceed");
+                              " --gtest_filter=JobOnly.WarningThenBothProceed");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("allreduce 'late.tensor' waiting 1 s: submitted by ranks [0], missing on ranks [1]"),
             std::string::npos)
@@ -52,7 +53,7 @@ TEST(Job, StallWarningNamesTheMissingRankAndTheJobProceeds) {
 
 TEST(Job, StallShutdownFailsEveryRankWithTheReason) {
   const auto result = run_job(kLauncher + " run -np 3 --stall-warning-s 1 --stall-shutdown-s 2 -- " + kCollectives +
-                              " --gtest_filter=StallDeathless.ShutdownFailsEveryRankNamingTheMissingRank");
+                              " --gtest_filter=JobOnly.ShutdownFailsEveryRankNamingTheMissingRank");
   EXPECT_EQ(result.exit_code, 0) << result.output;  // every rank saw the error it expected
   EXPECT_NE(result.output.find("DTRAIN_STALL_SHUTDOWN_S"), std::string::npos) << result.output;
 }
@@ -62,6 +63,44 @@ TEST(Job, WorkerWithTheWrongTokenIsRefused) {
                               " --gtest_filter=Barrier.*'", 60);
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("refused this rank's job token"), std::string::npos) << result.output;
+}
+
+std::vector<std::string> dtrain_segments() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("dtrain-", 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+TEST(Job, KilledWorkerLeavesNoSharedSegmentThatBreaksTheNextJob) {
+  // A segment as a creator killed before unlinking it would leave: its pid is gone.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const std::string stale = "/dev/shm/dtrain-" + std::to_string(child) + "-crashed-host0";
+  std::ofstream(stale) << "stale";
+
+  const auto crashed = run_job(kLauncher + " run -np 2 --kill-grace-s 1 -- " + kCollectives +
+                               " --gtest_filter=JobOnly.RankOneDiesHoldingTheSharedSegment");
+  EXPECT_NE(crashed.output.find("rank 1 (host localhost) was killed by signal 9"), std::string::npos)
+      << crashed.output;
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "the next job's creator should remove it";
+  for (const auto& name : dtrain_segments()) {
+    EXPECT_EQ(name.find("-" + std::to_string(getpid()) + "-"), std::string::npos) << name;
+  }
+  const auto next = run_job(kLauncher + " run -np 2 -- " + kCollectives + " --gtest_filter=Allreduce.InPlace");
+  EXPECT_EQ(next.exit_code, 0) << next.output;
+}
+
+TEST(Job, UnevenHostsFallBackToFlatAllreduceWithAReason) {
+  const auto result = run_job("env DTRAIN_LOG_LEVEL=info " + kLauncher + " run -np 3 -- sh -c " +
+                              "'[ $DTRAIN_RANK -ge 2 ] && export DTRAIN_HOSTNAME=second-host; exec \"$0\" \"$@\"' " +
+                              kCollectives + " --gtest_filter=Allreduce.InPlace:Allreduce.Grouped*");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("hierarchical allreduce off: hosts run different numbers of ranks"), std::string::npos)
+      << result.output;
 }
 
 }  // namespace

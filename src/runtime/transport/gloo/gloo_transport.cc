@@ -41,7 +41,7 @@ void translate_gloo_errors(const char* what, Fn&& fn) {
 
 std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& options) {
   HttpStore store(options.rendezvous_host, options.rendezvous_port, options.token, options.timeout);
-  store.report_ready(options.rank);
+  if (options.report_ready) store.report_ready(options.rank);
   gloo::rendezvous::PrefixStore prefixed(options.key_prefix, store);
 
   gloo::transport::tcp::attr attr;

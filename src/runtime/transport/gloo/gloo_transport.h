@@ -26,6 +26,7 @@ struct GlooConnectOptions {
   std::string iface;       // network interface to bind, or empty
   std::string hostname;    // address to bind when no interface is given
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  bool report_ready = true;  // false for sub-groups: the launcher tracks world ranks only
 };
 
 class GlooTransport final : public Transport {

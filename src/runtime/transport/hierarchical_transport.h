@@ -1,0 +1,50 @@
+// Allreduce that follows the machine's topology: through shared memory among the ranks of
+// a host, and -- when the job spans hosts -- across hosts for each local rank's share
+// (reduce-scatter in the host, allreduce of the share across hosts, allgather in the host).
+// Everything else (negotiation, allgather, broadcast, alltoall, ...) goes over the global
+// transport.
+#pragma once
+
+#include <memory>
+
+#include "runtime/transport/shm/shm_allreduce.h"
+#include "runtime/transport/transport.h"
+
+namespace dtrain::runtime {
+
+class HierarchicalTransport final : public Transport {
+ public:
+  // `cross` (ranks of the same local rank on every host) is null for a single-host job.
+  HierarchicalTransport(std::unique_ptr<Transport> global, std::unique_ptr<ShmAllreduce> local,
+                        std::unique_ptr<Transport> cross);
+
+  int rank() const override { return global_->rank(); }
+  int size() const override { return global_->size(); }
+  std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) override {
+    return global_->gather_to_coordinator(message);
+  }
+  std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) override {
+    return global_->broadcast_from_coordinator(message);
+  }
+  void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
+  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) override {
+    global_->allgatherv(input, output, bytes_per_rank);
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override { global_->broadcast(data, bytes, root); }
+  void alltoallv(const void* input, const std::vector<std::size_t>& send_bytes, void* output,
+                 const std::vector<std::size_t>& receive_bytes) override {
+    global_->alltoallv(input, send_bytes, output, receive_bytes);
+  }
+  void reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype,
+                     ReduceOp op) override {
+    global_->reducescatter(data, counts_per_rank, dtype, op);
+  }
+  void barrier() override { global_->barrier(); }
+
+ private:
+  std::unique_ptr<Transport> global_;
+  std::unique_ptr<ShmAllreduce> local_;
+  std::unique_ptr<Transport> cross_;
+};
+
+}  // namespace dtrain::runtime

@@ -1,0 +1,122 @@
+#include "runtime/transport/transport_factory.h"
+
+#include <optional>
+#include <random>
+
+#include "runtime/logging.h"
+#include "runtime/transport/gloo/gloo_transport.h"
+#include "runtime/transport/hierarchical_transport.h"
+#include "runtime/transport/host_layout.h"
+#include "runtime/transport/local/local_transport.h"
+#include "runtime/transport/mpi/mpi_transport.h"
+#include "runtime/transport/shm/shared_segment.h"
+#include "runtime/transport/shm/shm_allreduce.h"
+
+namespace dtrain::runtime {
+namespace {
+
+GlooConnectOptions gloo_options(const RuntimeConfig& config, int generation) {
+  GlooConnectOptions options;
+  options.rank = config.rank;
+  options.size = config.size;
+  options.rendezvous_host = config.rendezvous_addr;
+  options.rendezvous_port = config.rendezvous_port;
+  options.token = config.job_token;
+  options.key_prefix = config.job_id + "/init" + std::to_string(generation);
+  options.iface = config.iface;
+  // Without an interface, bind where the others can reach us: loopback for a job the
+  // launcher keeps on this machine, else the host name the launcher placed us on.
+  const bool local_job = config.rendezvous_addr.rfind("127.", 0) == 0 || config.rendezvous_addr == "localhost";
+  options.hostname = local_job ? "127.0.0.1" : config.hostname;
+  options.timeout = config.timeout;
+  return options;
+}
+
+std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int generation) {
+  if (config.launched_by_mpirun) return MpiTransport::connect();
+  if (config.size == 1) return std::make_unique<LocalTransport>();
+  return GlooTransport::connect(gloo_options(config, generation));
+}
+
+// A tag every rank agrees on (rank 0's random draw), so segment names differ per job and init.
+std::string agree_on_tag(Transport& global) {
+  std::vector<char> tag;
+  if (global.rank() == 0) {
+    std::random_device random;
+    const std::string hex = std::to_string(random()) + std::to_string(random());
+    tag.assign(hex.begin(), hex.end());
+  }
+  tag = global.broadcast_from_coordinator(tag);
+  return std::string(tag.begin(), tag.end());
+}
+
+// Creator makes and formats the segment, everyone maps it, then the name goes away.
+std::unique_ptr<ShmAllreduce> map_host_segment(Transport& global, const HostLayout& layout,
+                                               const RuntimeConfig& config) {
+  const std::size_t bytes = ShmAllreduce::segment_bytes(layout.local_size);
+  std::optional<SharedSegment> segment;
+  if (layout.local_size > 1 && layout.local_rank == 0) {
+    remove_stale_segments();
+    segment = SharedSegment::create(layout.segment_name, bytes);
+    ShmAllreduce::format(*segment, layout.local_size);
+  }
+  global.barrier();
+  if (layout.local_size > 1 && layout.local_rank != 0) segment = SharedSegment::open(layout.segment_name, bytes);
+  global.barrier();
+  if (!segment) return nullptr;
+  segment->unlink();
+  return std::make_unique<ShmAllreduce>(std::move(*segment), layout.local_rank, layout.local_size, config.timeout);
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generation) {
+  std::unique_ptr<Transport> global = connect_global(config, generation);
+  if (config.size == 1) return global;
+
+  const HostLayout layout = discover_host_layout(*global, config.hostname, agree_on_tag(*global));
+  config.local_rank = layout.local_rank;
+  config.local_size = layout.local_size;
+  config.cross_rank = layout.host_index;
+  config.cross_size = layout.host_count;
+
+  if (!config.shared_memory) {
+    log().info("allreduce over {} only (DTRAIN_SHM=0)", config.launched_by_mpirun ? "MPI" : "Gloo");
+    return global;
+  }
+  bool hierarchical = layout.host_count > 1 && config.hierarchical != 0;
+  if (hierarchical && !layout.uniform()) {
+    // Every host must cut chunks into the same shares for the cross-host step to line up.
+    log().warn("hierarchical allreduce off: hosts run different numbers of ranks; using flat allreduce");
+    hierarchical = false;
+  }
+  if (layout.host_count > 1 && !hierarchical) {
+    if (config.hierarchical == 0) log().info("hierarchical allreduce off (DTRAIN_HIERARCHICAL_ALLREDUCE=0)");
+    return global;
+  }
+  if (layout.host_count > 1 && layout.local_sizes.front() == 1) {
+    log().info("hierarchical allreduce off: one rank per host, nothing to share in memory");
+    return global;
+  }
+  if (layout.host_count == 1 && layout.local_size == 1) return global;
+
+  std::unique_ptr<ShmAllreduce> local = map_host_segment(*global, layout, config);
+  std::unique_ptr<Transport> cross;
+  if (layout.host_count > 1) {
+    if (config.launched_by_mpirun) {
+      cross = MpiTransport::connect_group(layout.local_rank, layout.host_index);
+    } else {
+      GlooConnectOptions options = gloo_options(config, generation);
+      options.rank = layout.host_index;
+      options.size = layout.host_count;
+      options.key_prefix += "/cross" + std::to_string(layout.local_rank);
+      options.report_ready = false;
+      cross = GlooTransport::connect(options);
+    }
+  }
+  log().info("allreduce through shared memory among {} local ranks{}", layout.local_size,
+             cross ? ", then across " + std::to_string(layout.host_count) + " hosts" : "");
+  return std::make_unique<HierarchicalTransport>(std::move(global), std::move(local), std::move(cross));
+}
+
+}  // namespace dtrain::runtime
