@@ -108,44 +108,72 @@ void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& 
   const std::size_t esize = element_size(dtype);
   const std::size_t total = static_cast<std::size_t>(std::accumulate(response.sizes.begin(), response.sizes.end(),
                                                                      std::int64_t{0}));
-  void* buffer;
-  const bool in_place = tensors.size() == 1 && tensors[0];
-  if (in_place) {
-    // One tensor: reduce directly in the output, no staging copy.
-    TensorEntry& t = *tensors[0];
-    if (t.input.data != t.output.data) std::memcpy(t.output.data, t.input.data, total * esize);
-    buffer = t.output.data;
-  } else {
-    if (fusion_buffer_.size() < total * esize) fusion_buffer_.resize(total * esize);
-    buffer = fusion_buffer_.data();
-    activity_begin(response, "MEMCPY_IN_FUSION_BUFFER");
-    std::size_t offset = 0;
+  if (tensors.size() == 1 || transport_.reduces_pieces_in_place()) {
+    // Each tensor is reduced where it is, in its output (the transport copies straight from
+    // and to it). A rank that has joined contributes zeros from a scratch buffer.
+    std::vector<BufferPiece> pieces;
+    std::size_t zeros_needed = 0;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const std::size_t bytes = static_cast<std::size_t>(response.sizes[i]) * esize;
+      if (!tensors[i]) zeros_needed += static_cast<std::size_t>(response.sizes[i]);
+    }
+    if (zeros_needed) {
+      if (fusion_buffer_.size() < zeros_needed * esize) fusion_buffer_.resize(zeros_needed * esize);
+      std::memset(fusion_buffer_.data(), 0, zeros_needed * esize);
+    }
+    std::size_t zeros_used = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const auto count = static_cast<std::size_t>(response.sizes[i]);
       if (tensors[i]) {
-        std::memcpy(fusion_buffer_.data() + offset, tensors[i]->input.data, bytes);
+        TensorEntry& t = *tensors[i];
+        if (t.input.data != t.output.data) std::memcpy(t.output.data, t.input.data, count * esize);
+        pieces.push_back({t.output.data, count});
       } else {
-        std::memset(fusion_buffer_.data() + offset, 0, bytes);
+        pieces.push_back({fusion_buffer_.data() + zeros_used * esize, count});
+        zeros_used += count;
       }
-      offset += bytes;
+      scale_elements(dtype, pieces.back().data, count, response.prescale);
+    }
+    activity_begin(response, "COMMUNICATE");
+    if (pieces.size() == 1) {
+      transport_.allreduce(pieces[0].data, pieces[0].count, dtype, response.reduce_op);
+    } else {
+      transport_.allreduce_pieces(pieces, dtype, response.reduce_op);
     }
     activity_end(response);
+    for (const auto& piece : pieces) {
+      finish_reduction(dtype, response.reduce_op, piece.data, piece.count, transport_.size(), response.postscale);
+    }
+    return;
   }
+
+  // The transport wants one contiguous buffer: pack the fused tensors into the fusion buffer.
+  if (fusion_buffer_.size() < total * esize) fusion_buffer_.resize(total * esize);
+  void* buffer = fusion_buffer_.data();
+  activity_begin(response, "MEMCPY_IN_FUSION_BUFFER");
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::size_t bytes = static_cast<std::size_t>(response.sizes[i]) * esize;
+    if (tensors[i]) {
+      std::memcpy(fusion_buffer_.data() + offset, tensors[i]->input.data, bytes);
+    } else {
+      std::memset(fusion_buffer_.data() + offset, 0, bytes);
+    }
+    offset += bytes;
+  }
+  activity_end(response);
   scale_elements(dtype, buffer, total, response.prescale);
   activity_begin(response, "COMMUNICATE");
   transport_.allreduce(buffer, total, dtype, response.reduce_op);
   activity_end(response);
   finish_reduction(dtype, response.reduce_op, buffer, total, transport_.size(), response.postscale);
-  if (!in_place) {
-    activity_begin(response, "MEMCPY_OUT_FUSION_BUFFER");
-    std::size_t offset = 0;
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const std::size_t bytes = static_cast<std::size_t>(response.sizes[i]) * esize;
-      if (tensors[i]) std::memcpy(tensors[i]->output.data, fusion_buffer_.data() + offset, bytes);
-      offset += bytes;
-    }
-    activity_end(response);
+  activity_begin(response, "MEMCPY_OUT_FUSION_BUFFER");
+  offset = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::size_t bytes = static_cast<std::size_t>(response.sizes[i]) * esize;
+    if (tensors[i]) std::memcpy(tensors[i]->output.data, fusion_buffer_.data() + offset, bytes);
+    offset += bytes;
   }
+  activity_end(response);
 }
 
 void OpExecutor::allgather(const Response& response, TensorEntry& entry) {

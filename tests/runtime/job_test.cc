@@ -22,8 +22,10 @@ const std::string kCollectives = COLLECTIVES_MP_TEST;
 
 TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
   const auto path = std::filesystem::temp_directory_path() / ("dtrain_job_timeline_" + std::to_string(getpid()) + ".json");
-  const auto result = run_job(kLauncher + " run -np 2 --timeline-filename " + path.string() + " -- " + kCollectives +
-                              " --gtest_filter=Allreduce.ManyAsync*");
+  // Gloo alone packs fused tensors into the fusion buffer (the shared-memory path reduces
+  // them in place), so the timeline shows the packing too.
+  const auto result = run_job("env DTRAIN_SHM=0 " + kLauncher + " run -np 2 --timeline-filename " + path.string() +
+                              " -- " + kCollectives + " --gtest_filter=Allreduce.ManyAsync*");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::ifstream in(path);
   nlohmann::json events;

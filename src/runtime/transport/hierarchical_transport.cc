@@ -7,12 +7,15 @@ HierarchicalTransport::HierarchicalTransport(std::unique_ptr<Transport> global, 
     : global_(std::move(global)), local_(std::move(local)), cross_(std::move(cross)) {}
 
 void HierarchicalTransport::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {
-  if (count == 0) return;
+  allreduce_pieces({{data, count}}, dtype, op);
+}
+
+void HierarchicalTransport::allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
   if (!cross_) {
-    local_->allreduce(data, count, dtype, op);
+    local_->allreduce(pieces, dtype, op);
     return;
   }
-  local_->allreduce(data, count, dtype, op, [&](void* share, std::size_t n) { cross_->allreduce(share, n, dtype, op); });
+  local_->allreduce(pieces, dtype, op, [&](void* share, std::size_t n) { cross_->allreduce(share, n, dtype, op); });
 }
 
 }  // namespace dtrain::runtime

@@ -10,6 +10,12 @@
 
 namespace dtrain::runtime {
 
+// One tensor's memory within an allreduce of several tensors treated as one.
+struct BufferPiece {
+  void* data;
+  std::size_t count;  // elements
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -25,6 +31,13 @@ class Transport {
 
   // Data plane. Reductions combine with ReduceOp (Average combines as Sum; the caller divides).
   virtual void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) = 0;
+  // Whether allreduce_pieces works on the pieces where they are. If not, the caller packs
+  // fused tensors into one buffer and calls allreduce().
+  virtual bool reduces_pieces_in_place() const { return false; }
+  // The allreduce of the concatenation of `pieces`, written back into them.
+  virtual void allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
+    for (const auto& piece : pieces) allreduce(piece.data, piece.count, dtype, op);
+  }
   // `bytes_per_rank[r]` bytes from each rank r, concatenated in rank order into `output`.
   virtual void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) = 0;
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;

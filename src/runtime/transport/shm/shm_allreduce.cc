@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -58,6 +60,10 @@ void ShmAllreduce::format(SharedSegment& segment, int local_size) {
 
 ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout)
     : segment_(std::move(segment)), local_rank_(local_rank), local_size_(local_size), timeout_(timeout) {
+  // With a core per local rank the peer we wait for is running: spin (a yield costs tens of
+  // microseconds). With more ranks than cores it may be waiting for our core: yield soon.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  spin_limit_ = static_cast<unsigned>(local_size) <= cores ? 50000 : 200;
   const Header* header = header_of(segment_.data());
   if (header->magic != kMagic || header->local_size != local_size) {
     throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
@@ -75,10 +81,8 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
   header->arrived[local_rank_].generation.store(generation, std::memory_order_release);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (int r = 0; r < local_size_; ++r) {
-    // Spin briefly (the peer is usually on another core and about to arrive), then yield the
-    // core: with more ranks than cores, spinning would starve the rank we are waiting for.
     for (int spins = 0; header->arrived[r].generation.load(std::memory_order_acquire) < generation; ++spins) {
-      if (spins < 2000) {
+      if (spins < spin_limit_) {
         cpu_relax();
         continue;
       }
@@ -94,15 +98,40 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
 void ShmAllreduce::barrier() { wait_for_all(++generation_); }
 
 void ShmAllreduce::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op, const ShareHook& between) {
+  allreduce(std::vector<BufferPiece>{{data, count}}, dtype, op, between);
+}
+
+namespace {
+
+// Calls fn(piece pointer, position in [begin, end), n) for the parts of the concatenation
+// of `pieces` that fall in the element range [begin, end).
+template <typename Fn>
+void for_each_part(const std::vector<BufferPiece>& pieces, std::size_t esize, std::size_t begin, std::size_t end,
+                   Fn&& fn) {
+  std::size_t piece_start = 0;
+  for (const auto& piece : pieces) {
+    const std::size_t piece_end = piece_start + piece.count;
+    const std::size_t a = std::max(begin, piece_start), b = std::min(end, piece_end);
+    if (a < b) fn(static_cast<char*>(piece.data) + (a - piece_start) * esize, a - begin, b - a);
+    if (piece_end >= end) break;
+    piece_start = piece_end;
+  }
+}
+
+}  // namespace
+
+void ShmAllreduce::allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op,
+                             const ShareHook& between) {
   const std::size_t esize = element_size(dtype);
   const std::size_t chunk_elements = kSlotBytes / esize;
-  auto* bytes = static_cast<char*>(data);
+  std::size_t count = 0;
+  for (const auto& piece : pieces) count += piece.count;
   for (std::size_t offset = 0; offset < count; offset += chunk_elements, ++chunk_) {
     const std::size_t n = std::min(chunk_elements, count - offset);
     const int set = static_cast<int>(chunk_ % 2);
-    char* chunk = bytes + offset * esize;
     char* mine = slot(set, local_rank_);
-    std::memcpy(mine, chunk, n * esize);
+    for_each_part(pieces, esize, offset, offset + n,
+                  [&](const char* from, std::size_t at, std::size_t k) { std::memcpy(mine + at * esize, from, k * esize); });
     barrier();
     const auto [begin, end] = share(n, local_rank_, local_size_);
     if (end > begin) {
@@ -116,7 +145,11 @@ void ShmAllreduce::allreduce(void* data, std::size_t count, DataType dtype, Redu
     barrier();
     for (int r = 0; r < local_size_; ++r) {
       const auto [b, e] = share(n, r, local_size_);
-      if (e > b) std::memcpy(chunk + b * esize, slot(set, r) + b * esize, (e - b) * esize);
+      if (e <= b) continue;
+      const char* source = slot(set, r);
+      for_each_part(pieces, esize, offset + b, offset + e, [&](char* to, std::size_t at, std::size_t k) {
+        std::memcpy(to, source + (b + at) * esize, k * esize);
+      });
     }
   }
 }

@@ -10,6 +10,7 @@
 
 #include "dtrain/dtrain.h"
 #include "runtime/transport/shm/shared_segment.h"
+#include "runtime/transport/transport.h"
 
 namespace dtrain::runtime {
 
@@ -29,6 +30,9 @@ class ShmAllreduce {
   // before the shares are gathered: the hierarchical allreduce reduces it across hosts there.
   using ShareHook = std::function<void(void* share, std::size_t count)>;
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op, const ShareHook& between = {});
+  // The same over the concatenation of `pieces`, copied into and out of the slots directly:
+  // fused tensors need no staging buffer.
+  void allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, const ShareHook& between = {});
 
   void barrier();
 
@@ -42,6 +46,7 @@ class ShmAllreduce {
   std::chrono::milliseconds timeout_;
   std::uint64_t generation_ = 0;
   std::uint64_t chunk_ = 0;  // chunks done since creation: selects the slot set
+  int spin_limit_;           // pauses before yielding the core while waiting at a barrier
 };
 
 }  // namespace dtrain::runtime

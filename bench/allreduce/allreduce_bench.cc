@@ -1,0 +1,262 @@
+// dtrain-bench allreduce: float32 allreduce from 4 KiB to 256 MiB, measured in one run on the
+// same ranks for dtrain (the full runtime, and its data path alone), Open MPI's MPI_Allreduce
+// and Gloo's ring allreduce called directly; plus single-core memcpy bandwidth, and the 161
+// gradient tensors of ResNet-50 fused by the runtime against one allreduce of the same bytes
+// and against 161 unfused allreduces. Run it under mpirun so MPI is a live peer:
+//
+//   dtrain run --mpi -np 2 -- build/apps/dtrain-bench allreduce [--json FILE]
+//
+// Gloo needs a rendezvous of its own: ranks meet through files in --gloo-dir (a directory all
+// ranks see; the default is under /tmp, which serves every rank of one machine).
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <gloo/allreduce.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "dtrain/dtrain.h"
+#include "resnet50_gradients.h"
+#include "runtime/environment.h"
+#include "runtime/transport/transport_factory.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string json;
+  std::string gloo_dir;
+  std::size_t max_bytes = 256u << 20;
+  double seconds_per_size = 0.5;  // time budget per size and peer (at least 3 iterations)
+};
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+// Seconds per call of `op`, the slowest rank's view (all ranks start together).
+double time_per_op(const std::function<void()>& op, double budget_s, int min_iterations = 3) {
+  op();  // warm up: first-touch pages, caches, connections
+  MPI_Barrier(MPI_COMM_WORLD);
+  int iterations = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  // Every rank must run the same number of iterations: rank 0 decides when to stop.
+  for (int go = 1; go; ) {
+    op();
+    ++iterations;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    go = iterations < min_iterations || elapsed < budget_s;
+    MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+  double per_op = elapsed / iterations, slowest = 0;
+  MPI_Allreduce(&per_op, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+double memcpy_bandwidth() {
+  std::vector<char> a(64u << 20, 1), b(64u << 20, 2);
+  std::memcpy(b.data(), a.data(), a.size());
+  const auto start = Clock::now();
+  const int reps = 8;
+  for (int i = 0; i < reps; ++i) std::memcpy(i % 2 ? a.data() : b.data(), i % 2 ? b.data() : a.data(), a.size());
+  return static_cast<double>(a.size()) * reps / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::shared_ptr<gloo::Context> gloo_context(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  gloo::rendezvous::FileStore store(dir);
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  auto context = std::make_shared<gloo::rendezvous::Context>(world_rank(), world_size());
+  context->connectFullMesh(store, device);
+  return context;
+}
+
+void gloo_ring_allreduce(const std::shared_ptr<gloo::Context>& context, float* data, std::size_t count) {
+  gloo::AllreduceOptions opts(context);
+  opts.setOutput(data, count);
+  opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+  opts.setReduceFunction([](void* c, const void* a, const void* b, std::size_t n) {
+    auto* out = static_cast<float*>(c);
+    const auto* x = static_cast<const float*>(a);
+    const auto* y = static_cast<const float*>(b);
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+  });
+  static std::uint32_t tag = 0;
+  opts.setTag(tag++);
+  gloo::allreduce(opts);
+}
+
+std::string human_bytes(std::size_t bytes) {
+  char text[32];
+  if (bytes >= (1u << 20)) {
+    std::snprintf(text, sizeof(text), "%zu MiB", bytes >> 20);
+  } else {
+    std::snprintf(text, sizeof(text), "%zu KiB", bytes >> 10);
+  }
+  return text;
+}
+
+int run(const Options& options) {
+  dtrain::init();
+  const int rank = dtrain::rank(), n = dtrain::size();
+  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+
+  // The data path alone: the transport dtrain::init() chose, connected a second time.
+  dtrain::runtime::RuntimeConfig config = dtrain::runtime::read_config_from_environment();
+  auto data_path = dtrain::runtime::connect_transport(config, 1000);
+  const std::string gloo_dir =
+      options.gloo_dir.empty() ? "/tmp/dtrain-bench-gloo-" + std::to_string(getppid()) : options.gloo_dir;
+  auto gloo = gloo_context(gloo_dir);
+
+  double memcpy_bps = 0;
+  if (rank == 0) memcpy_bps = memcpy_bandwidth();
+  MPI_Bcast(&memcpy_bps, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+
+  std::FILE* json = nullptr;
+  if (rank == 0 && !options.json.empty()) json = std::fopen(options.json.c_str(), "a");
+  auto emit = [&](const std::string& line) {
+    if (json) std::fprintf(json, "%s\n", line.c_str());
+  };
+  if (rank == 0) {
+    std::printf("allreduce float32 on %d ranks (%s); single-core memcpy %.2f GB/s; busbw = algbw * 2(n-1)/n\n", n,
+                config.launched_by_mpirun ? "mpirun" : "dtrain run", memcpy_bps / 1e9);
+    std::printf("%9s | %-22s | %-22s | %-22s | %-22s | %s\n", "size", "dtrain runtime", "dtrain data path",
+                "Open MPI", "Gloo ring", "data path busbw vs MPI, Gloo, memcpy");
+    std::printf("%9s | %-22s | %-22s | %-22s | %-22s |\n", "", "time  busbw", "time  busbw", "time  busbw",
+                "time  busbw");
+  }
+  for (std::size_t bytes = 4096; bytes <= options.max_bytes; bytes *= 4) {
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<float> buffer(count, 1.0f);
+    const dtrain::TensorView view{buffer.data(), dtrain::DataType::kFloat32, {static_cast<std::int64_t>(count)}};
+    const double t_runtime = time_per_op([&] { dtrain::allreduce("bench", view, view, {dtrain::ReduceOp::kSum}); },
+                                         options.seconds_per_size);
+    const double t_data = time_per_op(
+        [&] { data_path->allreduce(buffer.data(), count, dtrain::DataType::kFloat32, dtrain::ReduceOp::kSum); },
+        options.seconds_per_size);
+    const double t_mpi = time_per_op(
+        [&] {
+          MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        },
+        options.seconds_per_size);
+    const double t_gloo = time_per_op([&] { gloo_ring_allreduce(gloo, buffer.data(), count); }, options.seconds_per_size);
+    auto busbw = [&](double t) { return static_cast<double>(bytes) / t * bus_factor; };
+    if (rank == 0) {
+      std::printf("%9s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | "
+                  "%5.2fx %5.2fx %4.0f%%\n",
+                  human_bytes(bytes).c_str(), t_runtime * 1e6, busbw(t_runtime) / 1e9, t_data * 1e6,
+                  busbw(t_data) / 1e9, t_mpi * 1e6, busbw(t_mpi) / 1e9, t_gloo * 1e6, busbw(t_gloo) / 1e9,
+                  t_mpi / t_data, t_gloo / t_data, 100 * busbw(t_data) / memcpy_bps);
+      std::fflush(stdout);
+      char line[512];
+      std::snprintf(line, sizeof(line),
+                    "{\"bench\":\"allreduce\",\"ranks\":%d,\"bytes\":%zu,\"dtrain_runtime_s\":%.9g,"
+                    "\"dtrain_data_path_s\":%.9g,\"mpi_s\":%.9g,\"gloo_s\":%.9g,\"busbw_factor\":%.6g,"
+                    "\"memcpy_bytes_per_s\":%.6g}",
+                    n, bytes, t_runtime, t_data, t_mpi, t_gloo, bus_factor, memcpy_bps);
+      emit(line);
+    }
+  }
+
+  // ResNet-50's gradients: fused by the runtime, as one tensor, and one by one.
+  const auto shapes = dtrain::bench::resnet50_gradient_shapes();
+  std::vector<std::vector<float>> gradients;
+  std::size_t total = 0;
+  for (const auto& shape : shapes) {
+    const auto elements =
+        static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
+    gradients.emplace_back(elements, 0.5f);
+    total += elements;
+  }
+  auto view_of = [&](std::size_t k) {
+    return dtrain::TensorView{gradients[k].data(), dtrain::DataType::kFloat32, shapes[k]};
+  };
+  const double t_fused = time_per_op(
+      [&] {
+        std::vector<dtrain::Handle> handles;
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+          handles.push_back(dtrain::allreduce_async("resnet50." + std::to_string(k), view_of(k), view_of(k),
+                                                    {dtrain::ReduceOp::kSum}));
+        }
+        for (auto& h : handles) h.wait();
+      },
+      2.0);
+  std::vector<float> flat(total, 0.5f);
+  const dtrain::TensorView flat_view{flat.data(), dtrain::DataType::kFloat32, {static_cast<std::int64_t>(total)}};
+  const double t_single =
+      time_per_op([&] { dtrain::allreduce("resnet50.flat", flat_view, flat_view, {dtrain::ReduceOp::kSum}); }, 2.0);
+  const double t_unfused = time_per_op(
+      [&] {
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+          dtrain::allreduce("resnet50.one." + std::to_string(k), view_of(k), view_of(k), {dtrain::ReduceOp::kSum});
+        }
+      },
+      2.0);
+  if (rank == 0) {
+    std::printf("\nResNet-50 gradients: %zu tensors, %.1f MiB\n", shapes.size(), total * 4.0 / (1 << 20));
+    std::printf("  fused by the runtime:           %8.2f ms  (%.2fx one allreduce of the same bytes)\n", t_fused * 1e3,
+                t_fused / t_single);
+    std::printf("  one allreduce of the same bytes: %8.2f ms\n", t_single * 1e3);
+    std::printf("  161 unfused allreduces:          %8.2f ms  (%.2fx)\n", t_unfused * 1e3, t_unfused / t_single);
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "{\"bench\":\"resnet50_gradients\",\"ranks\":%d,\"tensors\":%zu,\"bytes\":%zu,\"fused_s\":%.9g,"
+                  "\"single_s\":%.9g,\"unfused_s\":%.9g}",
+                  n, shapes.size(), total * 4, t_fused, t_single, t_unfused);
+    emit(line);
+  }
+  if (json) std::fclose(json);
+  data_path.reset();
+  dtrain::shutdown();
+  if (rank == 0) std::filesystem::remove_all(gloo_dir);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtrain-bench: dtrain's benchmarks"};
+  app.require_subcommand(1);
+  Options options;
+  auto* allreduce = app.add_subcommand("allreduce", "allreduce against Open MPI and Gloo (run under dtrain run --mpi)");
+  allreduce->add_option("--json", options.json, "Append results as JSON lines to this file");
+  allreduce->add_option("--gloo-dir", options.gloo_dir, "Directory every rank sees, for Gloo's rendezvous");
+  allreduce->add_option("--max-bytes", options.max_bytes, "Largest size (default 256 MiB)");
+  allreduce->add_option("--seconds-per-size", options.seconds_per_size, "Time budget per size and peer");
+  CLI11_PARSE(app, argc, argv);
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    std::fprintf(stderr, "dtrain-bench allreduce: start it under mpirun: dtrain run --mpi -np N -- dtrain-bench allreduce\n");
+    return 2;
+  }
+  try {
+    return run(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtrain-bench allreduce: %s\n", e.what());
+    return 1;
+  }
+}
