@@ -77,7 +77,7 @@ int train(const Options& options) {
   const int threads =
       options.threads > 0 ? options.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dtrain::local_size());
-  torch::set_num_threads(threads);
+  dt::set_num_threads(threads);
   dt::pin_device();
 
   const auto train_set = dtrain::mnist::load_mnist(options.data_dir, "train");

@@ -41,6 +41,11 @@ TensorView view_of(const at::Tensor& tensor);
 // current), else the CPU.
 at::Device pin_device();
 
+// Threads this rank computes with: LibTorch's intra-op pool and the BLAS library's own pool
+// (OpenBLAS keeps one of its own, sized to every core, which torch::set_num_threads does not
+// reach: ranks sharing a host would oversubscribe it).
+void set_num_threads(int threads);
+
 // Collectives. Tensors on another device or not contiguous are staged through a contiguous
 // CPU copy and the result copied back; contiguous CPU tensors are used in place (no copy).
 at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});

@@ -1,7 +1,5 @@
 // Collectives on at::Tensor: contiguous CPU tensors are reduced in place through a view of
 // their memory; any other tensor is staged through a contiguous CPU copy.
-#include <c10/core/impl/DeviceGuardImplInterface.h>
-
 #include "dtrain/torch.h"
 
 namespace dtrain::libtorch {
@@ -45,18 +43,6 @@ TensorView view_of(const at::Tensor& tensor) {
   view.dtype = dtype_of(tensor.scalar_type());
   view.shape.assign(tensor.sizes().begin(), tensor.sizes().end());
   return view;
-}
-
-at::Device pin_device() {
-  if (at::globalContext().hasCUDA()) {
-    const int count = c10::impl::getDeviceGuardImpl(at::kCUDA)->deviceCount();
-    if (count > 0) {
-      const at::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank() % count));
-      c10::impl::getDeviceGuardImpl(at::kCUDA)->setDevice(device);
-      return device;
-    }
-  }
-  return at::Device(at::kCPU);
 }
 
 namespace {
