@@ -434,6 +434,11 @@ TEST(JobOnly, ShutdownFailsEveryRankNamingTheMissingRank) {
   EXPECT_NE(error_of([&] { allreduce("after.stall", t.view, t.view); }).find("stall"), std::string::npos);
 }
 
+TEST(JobOnly, WorksLongerThanTheStartTimeout) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  barrier();
+}
+
 TEST(JobOnly, RankOneDiesHoldingTheSharedSegment) {
   Tensor t(DataType::kFloat32, {4});
   allreduce("before.the.crash", t.view, t.view);  // the segment is mapped and in use

@@ -60,6 +60,14 @@ TEST(Job, StallShutdownFailsEveryRankWithTheReason) {
   EXPECT_NE(result.output.find("DTRAIN_STALL_SHUTDOWN_S"), std::string::npos) << result.output;
 }
 
+TEST(Job, RanksThatReachedInitAreNotStoppedByTheStartTimeout) {
+  for (int np : {1, 2}) {  // a world of one has no peers but still tells the launcher it started
+    const auto result = run_job(kLauncher + " run -np " + std::to_string(np) + " --start-timeout 1 -- " + kCollectives +
+                                " --gtest_filter=JobOnly.WorksLongerThanTheStartTimeout");
+    EXPECT_EQ(result.exit_code, 0) << "np " << np << ": " << result.output;
+  }
+}
+
 TEST(Job, WorkerWithTheWrongTokenIsRefused) {
   const auto result = run_job(kLauncher + " run -np 2 -- sh -c 'DTRAIN_JOB_TOKEN=forged exec " + kCollectives +
                               " --gtest_filter=Barrier.*'", 60);

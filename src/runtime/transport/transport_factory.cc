@@ -5,6 +5,7 @@
 
 #include "runtime/logging.h"
 #include "runtime/transport/gloo/gloo_transport.h"
+#include "runtime/transport/gloo/http_store.h"
 #include "runtime/transport/hierarchical_transport.h"
 #include "runtime/transport/host_layout.h"
 #include "runtime/transport/local/local_transport.h"
@@ -34,7 +35,13 @@ GlooConnectOptions gloo_options(const RuntimeConfig& config, int generation) {
 
 std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int generation) {
   if (config.launched_by_mpirun) return MpiTransport::connect();
-  if (config.size == 1) return std::make_unique<LocalTransport>();
+  if (config.size == 1) {
+    // No peers to meet, but a launcher still waits to hear that this rank started.
+    if (!config.rendezvous_addr.empty() && config.rendezvous_port > 0 && !config.job_token.empty()) {
+      HttpStore(config.rendezvous_addr, config.rendezvous_port, config.job_token, config.timeout).report_ready(0);
+    }
+    return std::make_unique<LocalTransport>();
+  }
   return GlooTransport::connect(gloo_options(config, generation));
 }
 
