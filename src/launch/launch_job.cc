@@ -84,6 +84,19 @@ std::string current_directory() {
   return ec ? std::string("/") : cwd.string();
 }
 
+// The runtime knobs the user set with flags, for every rank's environment.
+WorkerEnvSettings knob_settings(const LaunchOptions& options) {
+  WorkerEnvSettings knobs;
+  knobs.network_interface = options.network_interface;
+  knobs.timeline_filename = options.timeline_filename;
+  knobs.fusion_threshold_mb = options.fusion_threshold_mb;
+  knobs.cycle_time_ms = options.cycle_time_ms;
+  knobs.stall_warning_s = options.stall_warning_s;
+  knobs.stall_shutdown_s = options.stall_shutdown_s;
+  knobs.verbose = options.verbose;
+  return knobs;
+}
+
 // Replaces this process with mpirun; returns only on failure to start it.
 int exec_mpirun(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
                 const std::vector<RankPlacement>& placements, const WorkerEnvSettings& settings) {
@@ -123,17 +136,7 @@ int launch_job(const LaunchOptions& options) {
   std::vector<HostSlots> hosts = requested_hosts(options);
   int np = options.np.value_or(total_slots(hosts));
   std::vector<RankPlacement> placements = assign_ranks(hosts, np);
-  if (options.use_mpi) {
-    WorkerEnvSettings knobs;
-    knobs.network_interface = options.network_interface;
-    knobs.timeline_filename = options.timeline_filename;
-    knobs.fusion_threshold_mb = options.fusion_threshold_mb;
-    knobs.cycle_time_ms = options.cycle_time_ms;
-    knobs.stall_warning_s = options.stall_warning_s;
-    knobs.stall_shutdown_s = options.stall_shutdown_s;
-    knobs.verbose = options.verbose;
-    return exec_mpirun(options, hosts, placements, knobs);
-  }
+  if (options.use_mpi) return exec_mpirun(options, hosts, placements, knob_settings(options));
 
   std::vector<std::string> used = hosts_used(placements);
   std::vector<std::string> remote_hosts;
@@ -156,17 +159,10 @@ int launch_job(const LaunchOptions& options) {
   spdlog::debug("job {}: rendezvous store on {}:{} (bound to {})", identity.job_id,
                 endpoint.advertised_address, port, endpoint.bind_address);
 
-  WorkerEnvSettings settings;
+  WorkerEnvSettings settings = knob_settings(options);
   settings.rendezvous_addr = endpoint.advertised_address;
   settings.rendezvous_port = port;
   settings.identity = identity;
-  settings.network_interface = options.network_interface;
-  settings.timeline_filename = options.timeline_filename;
-  settings.fusion_threshold_mb = options.fusion_threshold_mb;
-  settings.cycle_time_ms = options.cycle_time_ms;
-  settings.stall_warning_s = options.stall_warning_s;
-  settings.stall_shutdown_s = options.stall_shutdown_s;
-  settings.verbose = options.verbose;
 
   std::vector<std::string> parent_env = current_environment();
   std::string cwd = current_directory();
