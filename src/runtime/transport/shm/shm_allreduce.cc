@@ -23,6 +23,7 @@ struct alignas(64) ArrivalCounter {
 struct Header {
   std::uint64_t magic;
   std::int32_t local_size;
+  std::uint64_t slot_bytes;
   ArrivalCounter arrived[ShmAllreduce::kMaxLocalRanks];
 };
 
@@ -42,30 +43,33 @@ inline void cpu_relax() { __builtin_ia32_pause(); }
 
 }  // namespace
 
-std::size_t ShmAllreduce::segment_bytes(int local_size) {
-  return kHeaderBytes + 2 * static_cast<std::size_t>(local_size) * kSlotBytes;
+std::size_t ShmAllreduce::segment_bytes(int local_size, std::size_t slot_bytes) {
+  return kHeaderBytes + 2 * static_cast<std::size_t>(local_size) * slot_bytes;
 }
 
-void ShmAllreduce::format(SharedSegment& segment, int local_size) {
+void ShmAllreduce::format(SharedSegment& segment, int local_size, std::size_t slot_bytes) {
   if (local_size > kMaxLocalRanks) {
     throw Error("dtrain: shared-memory allreduce supports at most " + std::to_string(kMaxLocalRanks) +
                 " ranks per host, got " + std::to_string(local_size));
   }
   Header* header = new (segment.data()) Header;
   header->local_size = local_size;
+  header->slot_bytes = slot_bytes;
   for (auto& counter : header->arrived) counter.generation.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   header->magic = kMagic;
 }
 
 ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout)
-    : segment_(std::move(segment)), local_rank_(local_rank), local_size_(local_size), timeout_(timeout) {
+    : segment_(std::move(segment)), local_rank_(local_rank), local_size_(local_size),
+      slot_bytes_(header_of(segment_.data())->slot_bytes), timeout_(timeout) {
   // With a core per local rank the peer we wait for is running: spin (a yield costs tens of
   // microseconds). With more ranks than cores it may be waiting for our core: yield soon.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_limit_ = static_cast<unsigned>(local_size) <= cores ? 50000 : 200;
   const Header* header = header_of(segment_.data());
-  if (header->magic != kMagic || header->local_size != local_size) {
+  if (header->magic != kMagic || header->local_size != local_size ||
+      segment_bytes(local_size, slot_bytes_) > segment_.size()) {
     throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
                 std::to_string(local_size) + " local ranks");
   }
@@ -73,7 +77,7 @@ ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size
 
 char* ShmAllreduce::slot(int set, int rank) const {
   return static_cast<char*>(segment_.data()) + kHeaderBytes +
-         (static_cast<std::size_t>(set) * local_size_ + static_cast<std::size_t>(rank)) * kSlotBytes;
+         (static_cast<std::size_t>(set) * local_size_ + static_cast<std::size_t>(rank)) * slot_bytes_;
 }
 
 void ShmAllreduce::wait_for_all(std::uint64_t generation) {
@@ -123,7 +127,7 @@ void for_each_part(const std::vector<BufferPiece>& pieces, std::size_t esize, st
 void ShmAllreduce::allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op,
                              const ShareHook& between) {
   const std::size_t esize = element_size(dtype);
-  const std::size_t chunk_elements = kSlotBytes / esize;
+  const std::size_t chunk_elements = slot_bytes_ / esize;
   std::size_t count = 0;
   for (const auto& piece : pieces) count += piece.count;
   for (std::size_t offset = 0; offset < count; offset += chunk_elements, ++chunk_) {

@@ -16,13 +16,17 @@ namespace dtrain::runtime {
 
 class ShmAllreduce {
  public:
-  static constexpr std::size_t kSlotBytes = 1 << 20;  // per rank per set: fits the shared cache
+  // Bytes per rank per slot set. Inside one host, 1 MiB chunks stay in the shared cache. Across
+  // hosts each chunk's share is one cross-host allreduce, whose fixed cost (a millisecond over
+  // TCP) calls for bigger chunks.
+  static constexpr std::size_t kSlotBytes = 1 << 20;
+  static constexpr std::size_t kCrossHostSlotBytes = 16 << 20;
   static constexpr int kMaxLocalRanks = 64;
 
-  static std::size_t segment_bytes(int local_size);
+  static std::size_t segment_bytes(int local_size, std::size_t slot_bytes = kSlotBytes);
 
   // Formats a freshly created segment (local rank 0 only, before the others map it).
-  static void format(SharedSegment& segment, int local_size);
+  static void format(SharedSegment& segment, int local_size, std::size_t slot_bytes = kSlotBytes);
 
   ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout);
 
@@ -43,6 +47,7 @@ class ShmAllreduce {
   SharedSegment segment_;
   int local_rank_;
   int local_size_;
+  std::size_t slot_bytes_;
   std::chrono::milliseconds timeout_;
   std::uint64_t generation_ = 0;
   std::uint64_t chunk_ = 0;  // chunks done since creation: selects the slot set
