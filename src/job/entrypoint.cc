@@ -69,6 +69,26 @@ int exit_code_of(int wait_status) {
   return 1;
 }
 
+// The master cannot start the algorithm: it still tells every other host (so they exit
+// rather than wait), records the reason, and exits 2.
+int fail_before_launch(const EntrypointOptions& options, const TrainingEnvironment& env,
+                       const ContainerLayout& layout, const std::string& reason) {
+  std::vector<std::string> others;
+  for (const auto& h : env.hosts) {
+    if (h != env.current_host) others.push_back(h);
+  }
+  MasterLinks links;
+  try {
+    links.connect_all(others, env.current_host, options.port, options.host_wait_s);
+  } catch (const JobError&) {
+    // Hosts that cannot be reached will stop on their own when the master disappears.
+  }
+  links.report_end({2, reason});
+  write_failure(layout, reason);
+  std::fprintf(stderr, "dtrain entrypoint: %s\n", reason.c_str());
+  return 2;
+}
+
 int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
                const std::vector<std::string>& command) {
   const ContainerLayout& layout = env.layout;
@@ -81,16 +101,7 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
                env.hosts.size() == 1 ? "" : "s", ppn, ppn == 1 ? "" : "es");
 
   if (env.engine() == "mpi" && !mpi_engine_available()) {
-    std::string reason = mpi_engine_unavailable_message();
-    MasterLinks links;
-    try {
-      links.connect_all(others, env.current_host, options.port, options.host_wait_s);
-    } catch (const JobError&) {
-    }
-    links.report_end({2, reason});
-    write_failure(layout, reason);
-    std::fprintf(stderr, "dtrain entrypoint: %s\n", reason.c_str());
-    return 2;
+    return fail_before_launch(options, env, layout, mpi_engine_unavailable_message());
   }
 
   MasterLinks links;
@@ -236,19 +247,7 @@ int run_entrypoint(const EntrypointOptions& options) {
     std::string reason =
         "ClientError: no algorithm to run: give it after `dtrain entrypoint --`, or set "
         "SAGEMAKER_PROGRAM or the sagemaker_program hyperparameter";
-    MasterLinks links;
-    std::vector<std::string> others;
-    for (const auto& h : env.hosts) {
-      if (h != env.current_host) others.push_back(h);
-    }
-    try {
-      links.connect_all(others, env.current_host, options.port, options.host_wait_s);
-    } catch (const JobError&) {
-    }
-    links.report_end({2, reason});
-    write_failure(layout, reason);
-    std::fprintf(stderr, "dtrain entrypoint: %s\n", reason.c_str());
-    return 2;
+    return fail_before_launch(options, env, layout, reason);
   }
   return run_master(options, env, command);
 }
