@@ -1,0 +1,74 @@
+#include "vision/ops/nms.h"
+
+#include <ATen/Dispatch.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace dtrain::vision::ops {
+namespace {
+
+template <typename T>
+at::Tensor greedy_suppression(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
+  const int64_t n = boxes.size(0);
+  const at::Tensor order = std::get<1>(scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  const at::Tensor b = boxes.contiguous();
+  const T* box = b.data_ptr<T>();
+  const int64_t* ord = order.data_ptr<int64_t>();
+
+  std::vector<T> area(n);
+  for (int64_t i = 0; i < n; ++i) {
+    area[i] = (box[4 * i + 2] - box[4 * i]) * (box[4 * i + 3] - box[4 * i + 1]);
+  }
+  std::vector<char> suppressed(n, 0);
+  std::vector<int64_t> kept;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t i = ord[r];
+    if (suppressed[i]) continue;
+    kept.push_back(i);
+    const T* bi = box + 4 * i;
+    for (int64_t s = r + 1; s < n; ++s) {
+      const int64_t j = ord[s];
+      if (suppressed[j]) continue;
+      const T* bj = box + 4 * j;
+      const T w = std::max(static_cast<T>(0), std::min(bi[2], bj[2]) - std::max(bi[0], bj[0]));
+      const T h = std::max(static_cast<T>(0), std::min(bi[3], bj[3]) - std::max(bi[1], bj[1]));
+      const T inter = w * h;
+      // Two zero-area boxes give 0 / 0 = NaN, which compares false: not suppressed.
+      const T iou = inter / (area[i] + area[j] - inter);
+      if (iou > iou_threshold) suppressed[j] = 1;
+    }
+  }
+  at::Tensor result = at::empty({static_cast<int64_t>(kept.size())}, at::kLong);
+  std::copy(kept.begin(), kept.end(), result.data_ptr<int64_t>());
+  return result;
+}
+
+}  // namespace
+
+at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
+  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "nms: boxes must be [N, 4], got ", boxes.sizes());
+  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "nms: scores must be [",
+              boxes.size(0), "], got ", scores.sizes());
+  TORCH_CHECK(boxes.device().is_cpu() && scores.device().is_cpu(), "nms: only CPU tensors are supported");
+  TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "nms: boxes are ", boxes.scalar_type(),
+              " but scores are ", scores.scalar_type());
+  if (boxes.numel() == 0) return at::empty({0}, at::kLong);
+  at::Tensor kept;
+  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "dtrain_nms", [&] {
+    kept = greedy_suppression<scalar_t>(boxes, scores, iou_threshold);
+  });
+  return kept;
+}
+
+at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
+                       double iou_threshold) {
+  TORCH_CHECK(idxs.dim() == 1 && idxs.size(0) == boxes.size(0), "batched_nms: idxs must be [",
+              boxes.size(0), "], got ", idxs.sizes());
+  if (boxes.numel() == 0) return at::empty({0}, at::kLong);
+  const at::Tensor max_coordinate = boxes.max();
+  const at::Tensor offsets = idxs.to(boxes.scalar_type()) * (max_coordinate + 1);
+  return nms(boxes + offsets.unsqueeze(1), scores, iou_threshold);
+}
+
+}  // namespace dtrain::vision::ops

@@ -1,0 +1,20 @@
+// Non-maximum suppression with torchvision's rules.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace dtrain::vision::ops {
+
+// Indices (int64) of the boxes [N, 4] (x1, y1, x2, y2) that survive greedy
+// suppression, in decreasing score order. A box is suppressed by a kept,
+// higher-ranked box when their IoU is strictly greater than iou_threshold.
+// Equal scores keep their input order (stable descending sort).
+at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold);
+
+// NMS within each category idxs [N] (integers): boxes of different categories
+// never suppress each other. Implemented by shifting every category's boxes by
+// idx * (max coordinate + 1) so that categories cannot overlap.
+at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
+                       double iou_threshold);
+
+}  // namespace dtrain::vision::ops

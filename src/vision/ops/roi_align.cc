@@ -1,0 +1,282 @@
+#include "vision/ops/roi_align.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace dtrain::vision::ops {
+namespace {
+
+// One bilinear sample: the four pixels it reads and their weights. A sample
+// that falls too far outside the feature map reads nothing (all weights 0).
+template <typename T>
+struct BilinearSample {
+  int64_t offsets[4] = {0, 0, 0, 0};  // y * width + x of the four neighbours
+  T weights[4] = {0, 0, 0, 0};
+};
+
+template <typename T>
+BilinearSample<T> bilinear_sample(int64_t height, int64_t width, T y, T x) {
+  BilinearSample<T> s;
+  // Up to one pixel outside the map still interpolates (clamped to the border);
+  // beyond that the sample contributes 0.
+  if (y < -1.0 || y > height || x < -1.0 || x > width) return s;
+  if (y <= 0) y = 0;
+  if (x <= 0) x = 0;
+  int64_t y_low = static_cast<int64_t>(y);
+  int64_t x_low = static_cast<int64_t>(x);
+  int64_t y_high;
+  int64_t x_high;
+  if (y_low >= height - 1) {
+    y_high = y_low = height - 1;
+    y = static_cast<T>(y_low);
+  } else {
+    y_high = y_low + 1;
+  }
+  if (x_low >= width - 1) {
+    x_high = x_low = width - 1;
+    x = static_cast<T>(x_low);
+  } else {
+    x_high = x_low + 1;
+  }
+  const T ly = y - y_low;
+  const T lx = x - x_low;
+  const T hy = 1 - ly;
+  const T hx = 1 - lx;
+  s.offsets[0] = y_low * width + x_low;
+  s.offsets[1] = y_low * width + x_high;
+  s.offsets[2] = y_high * width + x_low;
+  s.offsets[3] = y_high * width + x_high;
+  s.weights[0] = hy * hx;
+  s.weights[1] = hy * lx;
+  s.weights[2] = ly * hx;
+  s.weights[3] = ly * lx;
+  return s;
+}
+
+// Where one roi samples the feature map, shared by forward and backward.
+template <typename T>
+struct RoiGeometry {
+  int64_t batch_index;
+  T start_x, start_y;
+  T bin_w, bin_h;
+  int64_t grid_h, grid_w;
+  T count;  // samples averaged per bin, at least 1
+
+  RoiGeometry(const T* roi, double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+              int64_t sampling_ratio, bool aligned) {
+    batch_index = static_cast<int64_t>(roi[0]);
+    const T offset = aligned ? static_cast<T>(0.5) : static_cast<T>(0);
+    const T scale = static_cast<T>(spatial_scale);
+    start_x = roi[1] * scale - offset;
+    start_y = roi[2] * scale - offset;
+    const T end_x = roi[3] * scale - offset;
+    const T end_y = roi[4] * scale - offset;
+    T roi_w = end_x - start_x;
+    T roi_h = end_y - start_y;
+    if (!aligned) {
+      roi_w = std::max(roi_w, static_cast<T>(1));
+      roi_h = std::max(roi_h, static_cast<T>(1));
+    }
+    bin_h = roi_h / static_cast<T>(pooled_height);
+    bin_w = roi_w / static_cast<T>(pooled_width);
+    grid_h = sampling_ratio > 0 ? sampling_ratio
+                                : static_cast<int64_t>(std::ceil(roi_h / static_cast<T>(pooled_height)));
+    grid_w = sampling_ratio > 0 ? sampling_ratio
+                                : static_cast<int64_t>(std::ceil(roi_w / static_cast<T>(pooled_width)));
+    count = static_cast<T>(std::max<int64_t>(grid_h * grid_w, 1));
+  }
+
+  // Calls visit(sample) for every sample of bin (ph, pw).
+  template <typename Visit>
+  void for_each_sample(int64_t ph, int64_t pw, int64_t height, int64_t width, Visit&& visit) const {
+    for (int64_t iy = 0; iy < grid_h; ++iy) {
+      const T y = start_y + ph * bin_h + (iy + static_cast<T>(0.5)) * bin_h / static_cast<T>(grid_h);
+      for (int64_t ix = 0; ix < grid_w; ++ix) {
+        const T x = start_x + pw * bin_w + (ix + static_cast<T>(0.5)) * bin_w / static_cast<T>(grid_w);
+        visit(bilinear_sample<T>(height, width, y, x));
+      }
+    }
+  }
+};
+
+void check_rois(const at::Tensor& rois, const at::Tensor& features, const char* op) {
+  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, op,
+              ": rois must be [K, 5] rows of (batch_index, x1, y1, x2, y2), got ", rois.sizes());
+  TORCH_CHECK(rois.device().is_cpu() && features.device().is_cpu(), op, ": only CPU tensors are supported");
+  TORCH_CHECK(rois.scalar_type() == features.scalar_type(), op, ": rois are ", rois.scalar_type(),
+              " but the features are ", features.scalar_type());
+}
+
+void check_pooling(int64_t pooled_height, int64_t pooled_width, const char* op) {
+  TORCH_CHECK(pooled_height > 0 && pooled_width > 0, op, ": pooled size must be positive, got ",
+              pooled_height, "x", pooled_width);
+}
+
+template <typename T>
+void check_batch_index(const RoiGeometry<T>& g, int64_t batch, int64_t k) {
+  TORCH_CHECK(g.batch_index >= 0 && g.batch_index < batch, "roi_align: roi ", k,
+              " has batch index ", g.batch_index, " outside [0, ", batch, ")");
+}
+
+template <typename T>
+void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor& output,
+                    double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                    int64_t sampling_ratio, bool aligned) {
+  const int64_t channels = input.size(1);
+  const int64_t height = input.size(2);
+  const int64_t width = input.size(3);
+  const T* in = input.data_ptr<T>();
+  const T* roi = rois.data_ptr<T>();
+  T* out = output.data_ptr<T>();
+  const int64_t num_rois = rois.size(0);
+  for (int64_t k = 0; k < num_rois; ++k) {
+    check_batch_index(RoiGeometry<T>(roi + 5 * k, spatial_scale, pooled_height, pooled_width,
+                                     sampling_ratio, aligned),
+                      input.size(0), k);
+  }
+  at::parallel_for(0, num_rois * channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t kc = begin; kc < end; ++kc) {
+      const int64_t k = kc / channels;
+      const int64_t c = kc % channels;
+      const RoiGeometry<T> g(roi + 5 * k, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                             aligned);
+      const T* plane = in + (g.batch_index * channels + c) * height * width;
+      T* out_plane = out + kc * pooled_height * pooled_width;
+      for (int64_t ph = 0; ph < pooled_height; ++ph) {
+        for (int64_t pw = 0; pw < pooled_width; ++pw) {
+          T sum = 0;
+          g.for_each_sample(ph, pw, height, width, [&](const BilinearSample<T>& s) {
+            for (int q = 0; q < 4; ++q) sum += s.weights[q] * plane[s.offsets[q]];
+          });
+          out_plane[ph * pooled_width + pw] = sum / g.count;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_kernel(const at::Tensor& grad_output, const at::Tensor& rois, at::Tensor& grad_input,
+                     double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                     int64_t sampling_ratio, bool aligned) {
+  const int64_t channels = grad_input.size(1);
+  const int64_t height = grad_input.size(2);
+  const int64_t width = grad_input.size(3);
+  const T* go = grad_output.data_ptr<T>();
+  const T* roi = rois.data_ptr<T>();
+  T* gi = grad_input.data_ptr<T>();
+  const int64_t num_rois = rois.size(0);
+  for (int64_t k = 0; k < num_rois; ++k) {
+    check_batch_index(RoiGeometry<T>(roi + 5 * k, spatial_scale, pooled_height, pooled_width,
+                                     sampling_ratio, aligned),
+                      grad_input.size(0), k);
+  }
+  // Different rois may scatter into the same input plane, so work is split by
+  // channel: a channel's planes are written by one thread only.
+  at::parallel_for(0, channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      for (int64_t k = 0; k < num_rois; ++k) {
+        const RoiGeometry<T> g(roi + 5 * k, spatial_scale, pooled_height, pooled_width,
+                               sampling_ratio, aligned);
+        T* plane = gi + (g.batch_index * channels + c) * height * width;
+        const T* go_plane = go + (k * channels + c) * pooled_height * pooled_width;
+        for (int64_t ph = 0; ph < pooled_height; ++ph) {
+          for (int64_t pw = 0; pw < pooled_width; ++pw) {
+            const T share = go_plane[ph * pooled_width + pw] / g.count;
+            g.for_each_sample(ph, pw, height, width, [&](const BilinearSample<T>& s) {
+              for (int q = 0; q < 4; ++q) plane[s.offsets[q]] += share * s.weights[q];
+            });
+          }
+        }
+      }
+    }
+  });
+}
+
+class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const at::Tensor& input, const at::Tensor& rois,
+                                                double spatial_scale, int64_t pooled_height,
+                                                int64_t pooled_width, int64_t sampling_ratio,
+                                                bool aligned) {
+    ctx->saved_data["spatial_scale"] = spatial_scale;
+    ctx->saved_data["pooled_height"] = pooled_height;
+    ctx->saved_data["pooled_width"] = pooled_width;
+    ctx->saved_data["sampling_ratio"] = sampling_ratio;
+    ctx->saved_data["aligned"] = aligned;
+    ctx->saved_data["input_shape"] = input.sizes();
+    ctx->save_for_backward({rois});
+    return {roi_align_forward(input, rois, spatial_scale, pooled_height, pooled_width,
+                              sampling_ratio, aligned)};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const at::Tensor rois = ctx->get_saved_variables()[0];
+    const auto shape = ctx->saved_data["input_shape"].toIntVector();
+    const at::Tensor grad_input = roi_align_backward(
+        grad_outputs[0], rois, ctx->saved_data["spatial_scale"].toDouble(),
+        ctx->saved_data["pooled_height"].toInt(), ctx->saved_data["pooled_width"].toInt(), shape[0],
+        shape[1], shape[2], shape[3], ctx->saved_data["sampling_ratio"].toInt(),
+        ctx->saved_data["aligned"].toBool());
+    // One entry per forward argument; only the input has a gradient.
+    return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
+                             int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                             bool aligned) {
+  TORCH_CHECK(input.dim() == 4, "roi_align: input must be [N, C, H, W], got ", input.sizes());
+  check_rois(rois, input, "roi_align");
+  check_pooling(pooled_height, pooled_width, "roi_align");
+  at::Tensor output =
+      at::zeros({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
+  if (output.numel() == 0) return output;
+  const at::Tensor in = input.contiguous();
+  const at::Tensor r = rois.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "dtrain_roi_align_forward", [&] {
+    forward_kernel<scalar_t>(in, r, output, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, aligned);
+  });
+  return output;
+}
+
+at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& rois,
+                              double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                              int64_t batch, int64_t channels, int64_t height, int64_t width,
+                              int64_t sampling_ratio, bool aligned) {
+  check_rois(rois, grad_output, "roi_align_backward");
+  check_pooling(pooled_height, pooled_width, "roi_align_backward");
+  TORCH_CHECK(grad_output.dim() == 4 && grad_output.size(0) == rois.size(0) &&
+                  grad_output.size(1) == channels && grad_output.size(2) == pooled_height &&
+                  grad_output.size(3) == pooled_width,
+              "roi_align_backward: grad_output must be [", rois.size(0), ", ", channels, ", ",
+              pooled_height, ", ", pooled_width, "], got ", grad_output.sizes());
+  at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
+  if (grad_output.numel() == 0) return grad_input;
+  const at::Tensor go = grad_output.contiguous();
+  const at::Tensor r = rois.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward", [&] {
+    backward_kernel<scalar_t>(go, r, grad_input, spatial_scale, pooled_height, pooled_width,
+                              sampling_ratio, aligned);
+  });
+  return grad_input;
+}
+
+at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
+                     int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                     bool aligned) {
+  return RoiAlignFunction::apply(input, rois, spatial_scale, pooled_height, pooled_width,
+                                 sampling_ratio, aligned)[0];
+}
+
+}  // namespace dtrain::vision::ops
