@@ -48,7 +48,7 @@ TEST(ShmAllreduce, EveryDtypeAndOpAcrossSeveralChunks) {
           for (std::size_t i = 0; i < count; ++i) inputs[r].set(i, (r + 1) + static_cast<double>(i % 3));
         }
         with_local_ranks(ranks, unique_name("ops"), [&](int r, ShmAllreduce& engine) {
-          engine.allreduce(inputs[r].view.data, count, dtype, op);
+          engine.allreduce({{inputs[r].view.data, count}}, dtype, op);
         });
         for (int r = 0; r < ranks; ++r) {
           for (std::size_t i = 0; i < count; i += 997) {
@@ -68,18 +68,48 @@ TEST(ShmAllreduce, EveryDtypeAndOpAcrossSeveralChunks) {
   }
 }
 
-TEST(ShmAllreduce, ShareHookSeesEachRanksReducedShare) {
-  std::atomic<std::size_t> seen{0};
-  with_local_ranks(2, unique_name("hook"), [&](int r, ShmAllreduce& engine) {
-    std::vector<float> data(10, static_cast<float>(r + 1));
-    engine.allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
-                     [&](void* share, std::size_t n) {
-                       EXPECT_EQ(static_cast<float*>(share)[0], 3.0f);
-                       seen += n;
-                     });
-    EXPECT_EQ(data[9], 3.0f);
-  });
-  EXPECT_EQ(seen.load(), 10u);  // the two shares cover the tensor once
+TEST(ShmAllreduce, ReduceScatterThenAllgatherAcrossUnevenPiecesAndChunks) {
+  // What the hierarchical allreduce does: reduce in the host, work on this rank's shares only
+  // (here: multiply by 10, standing in for the cross-host allreduce), gather the shares.
+  const std::vector<std::size_t> sizes = {3, ShmAllreduce::kSlotBytes / 4 + 5, 7, ShmAllreduce::kSlotBytes / 8};
+  for (int ranks : {2, 3}) {
+    std::vector<std::vector<std::vector<float>>> data(ranks);
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> shares(ranks);
+    with_local_ranks(ranks, unique_name("phases"), [&](int r, ShmAllreduce& engine) {
+      std::vector<BufferPiece> pieces;
+      for (std::size_t size : sizes) {
+        data[r].emplace_back(size, static_cast<float>(r + 1));
+        pieces.push_back({data[r].back().data(), size});
+      }
+      engine.reduce_scatter(pieces, DataType::kFloat32, ReduceOp::kSum);
+      std::size_t count = 0;
+      for (std::size_t size : sizes) count += size;
+      shares[r] = engine.my_shares(count, DataType::kFloat32);
+      for (const auto& [b, e] : shares[r]) {
+        std::size_t start = 0;
+        for (auto& piece : data[r]) {
+          for (std::size_t i = std::max(b, start); i < std::min(e, start + piece.size()); ++i) piece[i - start] *= 10;
+          start += piece.size();
+        }
+      }
+      engine.allgather(pieces, DataType::kFloat32);
+    });
+    const float expected = 10.0f * ranks * (ranks + 1) / 2;
+    for (int r = 0; r < ranks; ++r) {
+      for (const auto& piece : data[r]) {
+        for (std::size_t i = 0; i < piece.size(); i += 101) ASSERT_EQ(piece[i], expected) << "rank " << r;
+        ASSERT_EQ(piece.back(), expected);
+      }
+    }
+    // The ranks' shares tile the tensor exactly once.
+    std::size_t covered = 0;
+    for (const auto& list : shares) {
+      for (const auto& [b, e] : list) covered += e - b;
+    }
+    std::size_t count = 0;
+    for (std::size_t size : sizes) count += size;
+    EXPECT_EQ(covered, count);
+  }
 }
 
 TEST(SharedSegment, UnlinkedSegmentLeavesNoName) {

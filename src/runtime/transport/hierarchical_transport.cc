@@ -1,5 +1,9 @@
 #include "runtime/transport/hierarchical_transport.h"
 
+#include <cstring>
+
+#include "runtime/transport/buffer_pieces.h"
+
 namespace dtrain::runtime {
 
 HierarchicalTransport::HierarchicalTransport(std::unique_ptr<Transport> global, std::unique_ptr<ShmAllreduce> local,
@@ -15,7 +19,28 @@ void HierarchicalTransport::allreduce_pieces(const std::vector<BufferPiece>& pie
     local_->allreduce(pieces, dtype, op);
     return;
   }
-  local_->allreduce(pieces, dtype, op, [&](void* share, std::size_t n) { cross_->allreduce(share, n, dtype, op); });
+  local_->reduce_scatter(pieces, dtype, op);
+  // One cross-host allreduce for all of this rank's shares: a TCP collective has a fixed cost
+  // per call, so the shares travel packed rather than one call per chunk.
+  const std::size_t esize = element_size(dtype);
+  const auto shares = local_->my_shares(total_count(pieces), dtype);
+  std::size_t packed = 0;
+  for (const auto& [b, e] : shares) packed += e - b;
+  if (shares_.size() < packed * esize) shares_.resize(packed * esize);
+  auto copy_shares = [&](bool pack) {
+    std::size_t at = 0;
+    for (const auto& [b, e] : shares) {
+      for_each_part(pieces, esize, b, e, [&](char* piece, std::size_t offset, std::size_t k) {
+        char* packed_at = shares_.data() + (at + offset) * esize;
+        pack ? std::memcpy(packed_at, piece, k * esize) : std::memcpy(piece, packed_at, k * esize);
+      });
+      at += e - b;
+    }
+  };
+  copy_shares(true);
+  cross_->allreduce(shares_.data(), packed, dtype, op);
+  copy_shares(false);
+  local_->allgather(pieces, dtype);
 }
 
 }  // namespace dtrain::runtime

@@ -1,6 +1,7 @@
 // Allreduce that follows the machine's topology: through shared memory among the ranks of
 // a host, and -- when the job spans hosts -- across hosts for each local rank's share
-// (reduce-scatter in the host, allreduce of the share across hosts, allgather in the host).
+// (reduce-scatter in the host, one allreduce of the rank's packed shares across hosts,
+// allgather in the host).
 // Everything else (negotiation, allgather, broadcast, alltoall, ...) goes over the global
 // transport.
 #pragma once
@@ -47,6 +48,7 @@ class HierarchicalTransport final : public Transport {
   std::unique_ptr<Transport> global_;
   std::unique_ptr<ShmAllreduce> local_;
   std::unique_ptr<Transport> cross_;
+  std::vector<char> shares_;  // this rank's shares, packed for the one cross-host allreduce
 };
 
 }  // namespace dtrain::runtime

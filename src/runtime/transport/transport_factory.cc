@@ -60,13 +60,12 @@ std::string agree_on_tag(Transport& global) {
 // Creator makes and formats the segment, everyone maps it, then the name goes away.
 std::unique_ptr<ShmAllreduce> map_host_segment(Transport& global, const HostLayout& layout,
                                                const RuntimeConfig& config) {
-  const std::size_t slot_bytes = layout.host_count > 1 ? ShmAllreduce::kCrossHostSlotBytes : ShmAllreduce::kSlotBytes;
-  const std::size_t bytes = ShmAllreduce::segment_bytes(layout.local_size, slot_bytes);
+  const std::size_t bytes = ShmAllreduce::segment_bytes(layout.local_size);
   std::optional<SharedSegment> segment;
   if (layout.local_size > 1 && layout.local_rank == 0) {
     remove_stale_segments();
     segment = SharedSegment::create(layout.segment_name, bytes);
-    ShmAllreduce::format(*segment, layout.local_size, slot_bytes);
+    ShmAllreduce::format(*segment, layout.local_size);
   }
   global.barrier();
   if (layout.local_size > 1 && layout.local_rank != 0) segment = SharedSegment::open(layout.segment_name, bytes);

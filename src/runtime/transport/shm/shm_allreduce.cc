@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "runtime/reduction.h"
+#include "runtime/transport/buffer_pieces.h"
 
 namespace dtrain::runtime {
 namespace {
@@ -23,7 +24,6 @@ struct alignas(64) ArrivalCounter {
 struct Header {
   std::uint64_t magic;
   std::int32_t local_size;
-  std::uint64_t slot_bytes;
   ArrivalCounter arrived[ShmAllreduce::kMaxLocalRanks];
 };
 
@@ -43,33 +43,30 @@ inline void cpu_relax() { __builtin_ia32_pause(); }
 
 }  // namespace
 
-std::size_t ShmAllreduce::segment_bytes(int local_size, std::size_t slot_bytes) {
-  return kHeaderBytes + 2 * static_cast<std::size_t>(local_size) * slot_bytes;
+std::size_t ShmAllreduce::segment_bytes(int local_size) {
+  return kHeaderBytes + 2 * static_cast<std::size_t>(local_size) * kSlotBytes;
 }
 
-void ShmAllreduce::format(SharedSegment& segment, int local_size, std::size_t slot_bytes) {
+void ShmAllreduce::format(SharedSegment& segment, int local_size) {
   if (local_size > kMaxLocalRanks) {
     throw Error("dtrain: shared-memory allreduce supports at most " + std::to_string(kMaxLocalRanks) +
                 " ranks per host, got " + std::to_string(local_size));
   }
   Header* header = new (segment.data()) Header;
   header->local_size = local_size;
-  header->slot_bytes = slot_bytes;
   for (auto& counter : header->arrived) counter.generation.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   header->magic = kMagic;
 }
 
 ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout)
-    : segment_(std::move(segment)), local_rank_(local_rank), local_size_(local_size),
-      slot_bytes_(header_of(segment_.data())->slot_bytes), timeout_(timeout) {
+    : segment_(std::move(segment)), local_rank_(local_rank), local_size_(local_size), timeout_(timeout) {
   // With a core per local rank the peer we wait for is running: spin (a yield costs tens of
   // microseconds). With more ranks than cores it may be waiting for our core: yield soon.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_limit_ = static_cast<unsigned>(local_size) <= cores ? 50000 : 200;
   const Header* header = header_of(segment_.data());
-  if (header->magic != kMagic || header->local_size != local_size ||
-      segment_bytes(local_size, slot_bytes_) > segment_.size()) {
+  if (header->magic != kMagic || header->local_size != local_size || segment_bytes(local_size) > segment_.size()) {
     throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
                 std::to_string(local_size) + " local ranks");
   }
@@ -77,7 +74,7 @@ ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size
 
 char* ShmAllreduce::slot(int set, int rank) const {
   return static_cast<char*>(segment_.data()) + kHeaderBytes +
-         (static_cast<std::size_t>(set) * local_size_ + static_cast<std::size_t>(rank)) * slot_bytes_;
+         (static_cast<std::size_t>(set) * local_size_ + static_cast<std::size_t>(rank)) * kSlotBytes;
 }
 
 void ShmAllreduce::wait_for_all(std::uint64_t generation) {
@@ -101,55 +98,63 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
 
 void ShmAllreduce::barrier() { wait_for_all(++generation_); }
 
-void ShmAllreduce::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op, const ShareHook& between) {
-  allreduce(std::vector<BufferPiece>{{data, count}}, dtype, op, between);
+void ShmAllreduce::allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
+  run(pieces, dtype, op, Phase::kAllreduce);
 }
 
-namespace {
+void ShmAllreduce::reduce_scatter(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
+  run(pieces, dtype, op, Phase::kReduceScatter);
+}
 
-// Calls fn(piece pointer, position in [begin, end), n) for the parts of the concatenation
-// of `pieces` that fall in the element range [begin, end).
-template <typename Fn>
-void for_each_part(const std::vector<BufferPiece>& pieces, std::size_t esize, std::size_t begin, std::size_t end,
-                   Fn&& fn) {
-  std::size_t piece_start = 0;
-  for (const auto& piece : pieces) {
-    const std::size_t piece_end = piece_start + piece.count;
-    const std::size_t a = std::max(begin, piece_start), b = std::min(end, piece_end);
-    if (a < b) fn(static_cast<char*>(piece.data) + (a - piece_start) * esize, a - begin, b - a);
-    if (piece_end >= end) break;
-    piece_start = piece_end;
+void ShmAllreduce::allgather(const std::vector<BufferPiece>& pieces, DataType dtype) {
+  run(pieces, dtype, ReduceOp::kSum, Phase::kAllgather);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> ShmAllreduce::my_shares(std::size_t count, DataType dtype) const {
+  const std::size_t chunk_elements = kSlotBytes / element_size(dtype);
+  std::vector<std::pair<std::size_t, std::size_t>> shares;
+  for (std::size_t offset = 0; offset < count; offset += chunk_elements) {
+    const auto [b, e] = share(std::min(chunk_elements, count - offset), local_rank_, local_size_);
+    if (e > b) shares.emplace_back(offset + b, offset + e);
   }
+  return shares;
 }
 
-}  // namespace
-
-void ShmAllreduce::allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op,
-                             const ShareHook& between) {
+// Each chunk: every rank puts its data in its slot (the whole chunk to reduce, or just its
+// reduced share to gather); then each rank works on its own share across all slots and takes
+// what the phase leaves it.
+void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase) {
   const std::size_t esize = element_size(dtype);
-  const std::size_t chunk_elements = slot_bytes_ / esize;
-  std::size_t count = 0;
-  for (const auto& piece : pieces) count += piece.count;
+  const std::size_t chunk_elements = kSlotBytes / esize;
+  const std::size_t count = total_count(pieces);
   for (std::size_t offset = 0; offset < count; offset += chunk_elements, ++chunk_) {
     const std::size_t n = std::min(chunk_elements, count - offset);
     const int set = static_cast<int>(chunk_ % 2);
     char* mine = slot(set, local_rank_);
-    for_each_part(pieces, esize, offset, offset + n,
-                  [&](const char* from, std::size_t at, std::size_t k) { std::memcpy(mine + at * esize, from, k * esize); });
-    barrier();
     const auto [begin, end] = share(n, local_rank_, local_size_);
-    if (end > begin) {
+    const std::size_t in_begin = phase == Phase::kAllgather ? begin : 0, in_end = phase == Phase::kAllgather ? end : n;
+    for_each_part(pieces, esize, offset + in_begin, offset + in_end, [&](const char* from, std::size_t at, std::size_t k) {
+      std::memcpy(mine + (in_begin + at) * esize, from, k * esize);
+    });
+    barrier();
+    if (phase != Phase::kAllgather && end > begin) {
       char* target = mine + begin * esize;
       for (int r = 1; r < local_size_; ++r) {
         const int peer = (local_rank_ + r) % local_size_;
         reduce_elements(dtype, op, target, target, slot(set, peer) + begin * esize, end - begin);
       }
-      if (between) between(target, end - begin);
     }
-    barrier();
+    if (phase == Phase::kReduceScatter) {
+      // Only this rank's share comes back: it is what the hierarchical step reduces further.
+      for_each_part(pieces, esize, offset + begin, offset + end, [&](char* to, std::size_t at, std::size_t k) {
+        std::memcpy(to, mine + (begin + at) * esize, k * esize);
+      });
+    }
+    barrier();  // shares reduced (or published) before anyone copies them
+    if (phase == Phase::kReduceScatter) continue;
     for (int r = 0; r < local_size_; ++r) {
       const auto [b, e] = share(n, r, local_size_);
-      if (e <= b) continue;
+      if (e <= b || (phase == Phase::kAllgather && r == local_rank_)) continue;
       const char* source = slot(set, r);
       for_each_part(pieces, esize, offset + b, offset + e, [&](char* to, std::size_t at, std::size_t k) {
         std::memcpy(to, source + (b + at) * esize, k * esize);

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
 
 #include "dtrain/dtrain.h"
 #include "runtime/transport/shm/shared_segment.h"
@@ -16,38 +15,38 @@ namespace dtrain::runtime {
 
 class ShmAllreduce {
  public:
-  // Bytes per rank per slot set. Inside one host, 1 MiB chunks stay in the shared cache. Across
-  // hosts each chunk's share is one cross-host allreduce, whose fixed cost (a millisecond over
-  // TCP) calls for bigger chunks.
-  static constexpr std::size_t kSlotBytes = 1 << 20;
-  static constexpr std::size_t kCrossHostSlotBytes = 16 << 20;
+  static constexpr std::size_t kSlotBytes = 1 << 20;  // per rank per set: fits the shared cache
   static constexpr int kMaxLocalRanks = 64;
 
-  static std::size_t segment_bytes(int local_size, std::size_t slot_bytes = kSlotBytes);
+  static std::size_t segment_bytes(int local_size);
 
   // Formats a freshly created segment (local rank 0 only, before the others map it).
-  static void format(SharedSegment& segment, int local_size, std::size_t slot_bytes = kSlotBytes);
+  static void format(SharedSegment& segment, int local_size);
 
   ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout);
 
-  // In place on `data`. `between` (optional) runs on this rank's reduced share of each chunk
-  // before the shares are gathered: the hierarchical allreduce reduces it across hosts there.
-  using ShareHook = std::function<void(void* share, std::size_t count)>;
-  void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op, const ShareHook& between = {});
-  // The same over the concatenation of `pieces`, copied into and out of the slots directly:
-  // fused tensors need no staging buffer.
-  void allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, const ShareHook& between = {});
+  // In place on the concatenation of `pieces` (fused tensors need no staging buffer).
+  void allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op);
+
+  // The two halves, for the hierarchical allreduce: after reduce_scatter, this rank's shares
+  // (my_shares) of the pieces hold the host's reduction; allgather then copies every rank's
+  // shares into every rank's pieces.
+  void reduce_scatter(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op);
+  void allgather(const std::vector<BufferPiece>& pieces, DataType dtype);
+  // [begin, end) element ranges of this rank's shares in a tensor of `count` elements.
+  std::vector<std::pair<std::size_t, std::size_t>> my_shares(std::size_t count, DataType dtype) const;
 
   void barrier();
 
  private:
+  enum class Phase { kAllreduce, kReduceScatter, kAllgather };
+  void run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase);
   char* slot(int set, int rank) const;
   void wait_for_all(std::uint64_t generation);
 
   SharedSegment segment_;
   int local_rank_;
   int local_size_;
-  std::size_t slot_bytes_;
   std::chrono::milliseconds timeout_;
   std::uint64_t generation_ = 0;
   std::uint64_t chunk_ = 0;  // chunks done since creation: selects the slot set
