@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "vision/evaluation/run_pair_walker.h"
+
 namespace dtrain::vision {
 
 double box_iou(const BoundingBox& dt, const BoundingBox& gt, bool gt_is_crowd) {
@@ -19,31 +21,12 @@ double box_iou(const BoundingBox& dt, const BoundingBox& gt, bool gt_is_crowd) {
 }
 
 double rle_iou_exact(const RunLengthMask& dt, const RunLengthMask& gt, bool gt_is_crowd) {
-  const auto& a = dt.counts;
-  const auto& b = gt.counts;
-  uint32_t left_a = a.empty() ? 0 : a[0], left_b = b.empty() ? 0 : b[0];
-  size_t next_a = 1, next_b = 1;
-  bool in_a = false, in_b = false;
-  uint32_t intersection = 0, union_area = 0, remaining = 1;
-  while (remaining > 0) {
-    const uint32_t step = std::min(left_a, left_b);
-    if (in_a || in_b) {
-      union_area += step;
-      if (in_a && in_b) intersection += step;
-    }
-    remaining = 0;
-    left_a -= step;
-    if (left_a == 0 && next_a < a.size()) {
-      left_a = a[next_a++];
-      in_a = !in_a;
-    }
-    remaining += left_a;
-    left_b -= step;
-    if (left_b == 0 && next_b < b.size()) {
-      left_b = b[next_b++];
-      in_b = !in_b;
-    }
-    remaining += left_b;
+  RunPairWalker walker(dt.counts, gt.counts);
+  uint32_t intersection = 0, union_area = 0, length;
+  bool in_a, in_b;
+  while (walker.next(&length, &in_a, &in_b)) {
+    if (in_a || in_b) union_area += length;
+    if (in_a && in_b) intersection += length;
   }
   if (intersection == 0) {
     union_area = 1;

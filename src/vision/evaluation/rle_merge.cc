@@ -3,47 +3,31 @@
 #include <algorithm>
 #include <vector>
 
+#include "vision/evaluation/run_pair_walker.h"
+
 namespace dtrain::vision {
 namespace {
 
-uint32_t run_at(const std::vector<uint32_t>& counts, size_t i) {
-  return i < counts.size() ? counts[i] : 0;
-}
-
-// Walks both run lists in step, emitting a run boundary wherever the combined
-// value changes and once at the very end.
+// Emits a run boundary wherever the combined value changes, and the last run at the end.
 std::vector<uint32_t> merge_two(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                                 bool intersect) {
   std::vector<uint32_t> out;
   out.reserve(a.size() + b.size());
-  uint32_t left_a = run_at(a, 0), left_b = run_at(b, 0);
-  size_t next_a = 1, next_b = 1;
-  bool in_a = false, in_b = false, value = false;
+  RunPairWalker walker(a, b);
+  bool value = false;     // COCO's counts start with a run of zeros
   uint32_t pending = 0;   // length of the output run being built
-  uint32_t remaining = 1;
-  while (remaining > 0) {
-    const uint32_t step = std::min(left_a, left_b);
-    pending += step;
-    remaining = 0;
-    left_a -= step;
-    if (left_a == 0 && next_a < a.size()) {
-      left_a = a[next_a++];
-      in_a = !in_a;
-    }
-    remaining += left_a;
-    left_b -= step;
-    if (left_b == 0 && next_b < b.size()) {
-      left_b = b[next_b++];
-      in_b = !in_b;
-    }
-    remaining += left_b;
-    const bool previous = value;
-    value = intersect ? (in_a && in_b) : (in_a || in_b);
-    if (value != previous || remaining == 0) {
+  uint32_t length;
+  bool in_a, in_b;
+  while (walker.next(&length, &in_a, &in_b)) {
+    const bool v = intersect ? (in_a && in_b) : (in_a || in_b);
+    if (v != value && length > 0) {
       out.push_back(pending);
       pending = 0;
+      value = v;
     }
+    pending += length;
   }
+  out.push_back(pending);
   return out;
 }
 
