@@ -98,6 +98,41 @@ std::string kubernetes_name(const std::string& name) {
   return out.empty() ? "dtrain-job" : out.substr(0, 63);
 }
 
+// One entry of mpiReplicaSpecs: a pod template with one container.
+struct Replica {
+  const char* role;  // the key: Launcher or Worker
+  int replicas;
+  const char* container;
+  std::vector<std::string> command;
+  std::string cpu, memory;
+  int gpus;
+};
+
+void emit_replica(YAML::Emitter& out, const Replica& r, const std::string& name, const std::string& claim,
+                  const EnvPairs& env, const KubeflowOptions& options) {
+  out << YAML::Key << r.role << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "replicas" << YAML::Value << r.replicas;
+  out << YAML::Key << "restartPolicy" << YAML::Value << "Never";
+  out << YAML::Key << "template" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
+  emit_labels(out, name);
+  out << YAML::EndMap;
+  out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << r.container;
+  out << YAML::Key << "image" << YAML::Value << options.image;
+  out << YAML::Key << "imagePullPolicy" << YAML::Value << "IfNotPresent";
+  emit_strings(out, "command", r.command);
+  emit_env(out, env);
+  emit_resources(out, r.cpu, r.memory, r.gpus);
+  emit_volume_mount(out, options);
+  out << YAML::EndMap << YAML::EndSeq;
+  emit_volumes(out, claim);
+  out << YAML::EndMap;  // spec
+  out << YAML::EndMap;  // template
+  out << YAML::EndMap;  // the role
+}
+
 std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
   std::string name = kubernetes_name(spec.name);
   std::string claim = options.data_claim.empty() ? name + "-data" : options.data_claim;
@@ -141,50 +176,12 @@ std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
   out << YAML::Key << "mpiReplicaSpecs" << YAML::Value << YAML::BeginMap;
 
   // Launcher: runs the launcher over ssh to the workers.
-  out << YAML::Key << "Launcher" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "replicas" << YAML::Value << 1;
-  out << YAML::Key << "restartPolicy" << YAML::Value << "Never";
-  out << YAML::Key << "template" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
-  emit_labels(out, name);
-  out << YAML::EndMap;
-  out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << "launcher";
-  out << YAML::Key << "image" << YAML::Value << options.image;
-  out << YAML::Key << "imagePullPolicy" << YAML::Value << "IfNotPresent";
-  emit_strings(out, "command", launcher_command);
-  emit_env(out, env);
-  emit_resources(out, "1", "1Gi", 0);
-  emit_volume_mount(out, options);
-  out << YAML::EndMap << YAML::EndSeq;
-  emit_volumes(out, claim);
-  out << YAML::EndMap;  // spec
-  out << YAML::EndMap;  // template
-  out << YAML::EndMap;  // Launcher
-
+  emit_replica(out, {"Launcher", 1, "launcher", launcher_command, "1", "1Gi", 0}, name, claim, env, options);
   // Workers: sshd, where the launcher starts processes_per_host ranks each.
-  out << YAML::Key << "Worker" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "replicas" << YAML::Value << spec.instance_count;
-  out << YAML::Key << "restartPolicy" << YAML::Value << "Never";
-  out << YAML::Key << "template" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
-  emit_labels(out, name);
-  out << YAML::EndMap;
-  out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << "worker";
-  out << YAML::Key << "image" << YAML::Value << options.image;
-  out << YAML::Key << "imagePullPolicy" << YAML::Value << "IfNotPresent";
-  emit_strings(out, "command", {"/bin/sh", "-c", worker_script});
-  emit_env(out, env);
-  emit_resources(out, options.cpu, options.memory, options.gpus_per_worker);
-  emit_volume_mount(out, options);
-  out << YAML::EndMap << YAML::EndSeq;
-  emit_volumes(out, claim);
-  out << YAML::EndMap;  // spec
-  out << YAML::EndMap;  // template
-  out << YAML::EndMap;  // Worker
+  emit_replica(out,
+               {"Worker", spec.instance_count, "worker", {"/bin/sh", "-c", worker_script}, options.cpu,
+                options.memory, options.gpus_per_worker},
+               name, claim, env, options);
 
   out << YAML::EndMap;  // mpiReplicaSpecs
   out << YAML::EndMap;  // spec
