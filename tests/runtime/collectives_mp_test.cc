@@ -4,6 +4,7 @@
 // rule each rank used to fill its input.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <csignal>
 
 #include <algorithm>
@@ -364,11 +365,25 @@ TEST(Reducescatter, EvenAndUnevenFirstDimensions) {
 }
 
 TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
-  const auto start = std::chrono::steady_clock::now();
+  // steady_clock is CLOCK_MONOTONIC, one clock for every process of this machine, so the
+  // ranks' arrival and departure times can be compared directly.
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
   std::this_thread::sleep_for(std::chrono::milliseconds(100 * rank()));
+  std::int64_t times[2];
+  times[0] = now_ns();  // arrival
   barrier();
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, std::chrono::milliseconds(100 * (size() - 1)));
+  times[1] = now_ns();  // departure
+  auto gathered = allgather("barrier.times", {times, DataType::kInt64, {1, 2}});
+  const auto* all = static_cast<const std::int64_t*>(gathered.output().data);
+  std::int64_t last_arrival = 0, first_departure = INT64_MAX;
+  for (int r = 0; r < size(); ++r) {
+    last_arrival = std::max(last_arrival, all[2 * r]);
+    first_departure = std::min(first_departure, all[2 * r + 1]);
+  }
+  EXPECT_GE(first_departure, last_arrival);
 }
 
 TEST(Join, EveryChoiceOfFirstJoiningRank) {
