@@ -64,6 +64,8 @@ class TensorHandle {
   TensorHandle() = default;
   bool poll() const;
   at::Tensor wait();
+  // alltoall: rows received from each rank (after wait()).
+  std::vector<std::int64_t> received_splits() const;
 
  private:
   friend TensorHandle allreduce_async(const at::Tensor&, const std::string&, const ReduceOptions&);
@@ -71,6 +73,7 @@ class TensorHandle {
   friend TensorHandle allgather_async(const at::Tensor&, const std::string&);
   friend TensorHandle broadcast_async_(at::Tensor&, int, const std::string&);
   friend TensorHandle reducescatter_async(const at::Tensor&, const std::string&, const ReduceOptions&);
+  friend TensorHandle alltoall_async(const at::Tensor&, const std::string&, std::vector<std::int64_t>);
   struct State;
   std::shared_ptr<State> state_;
 };
@@ -80,6 +83,7 @@ TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const
 TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name);
 TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name);
 TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, std::vector<std::int64_t> splits = {});
 
 // ---- training ----
 

@@ -73,6 +73,11 @@ struct TensorHandle::State {
 
 bool TensorHandle::poll() const { return !state_ || state_->handle.poll(); }
 
+std::vector<std::int64_t> TensorHandle::received_splits() const {
+  if (!state_) throw Error("dtrain: received_splits() on an empty TensorHandle");
+  return state_->handle.received_splits();
+}
+
 at::Tensor TensorHandle::wait() {
   if (!state_) throw Error("dtrain: wait() on an empty TensorHandle");
   state_->handle.wait();
@@ -155,12 +160,21 @@ at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name
 
 void broadcast_(at::Tensor& tensor, int root, const std::string& name) { broadcast_async_(tensor, root, name).wait(); }
 
+TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, std::vector<std::int64_t> splits) {
+  TensorHandle h;
+  h.state_ = std::make_shared<TensorHandle::State>();
+  h.state_->work = staged(tensor);
+  h.state_->device = tensor.device();
+  h.state_->output = std::make_shared<at::Tensor>();
+  h.state_->handle = dtrain::alltoall_async(name, view_of(h.state_->work), std::move(splits),
+                                            allocate_into(h.state_->output, tensor.scalar_type()));
+  return h;
+}
+
 std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tensor, const std::string& name,
                                                           std::vector<std::int64_t> splits) {
-  const at::Tensor input = staged(tensor);
-  auto output = std::make_shared<at::Tensor>();
-  Handle h = dtrain::alltoall(name, view_of(input), std::move(splits), allocate_into(output, tensor.scalar_type()));
-  at::Tensor result = output->device() == tensor.device() ? *output : output->to(tensor.device());
+  TensorHandle h = alltoall_async(tensor, name, std::move(splits));
+  at::Tensor result = h.wait();
   return {result, h.received_splits()};
 }
 

@@ -45,6 +45,23 @@ TEST(TensorCollectives, InPlaceOutOfPlaceAndAsync) {
   EXPECT_TRUE(shard.equal(at::full({2, 3}, static_cast<float>(size()))));
 }
 
+TEST(TensorCollectives, AlltoallAsyncReportsReceivedSplits) {
+  // Rank r sends (j + 1) rows of value 10 * r + j to rank j.
+  std::vector<std::int64_t> splits(size());
+  std::vector<at::Tensor> parts;
+  for (int j = 0; j < size(); ++j) {
+    splits[j] = j + 1;
+    parts.push_back(at::full({j + 1, 2}, 10.0 * rank() + j));
+  }
+  auto h = alltoall_async(at::cat(parts), "tc.a2a", splits);
+  const at::Tensor received = h.wait();
+  EXPECT_EQ(h.received_splits(), std::vector<std::int64_t>(size(), rank() + 1));
+  ASSERT_EQ(received.size(0), size() * (rank() + 1));
+  for (int r = 0; r < size(); ++r) {
+    EXPECT_EQ(received[r * (rank() + 1)][0].item<double>(), 10.0 * r + rank());
+  }
+}
+
 TEST(DistributedOptimizer, AveragesGradientsAcrossRanks) {
   torch::nn::Linear layer(torch::nn::LinearOptions(5, 1).bias(false));
   torch::optim::SGD sgd(layer->parameters(), 1.0);
