@@ -111,25 +111,31 @@ CyclePlan Coordinator::plan(const std::vector<CycleReport>& reports, Clock::time
     joined_.clear();
   }
 
-  std::vector<StallInspector::Pending> waiting;
-  for (const auto& [name, pending] : table_) {
-    StallInspector::Pending p;
-    p.name = name;
-    p.first_seen = pending.first_seen;
-    for (int r = 0; r < world_size_; ++r) {
-      if (pending.requests[r]) {
-        p.submitted_ranks.push_back(r);
-        p.operation = to_string(pending.requests[r]->type);
-      } else if (!joined_.contains(r)) {
-        p.missing_ranks.push_back(r);
+  // Describing every pending tensor for the stall inspector costs allocations; do it only on
+  // the rare cycle when the oldest one has waited long enough to be reported.
+  Clock::time_point oldest = now;
+  for (const auto& [name, pending] : table_) oldest = std::min(oldest, pending.first_seen);
+  if (!table_.empty() && stall_inspector_.due(oldest, now)) {
+    std::vector<StallInspector::Pending> waiting;
+    for (const auto& [name, pending] : table_) {
+      StallInspector::Pending p;
+      p.name = name;
+      p.first_seen = pending.first_seen;
+      for (int r = 0; r < world_size_; ++r) {
+        if (pending.requests[r]) {
+          p.submitted_ranks.push_back(r);
+          p.operation = to_string(pending.requests[r]->type);
+        } else if (!joined_.contains(r)) {
+          p.missing_ranks.push_back(r);
+        }
       }
+      waiting.push_back(std::move(p));
     }
-    waiting.push_back(std::move(p));
-  }
-  std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  if (std::string reason = stall_inspector_.check(waiting, now); !reason.empty()) {
-    plan.shutdown = true;
-    plan.shutdown_reason = reason;
+    std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    if (std::string reason = stall_inspector_.check(waiting, now); !reason.empty()) {
+      plan.shutdown = true;
+      plan.shutdown_reason = reason;
+    }
   }
   return plan;
 }

@@ -29,6 +29,11 @@ std::string describe_stall(const StallInspector::Pending& p, StallInspector::Clo
   return out.str();
 }
 
+bool StallInspector::due(Clock::time_point oldest, Clock::time_point now) const {
+  const double waited = seconds_between(oldest, now);
+  return (warning_seconds_ > 0 && waited >= warning_seconds_) || (shutdown_seconds_ > 0 && waited >= shutdown_seconds_);
+}
+
 std::string StallInspector::check(const std::vector<Pending>& pending, Clock::time_point now) {
   if (warning_seconds_ <= 0 && shutdown_seconds_ <= 0) return {};
   std::vector<const Pending*> stalled;

@@ -24,6 +24,10 @@ class StallInspector {
   StallInspector(double warning_seconds, double shutdown_seconds)
       : warning_seconds_(warning_seconds), shutdown_seconds_(shutdown_seconds) {}
 
+  // Whether anything that has waited since `oldest` is old enough to report: lets the caller
+  // skip describing its pending tensors on the (almost every) cycle when nothing is.
+  bool due(Clock::time_point oldest, Clock::time_point now) const;
+
   // Returns a non-empty reason when the job must shut down. Warnings go to the log.
   std::string check(const std::vector<Pending>& pending, Clock::time_point now);
 

@@ -236,6 +236,9 @@ TEST(StallInspector, WarnsAfterTheWarningTimeOnly) {
   StallInspector inspector(2, 0);
   const auto t0 = Clock::now();
   std::vector<StallInspector::Pending> pending = {{"x", "broadcast", {0}, {1, 2}, t0}};
+  EXPECT_FALSE(inspector.due(t0, t0 + std::chrono::seconds(1)));
+  EXPECT_TRUE(inspector.due(t0, t0 + std::chrono::seconds(3)));
+  EXPECT_FALSE(StallInspector(0, 0).due(t0, t0 + std::chrono::hours(1)));  // both off
   EXPECT_EQ(inspector.check(pending, t0 + std::chrono::seconds(1)), "");
   EXPECT_EQ(inspector.last_warning(), "");
   EXPECT_EQ(inspector.check(pending, t0 + std::chrono::seconds(3)), "");
