@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "job_runner.h"
+#include "command_runner.h"
 
 namespace dtrain {
 namespace {

@@ -10,7 +10,7 @@
 #include <regex>
 #include <thread>
 
-#include "job_runner.h"
+#include "command_runner.h"
 
 namespace {
 

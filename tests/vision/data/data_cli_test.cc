@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "command_runner.h"
 #include "temp_dir.h"
 #include "vision/evaluation/coco_ground_truth.h"
 #include "vision/evaluation/rle_string.h"
@@ -22,29 +23,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Outcome = dtrain::testing::CommandOutcome;
+std::string slurp(const fs::path& path) { return dtrain::testing::read_file(path.string()); }
 
 class DataCli : public ::testing::Test {
  protected:
   Outcome run(const std::string& args) {
-    const std::string out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string command = std::string(DTRAIN_BINARY) + " " + args + " >" + out + " 2>" + err;
-    const int status = std::system(command.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = slurp(out);
-    o.err = slurp(err);
-    return o;
+    return dtrain::testing::run_capturing(std::string(DTRAIN_BINARY) + " " + args, dir_.path().string());
   }
   testing::TempDir dir_;
 };

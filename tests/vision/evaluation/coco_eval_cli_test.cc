@@ -14,21 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "command_runner.h"
+
 namespace {
 
 const std::string kDir = COCO_FAKE100_DIR;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Outcome = dtrain::testing::CommandOutcome;
+std::string slurp(const std::string& path) { return dtrain::testing::read_file(path); }
 
 class CocoEvalCli : public testing::Test {
  protected:
@@ -40,15 +33,7 @@ class CocoEvalCli : public testing::Test {
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
   Outcome run(const std::string& args) {
-    const std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
-    const std::string command = std::string(DTRAIN_BINARY) + " coco-eval " + args + " >" + out +
-                                " 2>" + err;
-    const int status = std::system(command.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = slurp(out);
-    o.err = slurp(err);
-    return o;
+    return dtrain::testing::run_capturing(std::string(DTRAIN_BINARY) + " coco-eval " + args, dir_);
   }
 
   std::string dir_;
