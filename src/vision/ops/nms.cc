@@ -66,6 +66,20 @@ at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const 
   TORCH_CHECK(idxs.dim() == 1 && idxs.size(0) == boxes.size(0), "batched_nms: idxs must be [",
               boxes.size(0), "], got ", idxs.sizes());
   if (boxes.numel() == 0) return at::empty({0}, at::kLong);
+  if (boxes.numel() > kPerCategoryNmsAbove) {
+    // One NMS per category on the unshifted boxes, then all kept boxes
+    // ordered by score (the same sort call torchvision makes, so ties land alike).
+    at::Tensor keep_mask = at::zeros({boxes.size(0)}, at::kBool);
+    const at::Tensor categories = std::get<0>(at::_unique(idxs, /*sorted=*/true));
+    for (int64_t c = 0; c < categories.size(0); ++c) {
+      const at::Tensor members = at::where(idxs == categories[c])[0];
+      const at::Tensor kept = nms(boxes.index_select(0, members), scores.index_select(0, members), iou_threshold);
+      keep_mask.index_fill_(0, members.index_select(0, kept), true);
+    }
+    const at::Tensor kept = at::where(keep_mask)[0];
+    const at::Tensor order = std::get<1>(scores.index_select(0, kept).sort(/*dim=*/0, /*descending=*/true));
+    return kept.index_select(0, order);
+  }
   const at::Tensor max_coordinate = boxes.max();
   const at::Tensor offsets = idxs.to(boxes.scalar_type()) * (max_coordinate + 1);
   return nms(boxes + offsets.unsqueeze(1), scores, iou_threshold);

@@ -12,8 +12,11 @@ namespace dtrain::vision::ops {
 at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold);
 
 // NMS within each category idxs [N] (integers): boxes of different categories
-// never suppress each other. Implemented by shifting every category's boxes by
-// idx * (max coordinate + 1) so that categories cannot overlap.
+// never suppress each other. Like torchvision on the CPU: up to
+// kPerCategoryNmsAbove coordinates, every category's boxes are shifted by
+// idx * (max coordinate + 1) so that categories cannot overlap, and one NMS
+// runs; above it, one NMS per category and the kept boxes sorted by score.
+inline constexpr int64_t kPerCategoryNmsAbove = 4000;
 at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
                        double iou_threshold);
 

@@ -123,6 +123,42 @@ void check_batch_index(const RoiGeometry<T>& g, int64_t batch, int64_t k) {
               " has batch index ", g.batch_index, " outside [0, ", batch, ")");
 }
 
+// Every bilinear sample of every roi, computed once and shared by all
+// channels (the geometry does not depend on the channel): roi k's samples
+// are samples[first[k] .. first[k + 1]), bin-major then sample-major.
+template <typename T>
+struct RoiSamples {
+  std::vector<BilinearSample<T>> samples;
+  std::vector<int64_t> first;
+  std::vector<RoiGeometry<T>> geometry;
+};
+
+template <typename T>
+RoiSamples<T> precompute_samples(const T* roi, int64_t num_rois, int64_t batch, int64_t height, int64_t width,
+                                 double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                                 int64_t sampling_ratio, bool aligned) {
+  RoiSamples<T> out;
+  out.first.assign(num_rois + 1, 0);
+  for (int64_t k = 0; k < num_rois; ++k) {
+    out.geometry.emplace_back(roi + 5 * k, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
+    check_batch_index(out.geometry.back(), batch, k);
+    out.first[k + 1] = out.first[k] + pooled_height * pooled_width * out.geometry.back().grid_h *
+                                          out.geometry.back().grid_w;
+  }
+  out.samples.resize(static_cast<size_t>(out.first[num_rois]));
+  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      BilinearSample<T>* next = out.samples.data() + out.first[k];
+      for (int64_t ph = 0; ph < pooled_height; ++ph) {
+        for (int64_t pw = 0; pw < pooled_width; ++pw) {
+          out.geometry[k].for_each_sample(ph, pw, height, width, [&](const BilinearSample<T>& s) { *next++ = s; });
+        }
+      }
+    }
+  });
+  return out;
+}
+
 template <typename T>
 void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor& output,
                     double spatial_scale, int64_t pooled_height, int64_t pooled_width,
@@ -131,30 +167,30 @@ void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor&
   const int64_t height = input.size(2);
   const int64_t width = input.size(3);
   const T* in = input.data_ptr<T>();
-  const T* roi = rois.data_ptr<T>();
   T* out = output.data_ptr<T>();
   const int64_t num_rois = rois.size(0);
-  for (int64_t k = 0; k < num_rois; ++k) {
-    check_batch_index(RoiGeometry<T>(roi + 5 * k, spatial_scale, pooled_height, pooled_width,
-                                     sampling_ratio, aligned),
-                      input.size(0), k);
-  }
+  const RoiSamples<T> plan = precompute_samples<T>(rois.data_ptr<T>(), num_rois, input.size(0), height, width,
+                                                   spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                                   aligned);
+  const int64_t bins = pooled_height * pooled_width;
   at::parallel_for(0, num_rois * channels, 1, [&](int64_t begin, int64_t end) {
     for (int64_t kc = begin; kc < end; ++kc) {
       const int64_t k = kc / channels;
       const int64_t c = kc % channels;
-      const RoiGeometry<T> g(roi + 5 * k, spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                             aligned);
+      const RoiGeometry<T>& g = plan.geometry[k];
+      const int64_t per_bin = g.grid_h * g.grid_w;
       const T* plane = in + (g.batch_index * channels + c) * height * width;
-      T* out_plane = out + kc * pooled_height * pooled_width;
-      for (int64_t ph = 0; ph < pooled_height; ++ph) {
-        for (int64_t pw = 0; pw < pooled_width; ++pw) {
-          T sum = 0;
-          g.for_each_sample(ph, pw, height, width, [&](const BilinearSample<T>& s) {
-            for (int q = 0; q < 4; ++q) sum += s.weights[q] * plane[s.offsets[q]];
-          });
-          out_plane[ph * pooled_width + pw] = sum / g.count;
+      const BilinearSample<T>* s = plan.samples.data() + plan.first[k];
+      T* out_plane = out + kc * bins;
+      for (int64_t bin = 0; bin < bins; ++bin) {
+        T sum = 0;
+        for (int64_t i = 0; i < per_bin; ++i, ++s) {
+          // The four products summed first, then accumulated: torchvision's
+          // order, so that results agree to the last bit.
+          sum += s->weights[0] * plane[s->offsets[0]] + s->weights[1] * plane[s->offsets[1]] +
+                 s->weights[2] * plane[s->offsets[2]] + s->weights[3] * plane[s->offsets[3]];
         }
+        out_plane[bin] = sum / g.count;
       }
     }
   });
@@ -168,35 +204,34 @@ void backward_kernel(const at::Tensor& grad_output, const at::Tensor& rois, at::
   const int64_t height = grad_input.size(2);
   const int64_t width = grad_input.size(3);
   const T* go = grad_output.data_ptr<T>();
-  const T* roi = rois.data_ptr<T>();
   T* gi = grad_input.data_ptr<T>();
   const int64_t num_rois = rois.size(0);
-  for (int64_t k = 0; k < num_rois; ++k) {
-    check_batch_index(RoiGeometry<T>(roi + 5 * k, spatial_scale, pooled_height, pooled_width,
-                                     sampling_ratio, aligned),
-                      grad_input.size(0), k);
-  }
+  const RoiSamples<T> plan = precompute_samples<T>(rois.data_ptr<T>(), num_rois, grad_input.size(0), height, width,
+                                                   spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                                   aligned);
+  const int64_t bins = pooled_height * pooled_width;
   // Different rois may scatter into the same input plane, so work is split by
   // channel: a channel's planes are written by one thread only.
   at::parallel_for(0, channels, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       for (int64_t k = 0; k < num_rois; ++k) {
-        const RoiGeometry<T> g(roi + 5 * k, spatial_scale, pooled_height, pooled_width,
-                               sampling_ratio, aligned);
+        const RoiGeometry<T>& g = plan.geometry[k];
+        const int64_t per_bin = g.grid_h * g.grid_w;
         T* plane = gi + (g.batch_index * channels + c) * height * width;
-        const T* go_plane = go + (k * channels + c) * pooled_height * pooled_width;
-        for (int64_t ph = 0; ph < pooled_height; ++ph) {
-          for (int64_t pw = 0; pw < pooled_width; ++pw) {
-            const T share = go_plane[ph * pooled_width + pw] / g.count;
-            g.for_each_sample(ph, pw, height, width, [&](const BilinearSample<T>& s) {
-              for (int q = 0; q < 4; ++q) plane[s.offsets[q]] += share * s.weights[q];
-            });
+        const T* go_plane = go + (k * channels + c) * bins;
+        const BilinearSample<T>* s = plan.samples.data() + plan.first[k];
+        for (int64_t bin = 0; bin < bins; ++bin) {
+          const T grad = go_plane[bin];
+          for (int64_t i = 0; i < per_bin; ++i, ++s) {
+            // (grad * weight) / count, in torchvision's order.
+            for (int q = 0; q < 4; ++q) plane[s->offsets[q]] += grad * s->weights[q] / g.count;
           }
         }
       }
     }
   });
 }
+
 
 class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
  public:

@@ -1,0 +1,107 @@
+#include "vision/modeling/mask_rcnn.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace dtrain::vision::modeling {
+namespace {
+
+std::string image_label(size_t index) { return "training target of image " + std::to_string(index) + ": "; }
+
+}  // namespace
+
+BackboneImpl::BackboneImpl(const BackboneOptions& options) {
+  body_ = register_module("body", ResNet(options.depth, options.frozen_batch_norm));
+  body_->set_trainable_layers(options.trainable_layers);
+  fpn_ = register_module("fpn", FeaturePyramid(body_->stage_channels(), options.fpn_out_channels));
+}
+
+std::vector<at::Tensor> BackboneImpl::forward(const at::Tensor& images) { return fpn_->forward(body_->forward(images)); }
+
+MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options)), transform_(options_.transform) {
+  backbone_ = register_module("backbone", Backbone(options_.backbone));
+  rpn_ = register_module("rpn", RegionProposalNetwork(options_.rpn, backbone_->out_channels()));
+  roi_heads_ = register_module("roi_heads", RoiHeads(options_.roi_heads, backbone_->out_channels()));
+}
+
+void validate_targets(const InstanceTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
+                      bool need_masks) {
+  const std::string where = image_label(index);
+  if (!target.boxes.defined() || target.boxes.dim() != 2 || target.boxes.size(1) != 4 ||
+      !target.boxes.is_floating_point()) {
+    throw std::invalid_argument(where + "boxes must be a floating point [K, 4] tensor");
+  }
+  const int64_t k = target.boxes.size(0);
+  if (!target.labels.defined() || target.labels.dim() != 1 || target.labels.size(0) != k ||
+      target.labels.scalar_type() != at::kLong) {
+    throw std::invalid_argument(where + "labels must be an int64 [" + std::to_string(k) + "] tensor");
+  }
+  if (k > 0) {
+    const at::Tensor finite = target.boxes.isfinite().all();
+    if (!finite.item<bool>()) throw std::invalid_argument(where + "boxes contain NaN or infinity");
+    const at::Tensor degenerate = (target.boxes.select(1, 2) <= target.boxes.select(1, 0))
+                                      .logical_or(target.boxes.select(1, 3) <= target.boxes.select(1, 1));
+    if (degenerate.any().item<bool>()) {
+      const int64_t bad = at::where(degenerate)[0][0].item<int64_t>();
+      const at::Tensor b = target.boxes[bad];
+      throw std::invalid_argument(where + "box " + std::to_string(bad) + " (" + std::to_string(b[0].item<double>()) +
+                                  ", " + std::to_string(b[1].item<double>()) + ", " +
+                                  std::to_string(b[2].item<double>()) + ", " + std::to_string(b[3].item<double>()) +
+                                  ") has no positive width and height");
+    }
+    const int64_t lo = target.labels.min().item<int64_t>(), hi = target.labels.max().item<int64_t>();
+    if (lo < 1 || hi >= num_classes) {
+      throw std::invalid_argument(where + "labels must be in 1.." + std::to_string(num_classes - 1) + ", got " +
+                                  std::to_string(lo < 1 ? lo : hi));
+    }
+  }
+  if (need_masks) {
+    const auto& m = target.masks;
+    if (!m.defined() || m.dim() != 3 || m.size(0) != k || m.size(1) != image.size(1) || m.size(2) != image.size(2)) {
+      throw std::invalid_argument(where + "masks must be [" + std::to_string(k) + ", " +
+                                  std::to_string(image.size(1)) + ", " + std::to_string(image.size(2)) +
+                                  "] (one per box, at the image's size), got " +
+                                  (m.defined() ? c10::str(m.sizes()) : std::string("none")));
+    }
+  }
+}
+
+LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector<InstanceTargets> targets,
+                              at::Generator generator) {
+  TORCH_CHECK(is_training(), "MaskRcnn::losses needs train() mode");
+  if (!generator.defined()) generator = at::detail::getDefaultCPUGenerator();
+  if (images.size() != targets.size()) {
+    throw std::invalid_argument("Mask R-CNN training: " + std::to_string(images.size()) + " images but " +
+                                std::to_string(targets.size()) + " targets");
+  }
+  for (size_t i = 0; i < images.size(); ++i) {
+    validate_targets(targets[i], images[i], i, options_.roi_heads.num_classes, options_.roi_heads.mask_on);
+  }
+  const ImageBatch batch = transform_.forward(images, &targets, /*training=*/true, generator);
+  const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
+  const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
+  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, &targets, generator);
+  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, &targets, generator);
+  LossDict losses = std::move(heads.losses);
+  losses["loss_objectness"] = proposals.loss_objectness;
+  losses["loss_rpn_box_reg"] = proposals.loss_rpn_box_reg;
+  return losses;
+}
+
+std::vector<Detections> MaskRcnnImpl::detect(const std::vector<at::Tensor>& images) {
+  TORCH_CHECK(!is_training(), "MaskRcnn::detect needs eval() mode");
+  std::vector<ImageSize> original_sizes;
+  for (const auto& image : images) {
+    if (image.dim() != 3) throw std::invalid_argument("Mask R-CNN: images must be [3, H, W]");
+    original_sizes.push_back({image.size(1), image.size(2)});
+  }
+  const ImageBatch batch = transform_.forward(images, nullptr, /*training=*/false, {});
+  const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
+  const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
+  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, nullptr, {});
+  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, nullptr, {});
+  transform_.postprocess(heads.detections, batch.image_sizes, original_sizes);
+  return heads.detections;
+}
+
+}  // namespace dtrain::vision::modeling

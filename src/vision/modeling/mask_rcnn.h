@@ -1,0 +1,75 @@
+#pragma once
+
+// Mask R-CNN (He et al.) as torchvision's maskrcnn_resnet50_fpn builds it:
+// image transform -> ResNet + FPN backbone -> region proposal network ->
+// RoI heads (boxes, classes, masks) -> detections mapped back to each
+// image's size. State names equal torchvision 0.13+'s, so its state dicts
+// load by name (see model_weights.h).
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "vision/modeling/feature_pyramid.h"
+#include "vision/modeling/image_transform.h"
+#include "vision/modeling/mask_rcnn_options.h"
+#include "vision/modeling/region_proposal_network.h"
+#include "vision/modeling/resnet.h"
+#include "vision/modeling/roi_heads.h"
+#include "vision/structures/instances.h"
+
+namespace dtrain::vision::modeling {
+
+// backbone.body (ResNet) and backbone.fpn.
+class BackboneImpl : public torch::nn::Module {
+ public:
+  explicit BackboneImpl(const BackboneOptions& options);
+  std::vector<at::Tensor> forward(const at::Tensor& images);  // {P2, P3, P4, P5, P6}
+  int64_t out_channels() const { return fpn_->out_channels(); }
+
+ private:
+  ResNet body_{nullptr};
+  FeaturePyramid fpn_{nullptr};
+};
+TORCH_MODULE(Backbone);
+
+using LossDict = std::map<std::string, at::Tensor>;
+
+class MaskRcnnImpl : public torch::nn::Module {
+ public:
+  explicit MaskRcnnImpl(MaskRcnnOptions options);
+
+  // Training step's losses: loss_objectness, loss_rpn_box_reg,
+  // loss_classifier, loss_box_reg (and loss_mask with the mask head).
+  // images [3, H, W] in 0..1 (sizes may differ); one target per image in the
+  // image's pixels. Random choices (training size, anchor and proposal
+  // samples) come from generator, by default LibTorch's global one — the one
+  // torch.manual_seed seeds, drawn in the same order as torchvision.
+  // Throws std::invalid_argument naming the image for malformed targets.
+  LossDict losses(const std::vector<at::Tensor>& images, std::vector<InstanceTargets> targets,
+                  at::Generator generator = {});
+
+  // Detections per image in the image's own pixels; call in eval() mode.
+  std::vector<Detections> detect(const std::vector<at::Tensor>& images);
+
+  const MaskRcnnOptions& options() const { return options_; }
+  Backbone backbone() const { return backbone_; }
+  RegionProposalNetwork rpn() const { return rpn_; }
+  RoiHeads roi_heads() const { return roi_heads_; }
+  const ImageTransform& transform() const { return transform_; }
+
+ private:
+  MaskRcnnOptions options_;
+  ImageTransform transform_;
+  Backbone backbone_{nullptr};
+  RegionProposalNetwork rpn_{nullptr};
+  RoiHeads roi_heads_{nullptr};
+};
+TORCH_MODULE(MaskRcnn);
+
+// Checks one image's training targets against the image and the class
+// count; throws std::invalid_argument naming image `index` and what is wrong.
+void validate_targets(const InstanceTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
+                      bool need_masks);
+
+}  // namespace dtrain::vision::modeling
