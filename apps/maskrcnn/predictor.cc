@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "dtrain/torch.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
 
@@ -35,7 +36,9 @@ struct Predictor::Model {
 };
 
 Predictor::Predictor(const modeling::MaskRcnnOptions& options, int threads) : model_(std::make_unique<Model>()) {
-  if (threads > 0) at::set_num_threads(threads);
+  if (threads > 0) dtrain::libtorch::set_num_threads(threads);
+  // Activations are the same sizes image after image: reuse their memory.
+  dtrain::libtorch::retain_freed_memory();
   torch::manual_seed(0);
   try {
     model_->net = modeling::MaskRcnn(options);

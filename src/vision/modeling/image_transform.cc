@@ -18,8 +18,10 @@ ImageSize ImageTransform::resized_size(ImageSize size, double min_size, double m
   // the floored sizes identical.
   const float scale = std::min((1.0f / short_side) * static_cast<float>(min_size),
                                (1.0f / long_side) * static_cast<float>(max_size));
-  return {static_cast<int64_t>(std::floor(static_cast<double>(size[0]) * static_cast<double>(scale))),
-          static_cast<int64_t>(std::floor(static_cast<double>(size[1]) * static_cast<double>(scale)))};
+  // At least one pixel: a 600x3 image would otherwise shrink to height 0,
+  // which interpolation refuses (torchvision fails there; we detect nothing).
+  return {std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(size[0]) * static_cast<double>(scale)))),
+          std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(size[1]) * static_cast<double>(scale))))};
 }
 
 at::Tensor resize_boxes(const at::Tensor& boxes, ImageSize from, ImageSize to) {

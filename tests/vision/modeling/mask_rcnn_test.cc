@@ -116,6 +116,16 @@ TEST(MaskRcnn, InferenceReturnsDetectionsAtEachImagesOwnSize) {
   }
 }
 
+TEST(MaskRcnn, AnImageThinnerThanOnePixelAfterResizingStillGetsAnAnswer) {
+  MaskRcnn model(small_options());
+  model->eval();
+  torch::NoGradGuard no_grad;
+  // 600x3 shrinks to 128x0.64: kept at one pixel wide rather than failing.
+  const auto detections = model->detect({at::rand({3, 600, 3})});
+  EXPECT_EQ(detections[0].masks.size(2), 600);
+  EXPECT_EQ(detections[0].masks.size(3), 3);
+}
+
 void expect_refused(MaskRcnn& model, InstanceTargets target, const at::Tensor& image, const std::string& needle) {
   try {
     model->losses({image}, {std::move(target)});

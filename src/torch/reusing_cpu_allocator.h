@@ -1,0 +1,46 @@
+#pragma once
+
+// A CPU allocator for LibTorch that keeps freed large blocks and hands them
+// out again for allocations of the same size. A training or inference step
+// allocates the same tensor sizes every step; glibc serves each large one
+// (above its mmap threshold, 32 MiB at most) with fresh pages and unmaps it
+// on free, so the kernel faults in and zeroes gigabytes per step. Reusing
+// exact sizes avoids that without the fragmentation (and higher peak
+// memory) of keeping everything in glibc's heap.
+#include <c10/core/Allocator.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace dtrain::libtorch {
+
+class ReusingCpuAllocator final : public c10::Allocator {
+ public:
+  // Blocks of at least min_block_bytes are cached, up to max_cached_bytes
+  // idle in total; smaller ones go to malloc, which already reuses them.
+  ReusingCpuAllocator(std::size_t min_block_bytes, std::size_t max_cached_bytes);
+  c10::DataPtr allocate(std::size_t bytes) const override;
+  // LibTorch's raw allocations (oneDNN's scratch buffers) need a deleter
+  // that takes the data pointer alone.
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  std::size_t cached_bytes() const;
+
+  // The allocator installed by retain_freed_memory(): the deleter's way back.
+  static ReusingCpuAllocator* instance;
+
+ private:
+  static void release(void* data);
+  void put(void* data) const;
+
+  std::size_t min_block_bytes_;
+  std::size_t max_cached_bytes_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<void*, std::size_t> live_;   // cached-size blocks in use -> rounded size
+  mutable std::map<std::size_t, std::vector<void*>> idle_;  // rounded size -> idle blocks
+  mutable std::size_t idle_bytes_ = 0;
+};
+
+}  // namespace dtrain::libtorch
