@@ -46,13 +46,13 @@ at::Device pin_device();
 // reach: ranks sharing a host would oversubscribe it).
 void set_num_threads(int threads);
 
-// Keeps memory that tensors free in the process for the next allocation instead of returning
-// it to the kernel. glibc serves every allocation above its mmap threshold (32 MiB at most)
-// with fresh pages and unmaps them on free, so a detection model's activations (tens of MiB
-// each) are page-faulted and zeroed anew on every step; on the Mask R-CNN benchmark this
-// policy saves ~10% of a training step and ~20% of an inference for ~15% more peak memory
-// (docs/performance.md). Process-wide; call once at startup, before the first allocation
-// that matters.
+// Keeps memory that tensors free in the process for the next allocation of the same size,
+// instead of returning it to the kernel: installs a CPU allocator that caches freed blocks of
+// 1 MiB and more (at most DTRAIN_CPU_CACHE_MB, default 512, idle). glibc serves every
+// allocation above its mmap threshold (32 MiB at most) with fresh pages and unmaps them on
+// free, so a detection model's activations (tens of MiB each) are page-faulted and zeroed
+// anew on every step. Process-wide; call once at startup. Measured in docs/performance.md
+// (Mask R-CNN).
 void retain_freed_memory();
 
 // Collectives. Tensors on another device or not contiguous are staged through a contiguous

@@ -265,6 +265,70 @@ class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
   }
 };
 
+// From this many channels the features are read channels-last: one
+// transposing copy, after which every sample is applied to a pixel's
+// contiguous channel vector (a vectorised loop) instead of gathering one
+// value per channel plane. Each output and gradient element still sums the
+// same terms in the same order, so both layouts give identical results.
+constexpr int64_t kChannelsLastFrom = 16;
+
+template <typename T>
+void forward_kernel_channels_last(const at::Tensor& input_cl, const RoiSamples<T>& plan, at::Tensor& output,
+                                  int64_t channels, int64_t height, int64_t width, int64_t bins) {
+  const T* in = input_cl.data_ptr<T>();  // [N, H, W, C] in memory
+  T* out = output.data_ptr<T>();
+  const auto num_rois = static_cast<int64_t>(plan.geometry.size());
+  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> acc(static_cast<size_t>(channels));
+    for (int64_t k = begin; k < end; ++k) {
+      const RoiGeometry<T>& g = plan.geometry[k];
+      const int64_t per_bin = g.grid_h * g.grid_w;
+      const T* image = in + g.batch_index * height * width * channels;
+      const BilinearSample<T>* s = plan.samples.data() + plan.first[k];
+      T* out_roi = out + k * channels * bins;
+      for (int64_t bin = 0; bin < bins; ++bin) {
+        std::fill(acc.begin(), acc.end(), static_cast<T>(0));
+        for (int64_t i = 0; i < per_bin; ++i, ++s) {
+          const T* p0 = image + s->offsets[0] * channels;
+          const T* p1 = image + s->offsets[1] * channels;
+          const T* p2 = image + s->offsets[2] * channels;
+          const T* p3 = image + s->offsets[3] * channels;
+          const T w0 = s->weights[0], w1 = s->weights[1], w2 = s->weights[2], w3 = s->weights[3];
+          for (int64_t c = 0; c < channels; ++c) acc[c] += w0 * p0[c] + w1 * p1[c] + w2 * p2[c] + w3 * p3[c];
+        }
+        for (int64_t c = 0; c < channels; ++c) out_roi[c * bins + bin] = acc[c] / g.count;
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_kernel_channels_last(const at::Tensor& grad_kbc, const RoiSamples<T>& plan, at::Tensor& grad_cl,
+                                   int64_t channels, int64_t height, int64_t width, int64_t bins) {
+  const T* go = grad_kbc.data_ptr<T>();  // [K, bins, C]
+  T* gi = grad_cl.data_ptr<T>();         // [N, H, W, C] in memory
+  const auto num_rois = static_cast<int64_t>(plan.geometry.size());
+  // Threads own disjoint channel ranges, so their scatters never collide.
+  at::parallel_for(0, channels, 16, [&](int64_t c0, int64_t c1) {
+    for (int64_t k = 0; k < num_rois; ++k) {
+      const RoiGeometry<T>& g = plan.geometry[k];
+      const int64_t per_bin = g.grid_h * g.grid_w;
+      T* image = gi + g.batch_index * height * width * channels;
+      const BilinearSample<T>* s = plan.samples.data() + plan.first[k];
+      for (int64_t bin = 0; bin < bins; ++bin) {
+        const T* grad = go + (k * bins + bin) * channels;
+        for (int64_t i = 0; i < per_bin; ++i, ++s) {
+          for (int q = 0; q < 4; ++q) {
+            T* p = image + s->offsets[q] * channels;
+            const T w = s->weights[q];
+            for (int64_t c = c0; c < c1; ++c) p[c] += grad[c] * w / g.count;
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
@@ -279,8 +343,16 @@ at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, do
   const at::Tensor in = input.contiguous();
   const at::Tensor r = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "dtrain_roi_align_forward", [&] {
-    forward_kernel<scalar_t>(in, r, output, spatial_scale, pooled_height, pooled_width,
-                             sampling_ratio, aligned);
+    if (input.size(1) < kChannelsLastFrom) {
+      forward_kernel<scalar_t>(in, r, output, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
+      return;
+    }
+    const RoiSamples<scalar_t> plan =
+        precompute_samples<scalar_t>(r.data_ptr<scalar_t>(), r.size(0), input.size(0), input.size(2), input.size(3),
+                                     spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
+    const at::Tensor channels_last = input.permute({0, 2, 3, 1}).contiguous();
+    forward_kernel_channels_last<scalar_t>(channels_last, plan, output, input.size(1), input.size(2),
+                                           input.size(3), pooled_height * pooled_width);
   });
   return output;
 }
@@ -296,15 +368,27 @@ at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& r
                   grad_output.size(3) == pooled_width,
               "roi_align_backward: grad_output must be [", rois.size(0), ", ", channels, ", ",
               pooled_height, ", ", pooled_width, "], got ", grad_output.sizes());
-  at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
-  if (grad_output.numel() == 0) return grad_input;
+  if (grad_output.numel() == 0) return at::zeros({batch, channels, height, width}, grad_output.options());
   const at::Tensor go = grad_output.contiguous();
   const at::Tensor r = rois.contiguous();
+  if (channels < kChannelsLastFrom) {
+    at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
+    AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward", [&] {
+      backward_kernel<scalar_t>(go, r, grad_input, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                aligned);
+    });
+    return grad_input;
+  }
+  at::Tensor grad_cl = at::zeros({batch, height, width, channels}, grad_output.options());
+  const at::Tensor grad_kbc = go.view({go.size(0), channels, -1}).permute({0, 2, 1}).contiguous();
   AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward", [&] {
-    backward_kernel<scalar_t>(go, r, grad_input, spatial_scale, pooled_height, pooled_width,
-                              sampling_ratio, aligned);
+    const RoiSamples<scalar_t> plan =
+        precompute_samples<scalar_t>(r.data_ptr<scalar_t>(), r.size(0), batch, height, width, spatial_scale,
+                                     pooled_height, pooled_width, sampling_ratio, aligned);
+    backward_kernel_channels_last<scalar_t>(grad_kbc, plan, grad_cl, channels, height, width,
+                                            pooled_height * pooled_width);
   });
-  return grad_input;
+  return grad_cl.permute({0, 3, 1, 2}).contiguous();
 }
 
 at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,

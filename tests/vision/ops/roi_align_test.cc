@@ -203,3 +203,38 @@ TEST(RoiAlign, BackwardOfOnesCountsSampledContributions) {
 
 }  // namespace
 }  // namespace dtrain::vision::ops
+
+namespace dtrain::vision::ops {
+namespace {
+
+// With many channels the kernels read the features channels-last; the result
+// must be the same, to the bit, as the per-plane kernels give a few channels
+// at a time.
+TEST(RoiAlign, ManyChannelsGiveTheSameBitsAsFewChannels) {
+  at::manual_seed(3);
+  const at::Tensor input = at::rand({2, 32, 20, 24});
+  const at::Tensor rois = at::tensor({0.f, 1.5f, 2.f, 15.f, 11.f, 1.f, -2.f, 3.f, 30.f, 19.f, 1.f, 4.f, 4.f, 4.5f, 4.2f})
+                              .view({3, 5});
+  for (const bool aligned : {false, true}) {
+    for (const int64_t sampling : {0, 2}) {
+      const at::Tensor many = roi_align_forward(input, rois, 0.5, 7, 7, sampling, aligned);
+      std::vector<at::Tensor> parts;
+      for (int64_t c = 0; c < 32; c += 8) {
+        parts.push_back(roi_align_forward(input.narrow(1, c, 8).contiguous(), rois, 0.5, 7, 7, sampling, aligned));
+      }
+      EXPECT_TRUE(many.equal(at::cat(parts, 1))) << "aligned " << aligned << " sampling " << sampling;
+
+      const at::Tensor grad = at::rand({3, 32, 7, 7});
+      const at::Tensor back = roi_align_backward(grad, rois, 0.5, 7, 7, 2, 32, 20, 24, sampling, aligned);
+      std::vector<at::Tensor> back_parts;
+      for (int64_t c = 0; c < 32; c += 8) {
+        back_parts.push_back(roi_align_backward(grad.narrow(1, c, 8).contiguous(), rois, 0.5, 7, 7, 2, 8, 20, 24,
+                                                sampling, aligned));
+      }
+      EXPECT_TRUE(back.equal(at::cat(back_parts, 1))) << "aligned " << aligned << " sampling " << sampling;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::vision::ops
