@@ -24,7 +24,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using dtrain::vision::InstanceTargets;
+using dtrain::vision::DetectionTargets;
 namespace modeling = dtrain::vision::modeling;
 
 double peak_rss_mb() {
@@ -49,7 +49,7 @@ nlohmann::json measure_dtrain(const std::string& workdir, int threads, int steps
     inputs[entry.name] = entry.tensor;
   }
   std::vector<at::Tensor> images{inputs["image0"], inputs["image1"]};
-  std::vector<InstanceTargets> targets;
+  std::vector<DetectionTargets> targets;
   for (int i = 0; i < 2; ++i) {
     const std::string p = "target" + std::to_string(i) + "_";
     targets.push_back({inputs[p + "boxes"], inputs[p + "labels"], inputs[p + "masks"]});

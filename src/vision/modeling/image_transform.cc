@@ -31,7 +31,7 @@ at::Tensor resize_boxes(const at::Tensor& boxes, ImageSize from, ImageSize to) {
   return at::stack({c[0] * ratio_w, c[1] * ratio_h, c[2] * ratio_w, c[3] * ratio_h}, 1);
 }
 
-ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::vector<InstanceTargets>* targets,
+ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::vector<DetectionTargets>* targets,
                                    bool training, at::Generator generator) const {
   if (images.empty()) throw std::invalid_argument("image transform: no images given");
   if (targets && targets->size() != images.size()) {
@@ -68,7 +68,7 @@ ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::v
                                               c10::nullopt, c10::nullopt)[0]);
     batch.image_sizes.push_back(size);
     if (targets) {
-      InstanceTargets& target = (*targets)[i];
+      DetectionTargets& target = (*targets)[i];
       target.boxes = resize_boxes(target.boxes, original, size);
       if (target.masks.defined()) {
         target.masks = target.masks.numel() == 0

@@ -29,7 +29,7 @@ class ImageTransform {
   // image) are resized along and the short side is drawn per image from
   // min_size_train with generator (one uniform draw each, as torchvision's
   // torch_choice, so a shared seed reproduces torchvision's choice).
-  ImageBatch forward(const std::vector<at::Tensor>& images, std::vector<InstanceTargets>* targets,
+  ImageBatch forward(const std::vector<at::Tensor>& images, std::vector<DetectionTargets>* targets,
                      bool training, at::Generator generator) const;
 
   // Maps detections from resized to original image sizes: boxes scaled,

@@ -24,7 +24,7 @@ MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options
   roi_heads_ = register_module("roi_heads", RoiHeads(options_.roi_heads, backbone_->out_channels()));
 }
 
-void validate_targets(const InstanceTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
+void validate_targets(const DetectionTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
                       bool need_masks) {
   const std::string where = image_label(index);
   if (!target.boxes.defined() || target.boxes.dim() != 2 || target.boxes.size(1) != 4 ||
@@ -66,7 +66,7 @@ void validate_targets(const InstanceTargets& target, const at::Tensor& image, si
   }
 }
 
-LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector<InstanceTargets> targets,
+LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector<DetectionTargets> targets,
                               at::Generator generator) {
   TORCH_CHECK(is_training(), "MaskRcnn::losses needs train() mode");
   if (!generator.defined()) generator = at::detail::getDefaultCPUGenerator();

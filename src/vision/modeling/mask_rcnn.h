@@ -46,7 +46,7 @@ class MaskRcnnImpl : public torch::nn::Module {
   // samples) come from generator, by default LibTorch's global one — the one
   // torch.manual_seed seeds, drawn in the same order as torchvision.
   // Throws std::invalid_argument naming the image for malformed targets.
-  LossDict losses(const std::vector<at::Tensor>& images, std::vector<InstanceTargets> targets,
+  LossDict losses(const std::vector<at::Tensor>& images, std::vector<DetectionTargets> targets,
                   at::Generator generator = {});
 
   // Detections per image in the image's own pixels; call in eval() mode.
@@ -69,7 +69,7 @@ TORCH_MODULE(MaskRcnn);
 
 // Checks one image's training targets against the image and the class
 // count; throws std::invalid_argument naming image `index` and what is wrong.
-void validate_targets(const InstanceTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
+void validate_targets(const DetectionTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
                       bool need_masks);
 
 }  // namespace dtrain::vision::modeling

@@ -111,7 +111,7 @@ std::vector<at::Tensor> RegionProposalNetworkImpl::select_proposals(const at::Te
 
 RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& features,
                                              const std::vector<ImageSize>& image_sizes, ImageSize padded_size,
-                                             const std::vector<InstanceTargets>* targets, at::Generator generator) {
+                                             const std::vector<DetectionTargets>* targets, at::Generator generator) {
   auto [logits, deltas] = head_->forward(features);
   const int64_t num_images = features[0].size(0);
 

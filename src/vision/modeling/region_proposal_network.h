@@ -47,7 +47,7 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
   // size before padding; padded_size: the batch tensor's (height, width).
   // Training needs targets (boxes) and draws the anchor sample from generator.
   RpnOutput forward(const std::vector<at::Tensor>& features, const std::vector<ImageSize>& image_sizes,
-                    ImageSize padded_size, const std::vector<InstanceTargets>* targets, at::Generator generator);
+                    ImageSize padded_size, const std::vector<DetectionTargets>* targets, at::Generator generator);
 
  private:
   std::vector<at::Tensor> select_proposals(const at::Tensor& proposals, const at::Tensor& objectness,

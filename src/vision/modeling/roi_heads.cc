@@ -37,7 +37,7 @@ RoiHeadsImpl::RoiHeadsImpl(const RoiHeadsOptions& options, int64_t in_channels)
 }
 
 RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& proposals,
-                                                 const std::vector<InstanceTargets>& targets,
+                                                 const std::vector<DetectionTargets>& targets,
                                                  at::Generator generator) const {
   RoiTrainingSample all;
   for (size_t i = 0; i < proposals.size(); ++i) {
@@ -71,7 +71,7 @@ RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& 
 
 RoiHeadsOutput RoiHeadsImpl::forward(const std::vector<at::Tensor>& features, const std::vector<at::Tensor>& proposals,
                                      const std::vector<ImageSize>& image_sizes,
-                                     const std::vector<InstanceTargets>* targets, at::Generator generator,
+                                     const std::vector<DetectionTargets>* targets, at::Generator generator,
                                      RoiTrainingSample* sample_out) {
   const std::vector<at::Tensor> levels = pooled_levels(features);
   RoiHeadsOutput out;

@@ -45,12 +45,12 @@ class RoiHeadsImpl : public torch::nn::Module {
   // proposals per image [P_i, 4] in resized-image pixels; targets needed in
   // training, where the sample is drawn from generator.
   RoiHeadsOutput forward(const std::vector<at::Tensor>& features, const std::vector<at::Tensor>& proposals,
-                         const std::vector<ImageSize>& image_sizes, const std::vector<InstanceTargets>* targets,
+                         const std::vector<ImageSize>& image_sizes, const std::vector<DetectionTargets>* targets,
                          at::Generator generator, RoiTrainingSample* sample_out = nullptr);
 
  private:
   RoiTrainingSample sample_proposals(const std::vector<at::Tensor>& proposals,
-                                     const std::vector<InstanceTargets>& targets, at::Generator generator) const;
+                                     const std::vector<DetectionTargets>& targets, at::Generator generator) const;
   std::vector<Detections> postprocess(const at::Tensor& class_logits, const at::Tensor& box_regression,
                                       const std::vector<at::Tensor>& proposals,
                                       const std::vector<ImageSize>& image_sizes) const;

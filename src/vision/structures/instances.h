@@ -11,11 +11,12 @@
 
 namespace dtrain::vision {
 
-// Ground truth of one image for training: boxes [K, 4] float (x1, y1, x2, y2
+// Ground truth of one image for training (as tensors; the data pipeline's
+// vision::InstanceTargets holds the same as plain vectors before batching): boxes [K, 4] float (x1, y1, x2, y2
 // in pixels of the image as given), labels [K] int64 in 1..num_classes-1,
 // masks [K, H, W] uint8 (0/1) at the image's size. K may be 0: the image
 // then trains the background only.
-struct InstanceTargets {
+struct DetectionTargets {
   at::Tensor boxes;
   at::Tensor labels;
   at::Tensor masks;

@@ -34,17 +34,17 @@ MaskRcnnOptions small_options() {
 }
 
 // An image with one bright square and its target.
-std::pair<at::Tensor, InstanceTargets> square_scene(int64_t h, int64_t w, int64_t x1, int64_t y1, int64_t size) {
+std::pair<at::Tensor, DetectionTargets> square_scene(int64_t h, int64_t w, int64_t x1, int64_t y1, int64_t size) {
   at::Tensor image = at::full({3, h, w}, 0.2);
   image.narrow(1, y1, size).narrow(2, x1, size).fill_(0.9);
   at::Tensor mask = at::zeros({1, h, w}, at::kByte);
   mask.narrow(1, y1, size).narrow(2, x1, size).fill_(1);
-  InstanceTargets target{torch::tensor({{float(x1), float(y1), float(x1 + size), float(y1 + size)}}),
+  DetectionTargets target{torch::tensor({{float(x1), float(y1), float(x1 + size), float(y1 + size)}}),
                          at::tensor({int64_t{2}}), mask};
   return {image, target};
 }
 
-InstanceTargets no_objects(int64_t h, int64_t w) {
+DetectionTargets no_objects(int64_t h, int64_t w) {
   return {at::zeros({0, 4}), at::zeros({0}, at::kLong), at::zeros({0, h, w}, at::kByte)};
 }
 
@@ -126,7 +126,7 @@ TEST(MaskRcnn, AnImageThinnerThanOnePixelAfterResizingStillGetsAnAnswer) {
   EXPECT_EQ(detections[0].masks.size(3), 3);
 }
 
-void expect_refused(MaskRcnn& model, InstanceTargets target, const at::Tensor& image, const std::string& needle) {
+void expect_refused(MaskRcnn& model, DetectionTargets target, const at::Tensor& image, const std::string& needle) {
   try {
     model->losses({image}, {std::move(target)});
     ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
@@ -141,16 +141,16 @@ TEST(MaskRcnn, BadTargetsAreRefusedNamingTheImageAndTheProblem) {
   MaskRcnn model(small_options());
   model->train();
   auto [image, good] = square_scene(64, 64, 10, 10, 20);
-  InstanceTargets degenerate = good;
+  DetectionTargets degenerate = good;
   degenerate.boxes = torch::tensor({{10.f, 10.f, 10.f, 30.f}});
   expect_refused(model, degenerate, image, "box 0 (10.000000, 10.000000, 10.000000, 30.000000)");
-  InstanceTargets wrong_mask = good;
+  DetectionTargets wrong_mask = good;
   wrong_mask.masks = at::zeros({1, 32, 32}, at::kByte);
   expect_refused(model, wrong_mask, image, "masks must be [1, 64, 64]");
-  InstanceTargets bad_label = good;
+  DetectionTargets bad_label = good;
   bad_label.labels = at::tensor({int64_t{4}});
   expect_refused(model, bad_label, image, "labels must be in 1..3");
-  InstanceTargets nan_box = good;
+  DetectionTargets nan_box = good;
   nan_box.boxes = torch::tensor({{10.f, NAN, 20.f, 30.f}});
   expect_refused(model, nan_box, image, "NaN");
 }

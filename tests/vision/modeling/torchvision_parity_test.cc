@@ -79,7 +79,7 @@ TEST_P(TorchvisionParity, InferenceAndTrainingMatchTorchvision) {
   auto inputs = load_map((dir_ / "inputs.pth").string());
   auto expected = load_map((dir_ / "outputs.pth").string());
   std::vector<at::Tensor> images{inputs["image0"], inputs["image1"]};
-  std::vector<InstanceTargets> targets;
+  std::vector<DetectionTargets> targets;
   for (int i = 0; i < 2; ++i) {
     const std::string p = "target" + std::to_string(i) + "_";
     targets.push_back({inputs[p + "boxes"], inputs[p + "labels"], inputs[p + "masks"]});
