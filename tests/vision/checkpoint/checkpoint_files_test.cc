@@ -19,7 +19,7 @@ namespace dtrain::vision::checkpoint {
 namespace {
 
 using testing::Records;
-using testing::TempDir;
+using dtrain::testing::TempDir;
 
 // One tensor of every dtype, and layouts save_state_dict must copy:
 // transposed, an offset slice, an expanded (stride 0) view, empty, 0-dim.

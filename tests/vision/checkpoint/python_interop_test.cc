@@ -34,7 +34,7 @@ class PythonInterop : public ::testing::Test {
 
   std::string path(const std::string& name) const { return dir_ / name; }
 
-  testing::TempDir dir_;
+  dtrain::testing::TempDir dir_;
   nlohmann::json expected_;
 };
 

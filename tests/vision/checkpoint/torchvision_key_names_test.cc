@@ -68,7 +68,7 @@ TEST(TorchvisionKeyNames, AgreesWithTorchvisionOnMaskRcnnResnet50Fpn) {
   if (testing::python_with_torch().empty()) {
     GTEST_SKIP() << "no Python that can `import torch` (install python3-torchvision or set DTRAIN_PYTHON)";
   }
-  testing::TempDir dir;
+  dtrain::testing::TempDir dir;
   const auto made = testing::run_python(TORCHVISION_LEGACY_KEYS_PY, testing::quoted(dir.path().string()));
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const auto modern = lines_of(dtrain::testing::read_file(dir / "modern_keys.txt"));

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-namespace dtrain::vision::checkpoint::testing {
+namespace dtrain::testing {
 
 // A fresh directory under the system's temp dir, removed with its contents.
 class TempDir {
@@ -14,7 +14,7 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
-            ("dtrain-vision-checkpoint-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+            ("dtrain-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -32,4 +32,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace dtrain::vision::checkpoint::testing
+}  // namespace dtrain::testing
