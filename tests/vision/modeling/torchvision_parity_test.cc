@@ -76,6 +76,14 @@ TEST_P(TorchvisionParity, InferenceAndTrainingMatchTorchvision) {
   const WeightsReport report = load_weights(*model, (dir_ / "weights.pth").string());
   EXPECT_TRUE(report.reinitialized.empty());
 
+  // The same weights under the legacy key names load to the same state.
+  MaskRcnn legacy(reference_options(GetParam(), 91));
+  load_weights(*legacy, (dir_ / "weights_legacy.pth").string());
+  const auto modern_state = model->named_parameters();
+  for (const auto& item : legacy->named_parameters()) {
+    EXPECT_TRUE(item.value().equal(modern_state[item.key()])) << item.key();
+  }
+
   auto inputs = load_map((dir_ / "inputs.pth").string());
   auto expected = load_map((dir_ / "outputs.pth").string());
   std::vector<at::Tensor> images{inputs["image0"], inputs["image1"]};

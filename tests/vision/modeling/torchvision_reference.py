@@ -5,12 +5,15 @@ Usage: torchvision_reference.py OUT_DIR DEPTH NUM_CLASSES
 Builds torchvision's MaskRCNN (ResNet-DEPTH FPN, frozen batch norm) with
 seeded random weights, then writes to OUT_DIR:
   weights.pth  the state dict (torch.save, as published checkpoints are)
+  weights_legacy.pth  the same under torchvision < 0.13's key names
   inputs.pth   two images of different sizes and their training targets
   outputs.pth  inference detections, training losses (with a seed set just
                before the training forward) and a few gradients
 The C++ test loads the same weights and inputs, seeds LibTorch's generator
 the same way and compares.
 """
+import collections
+import re
 import sys
 
 import torch
@@ -55,6 +58,19 @@ with torch.no_grad():
     model.roi_heads.box_predictor.cls_score.weight.mul_(5.0)
     model.rpn.head.cls_logits.weight.mul_(5.0)
 torch.save(model.state_dict(), f"{out_dir}/weights.pth")
+
+
+def legacy_name(key):
+    # The names torchvision < 0.13 saved (what older published checkpoints carry).
+    for block in ("inner_blocks", "layer_blocks"):
+        key = re.sub(rf"backbone\.fpn\.{block}\.(\d+)\.0\.", rf"backbone.fpn.{block}.\1.", key)
+    key = key.replace("rpn.head.conv.0.0.", "rpn.head.conv.")
+    return re.sub(r"roi_heads\.mask_head\.(\d+)\.0\.",
+                  lambda m: f"roi_heads.mask_head.mask_fcn{int(m.group(1)) + 1}.", key)
+
+
+torch.save(collections.OrderedDict((legacy_name(k), v) for k, v in model.state_dict().items()),
+           f"{out_dir}/weights_legacy.pth")
 
 targets = []
 for image, count in zip(images, (3, 1)):
