@@ -7,11 +7,13 @@
 #include <CLI/CLI.hpp>
 
 #include "predict_command.h"
+#include "train_command.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"dtrain-maskrcnn: Mask R-CNN inference (and, later, training)", "dtrain-maskrcnn"};
+  CLI::App app{"dtrain-maskrcnn: Mask R-CNN training and inference", "dtrain-maskrcnn"};
   app.require_subcommand(1);
   dtrain::maskrcnn::PredictCommand predict(app);
+  dtrain::maskrcnn::TrainCommand train(app);
 
   try {
     app.parse(argc, argv);
@@ -28,5 +30,6 @@ int main(int argc, char** argv) {
   }
 
   if (predict.subcommand()->parsed()) return predict.execute();
+  if (train.subcommand()->parsed()) return train.execute();
   return 2;
 }

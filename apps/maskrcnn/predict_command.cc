@@ -99,8 +99,9 @@ PredictCommand::PredictCommand(CLI::App& parent) {
       ->check(CLI::Range(0, 4096))
       ->default_val(0)
       ->type_name("N");
-  app_->add_option("overrides", overrides_, "Config overrides: MODEL.ROI_HEADS.SCORE_THRESH_TEST 0.5 ...")
-      ->type_name("KEY VALUE");
+  // Trailing KEY VALUE overrides are taken as extras, verbatim: a positional
+  // vector option would let CLI11 split a value such as "[450, 550]".
+  app_->allow_extras();
   app_->footer(
       "Writes one COCO results JSON per image (bbox, category_id, score, RLE segmentation);\n"
       "category_id is the model's label (COCO category ids for torchvision COCO weights).\n"
@@ -116,7 +117,7 @@ int PredictCommand::execute() const {
   try {
     vision::config::Config config = vision::config::maskrcnn_defaults();
     config.merge_from_file(config_file_);
-    config.merge_from_list(overrides_);
+    config.merge_from_list(app_->remaining());
     const vision::modeling::MaskRcnnOptions options = vision::config::to_model_options(config);
     const std::string weights = weights_.empty() ? config.get<std::string>("MODEL.WEIGHTS") : weights_;
 

@@ -27,7 +27,6 @@ class PredictCommand {
  private:
   CLI::App* app_;
   std::string config_file_, weights_, input_, output_;
-  std::vector<std::string> overrides_;
   bool visualize_ = false;
   int threads_ = 0;
 };

@@ -24,7 +24,7 @@ MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options
   roi_heads_ = register_module("roi_heads", RoiHeads(options_.roi_heads, backbone_->out_channels()));
 }
 
-void validate_targets(const DetectionTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
+void validate_targets(const DetectionTargets& target, ImageSize image_size, size_t index, int64_t num_classes,
                       bool need_masks) {
   const std::string where = image_label(index);
   if (!target.boxes.defined() || target.boxes.dim() != 2 || target.boxes.size(1) != 4 ||
@@ -57,9 +57,9 @@ void validate_targets(const DetectionTargets& target, const at::Tensor& image, s
   }
   if (need_masks) {
     const auto& m = target.masks;
-    if (!m.defined() || m.dim() != 3 || m.size(0) != k || m.size(1) != image.size(1) || m.size(2) != image.size(2)) {
+    if (!m.defined() || m.dim() != 3 || m.size(0) != k || m.size(1) != image_size[0] || m.size(2) != image_size[1]) {
       throw std::invalid_argument(where + "masks must be [" + std::to_string(k) + ", " +
-                                  std::to_string(image.size(1)) + ", " + std::to_string(image.size(2)) +
+                                  std::to_string(image_size[0]) + ", " + std::to_string(image_size[1]) +
                                   "] (one per box, at the image's size), got " +
                                   (m.defined() ? c10::str(m.sizes()) : std::string("none")));
     }
@@ -75,9 +75,31 @@ LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector
                                 std::to_string(targets.size()) + " targets");
   }
   for (size_t i = 0; i < images.size(); ++i) {
-    validate_targets(targets[i], images[i], i, options_.roi_heads.num_classes, options_.roi_heads.mask_on);
+    if (images[i].dim() != 3) throw std::invalid_argument("Mask R-CNN: images must be [3, H, W]");
+    validate_targets(targets[i], {images[i].size(1), images[i].size(2)}, i, options_.roi_heads.num_classes,
+                     options_.roi_heads.mask_on);
   }
   const ImageBatch batch = transform_.forward(images, &targets, /*training=*/true, generator);
+  return forward_losses(batch, targets, generator);
+}
+
+LossDict MaskRcnnImpl::batch_losses(const ImageBatch& batch, std::vector<DetectionTargets> targets,
+                                    at::Generator generator) {
+  TORCH_CHECK(is_training(), "MaskRcnn::batch_losses needs train() mode");
+  if (!generator.defined()) generator = at::detail::getDefaultCPUGenerator();
+  if (batch.image_sizes.size() != targets.size() || batch.tensors.dim() != 4 ||
+      batch.tensors.size(0) != static_cast<int64_t>(targets.size())) {
+    throw std::invalid_argument("Mask R-CNN training: a batch of " + std::to_string(batch.image_sizes.size()) +
+                                " images but " + std::to_string(targets.size()) + " targets");
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    validate_targets(targets[i], batch.image_sizes[i], i, options_.roi_heads.num_classes, options_.roi_heads.mask_on);
+  }
+  return forward_losses(batch, targets, generator);
+}
+
+LossDict MaskRcnnImpl::forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
+                                      at::Generator generator) {
   const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
   const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
   RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, &targets, generator);

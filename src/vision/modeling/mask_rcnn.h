@@ -49,6 +49,11 @@ class MaskRcnnImpl : public torch::nn::Module {
   LossDict losses(const std::vector<at::Tensor>& images, std::vector<DetectionTargets> targets,
                   at::Generator generator = {});
 
+  // The same losses for a batch the data pipeline has already normalised,
+  // resized and padded (vision/data's loader): targets are in the resized
+  // images' pixels, image_sizes say where each image ends.
+  LossDict batch_losses(const ImageBatch& batch, std::vector<DetectionTargets> targets, at::Generator generator = {});
+
   // Detections per image in the image's own pixels; call in eval() mode.
   std::vector<Detections> detect(const std::vector<at::Tensor>& images);
 
@@ -59,6 +64,9 @@ class MaskRcnnImpl : public torch::nn::Module {
   const ImageTransform& transform() const { return transform_; }
 
  private:
+  LossDict forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
+                          at::Generator generator);
+
   MaskRcnnOptions options_;
   ImageTransform transform_;
   Backbone backbone_{nullptr};
@@ -69,7 +77,7 @@ TORCH_MODULE(MaskRcnn);
 
 // Checks one image's training targets against the image and the class
 // count; throws std::invalid_argument naming image `index` and what is wrong.
-void validate_targets(const DetectionTargets& target, const at::Tensor& image, size_t index, int64_t num_classes,
+void validate_targets(const DetectionTargets& target, ImageSize image_size, size_t index, int64_t num_classes,
                       bool need_masks);
 
 }  // namespace dtrain::vision::modeling
