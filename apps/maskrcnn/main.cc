@@ -1,6 +1,6 @@
 // dtrain-maskrcnn: Mask R-CNN from the command line. Each subcommand lives in
 // its own file and registers itself on the app; this file only parses and
-// dispatches, so adding one (train) touches two lines here.
+// dispatches, so adding one touches two lines here.
 #include <cstdio>
 #include <string>
 
@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dtrain-maskrcnn: Mask R-CNN training and inference", "dtrain-maskrcnn"};
   app.require_subcommand(1);
   dtrain::maskrcnn::PredictCommand predict(app);
-  dtrain::maskrcnn::TrainCommand train(app);
+  dtrain::maskrcnn::TrainCommand train(app, dtrain::maskrcnn::TrainCommand::Mode::kTrain);
+  dtrain::maskrcnn::TrainCommand eval(app, dtrain::maskrcnn::TrainCommand::Mode::kEval);
 
   try {
     app.parse(argc, argv);
@@ -31,5 +32,6 @@ int main(int argc, char** argv) {
 
   if (predict.subcommand()->parsed()) return predict.execute();
   if (train.subcommand()->parsed()) return train.execute();
+  if (eval.subcommand()->parsed()) return eval.execute();
   return 2;
 }

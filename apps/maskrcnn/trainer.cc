@@ -3,13 +3,20 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
+#include "model_inference.h"
+#include "sharded_evaluation.h"
+#include "training_checkpoint.h"
+#include "training_log.h"
 #include "vision/config/model_options.h"
 #include "vision/data/batch_collate.h"
 #include "vision/data/coco_dataset.h"
@@ -24,20 +31,71 @@ namespace {
 namespace fs = std::filesystem;
 namespace modeling = vision::modeling;
 using vision::config::Config;
+using Scalars = std::vector<std::pair<std::string, double>>;
 
-// The job runner's training channel, else the config's paths.
-std::pair<std::string, std::string> training_data(const Config& config) {
-  std::string annotations = config.get<std::string>("DATASETS.TRAIN_ANNOTATIONS");
-  std::string images = config.get<std::string>("DATASETS.TRAIN_IMAGES");
-  if (const char* channel = std::getenv("SM_CHANNEL_TRAINING"); channel && annotations.empty()) {
-    annotations = (fs::path(channel) / "annotations" / "instances_train.json").string();
-    images = (fs::path(channel) / "train").string();
+const char* environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : nullptr;
+}
+
+// The job runner's channels win over the config's paths: in a job the data
+// is where the channel put it. A channel holds a dataset root as
+// `dtrain data make-shapes` writes it (annotations/instances_<split>.json and
+// <split>/); the validation channel, when given, holds the val split.
+EvaluationData dataset_paths(const Config& config, const std::string& split) {
+  const bool train = split == "train";
+  EvaluationData paths{config.get<std::string>(train ? "DATASETS.TRAIN_ANNOTATIONS" : "DATASETS.TEST_ANNOTATIONS"),
+                       config.get<std::string>(train ? "DATASETS.TRAIN_IMAGES" : "DATASETS.TEST_IMAGES")};
+  const char* channel = train ? environment("SM_CHANNEL_TRAINING") : environment("SM_CHANNEL_VALIDATION");
+  if (!channel && !train) channel = environment("SM_CHANNEL_TRAINING");
+  if (channel) {
+    paths.annotations = (fs::path(channel) / "annotations" / ("instances_" + split + ".json")).string();
+    paths.images = (fs::path(channel) / split).string();
   }
-  if (annotations.empty() || images.empty()) {
-    throw std::invalid_argument(
-        "no training data: set DATASETS.TRAIN_ANNOTATIONS and DATASETS.TRAIN_IMAGES (or run with SM_CHANNEL_TRAINING)");
+  return paths;
+}
+
+// Detectron2's auto_scale_workers: the solver keys are written for
+// REFERENCE_WORLD_SIZE ranks; on `size` ranks keep the images per rank and
+// the epochs, scaling the learning rate linearly with the global batch.
+void scale_to_world(Config& config, int size) {
+  const int64_t reference = config.get<int64_t>("SOLVER.REFERENCE_WORLD_SIZE");
+  if (reference <= 0 || reference == size) return;
+  const double scale = static_cast<double>(size) / static_cast<double>(reference);
+  const int64_t batch = config.get<int64_t>("SOLVER.IMS_PER_BATCH");
+  const double scaled_batch = static_cast<double>(batch) * scale;
+  if (std::abs(scaled_batch - std::round(scaled_batch)) > 1e-9) {
+    throw std::invalid_argument("SOLVER.REFERENCE_WORLD_SIZE " + std::to_string(reference) + ": IMS_PER_BATCH " +
+                                std::to_string(batch) + " cannot be scaled to " + std::to_string(size) +
+                                " ranks (not a whole number of images)");
   }
-  return {annotations, images};
+  const auto iterations = [&](int64_t n) { return static_cast<int64_t>(std::llround(static_cast<double>(n) / scale)); };
+  config.set("SOLVER.IMS_PER_BATCH", static_cast<int64_t>(std::llround(scaled_batch)));
+  config.set("SOLVER.BASE_LR", config.get<double>("SOLVER.BASE_LR") * scale);
+  config.set("SOLVER.MAX_ITER", iterations(config.get<int64_t>("SOLVER.MAX_ITER")));
+  config.set("SOLVER.WARMUP_ITERS", iterations(config.get<int64_t>("SOLVER.WARMUP_ITERS")));
+  config.set("SOLVER.CHECKPOINT_PERIOD", iterations(config.get<int64_t>("SOLVER.CHECKPOINT_PERIOD")));
+  config.set("TEST.EVAL_PERIOD", iterations(config.get<int64_t>("TEST.EVAL_PERIOD")));
+  std::vector<int64_t> steps = config.get<std::vector<int64_t>>("SOLVER.STEPS");
+  for (int64_t& step : steps) step = iterations(step);
+  config.set("SOLVER.STEPS", steps);
+  config.set("SOLVER.REFERENCE_WORLD_SIZE", int64_t{size});
+}
+
+// One seed for the whole job: SEED, or when negative one drawn by rank 0.
+uint64_t shared_seed(int64_t setting) {
+  if (setting >= 0) return static_cast<uint64_t>(setting);
+  std::string drawn = dtrain::rank() == 0 ? std::to_string(std::random_device{}() & 0x7fffffff) : std::string();
+  return std::stoull(libtorch::broadcast_bytes(drawn, 0, "trainer.seed"));
+}
+
+// In a job (SM_MODEL_DIR set) the host's /opt/ml/checkpoints, which the job
+// runner syncs, unless OUTPUT_DIR was given on the command line.
+fs::path output_directory(const Config& config, const TrainerSettings& settings) {
+  if (const char* model_dir = environment("SM_MODEL_DIR"); model_dir && !settings.output_dir_given) {
+    return fs::path(model_dir).parent_path() / "checkpoints";
+  }
+  return config.get<std::string>("OUTPUT_DIR");
 }
 
 vision::LoaderOptions loader_options(const Config& config, const modeling::MaskRcnnOptions& model, int64_t per_rank,
@@ -69,21 +127,75 @@ vision::solver::LrScheduleOptions schedule_options(const Config& config) {
   return o;
 }
 
-std::string checkpoint_name(int64_t iteration) {
-  char name[32];
-  std::snprintf(name, sizeof name, "model_%07lld.pth", static_cast<long long>(iteration));
-  return name;
+// Applied to the averaged gradients, so every rank clips alike.
+class GradientClipper {
+ public:
+  explicit GradientClipper(const Config& config)
+      : enabled_(config.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED")),
+        by_norm_(config.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE") == "norm"),
+        value_(config.get<double>("SOLVER.CLIP_GRADIENTS.CLIP_VALUE")),
+        norm_type_(config.get<double>("SOLVER.CLIP_GRADIENTS.NORM_TYPE")) {
+    const std::string type = config.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE");
+    if (type != "value" && type != "norm") {
+      throw std::invalid_argument("SOLVER.CLIP_GRADIENTS.CLIP_TYPE: \"" + type + "\", expected \"value\" or \"norm\"");
+    }
+    if (enabled_ && !(value_ > 0)) throw std::invalid_argument("SOLVER.CLIP_GRADIENTS.CLIP_VALUE must be positive");
+  }
+  void clip(const std::vector<at::Tensor>& parameters) const {
+    if (!enabled_) return;
+    if (by_norm_) {
+      torch::nn::utils::clip_grad_norm_(parameters, value_, norm_type_);
+    } else {
+      torch::nn::utils::clip_grad_value_(parameters, value_);
+    }
+  }
+
+ private:
+  bool enabled_, by_norm_;
+  double value_, norm_type_;
+};
+
+// Every rank evaluates its shard; rank 0 logs the AP.
+void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir,
+              int64_t iteration, TrainingLog& log) {
+  const Scalars scalars =
+      evaluate_on_ranks(model, data, output_dir / "inference" / "coco_instances_results.json", iteration);
+  log.write(iteration, "eval", scalars);
+}
+
+// Detectron2 stops on a NaN loss too: the weights are lost from there on,
+// and hours of NaN steps help nobody.
+[[noreturn]] void throw_diverged(const modeling::LossDict& losses, int64_t iteration, int rank) {
+  std::string values;
+  for (const auto& [name, value] : losses) values += (values.empty() ? "" : ", ") + name + " " + std::to_string(value.item<double>());
+  throw std::runtime_error("rank " + std::to_string(rank) + ": the loss became NaN or infinite at iteration " +
+                           std::to_string(iteration + 1) + " (" + values +
+                           "); lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS");
+}
+
+bool has_data(const EvaluationData& data) { return !data.annotations.empty() && !data.images.empty(); }
+
+// Before hours of training, not after them.
+void check_exists(const EvaluationData& data, const std::string& keys) {
+  if (!has_data(data)) return;
+  for (const std::string& path : {data.annotations, data.images}) {
+    std::error_code error;
+    if (!fs::exists(path, error)) {
+      throw std::invalid_argument(keys + ": " + path + " does not exist (set both keys to \"\" to go without)");
+    }
+  }
 }
 
 }  // namespace
 
-void train(const Config& config, const TrainerSettings& settings) {
+void train(Config config, const TrainerSettings& settings) {
   dtrain::init();
   const int rank = dtrain::rank(), size = dtrain::size();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   libtorch::set_num_threads(settings.threads > 0 ? settings.threads : std::max(1, cores / dtrain::local_size()));
   libtorch::retain_freed_memory();
 
+  scale_to_world(config, size);
   const modeling::MaskRcnnOptions options = vision::config::to_model_options(config);
   const int64_t global_batch = config.get<int64_t>("SOLVER.IMS_PER_BATCH");
   if (global_batch < size || global_batch % size != 0) {
@@ -94,31 +206,19 @@ void train(const Config& config, const TrainerSettings& settings) {
   const int64_t max_iter = config.get<int64_t>("SOLVER.MAX_ITER");
   const int64_t log_period = std::max<int64_t>(1, config.get<int64_t>("SOLVER.LOG_PERIOD"));
   const int64_t checkpoint_period = config.get<int64_t>("SOLVER.CHECKPOINT_PERIOD");
-  const int64_t seed_setting = config.get<int64_t>("SEED");
-  const uint64_t seed = seed_setting >= 0 ? static_cast<uint64_t>(seed_setting) : 0;
+  const int64_t eval_period = config.get<int64_t>("TEST.EVAL_PERIOD");
+  const uint64_t seed = shared_seed(config.get<int64_t>("SEED"));
   const vision::solver::WarmupMultiStepSchedule schedule(schedule_options(config));
-  const fs::path output_dir = config.get<std::string>("OUTPUT_DIR");
-
-  auto [annotations, images] = training_data(config);
-  const vision::CocoDataset dataset = vision::CocoDataset::load(annotations, images);
-  if (static_cast<int64_t>(dataset.num_classes()) + 1 != options.roi_heads.num_classes) {
-    throw std::invalid_argument(annotations + ": " + std::to_string(dataset.num_classes()) +
-                                " categories, but MODEL.ROI_HEADS.NUM_CLASSES is " +
-                                std::to_string(options.roi_heads.num_classes) + " (categories + background)");
-  }
-  vision::DataLoader loader(dataset, loader_options(config, options, per_rank, seed));
+  const GradientClipper clipper(config);
+  const fs::path output_dir = output_directory(config, settings);
+  const EvaluationData test_data = dataset_paths(config, "val");
+  check_exists(test_data, "DATASETS.TEST_ANNOTATIONS/TEST_IMAGES");
+  if (rank == 0) fs::create_directories(output_dir);
+  TrainingLog log = rank == 0 ? TrainingLog(output_dir) : TrainingLog();
 
   // The same initialisation everywhere; rank 0's weights are broadcast anyway.
   torch::manual_seed(seed);
   modeling::MaskRcnn model(options);
-  if (const std::string weights = config.get<std::string>("MODEL.WEIGHTS"); !weights.empty()) {
-    modeling::load_weights(*model, weights);
-  }
-  model->train();
-  libtorch::broadcast_parameters(libtorch::named_state(*model), 0);
-  // Each rank its own stream for the anchor and proposal samples.
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003 + static_cast<uint64_t>(rank));
-
   libtorch::NamedTensors trainable;
   std::vector<at::Tensor> parameters;
   for (const auto& item : model->named_parameters()) {
@@ -129,26 +229,84 @@ void train(const Config& config, const TrainerSettings& settings) {
   torch::optim::SGD sgd(parameters, torch::optim::SGDOptions(schedule.lr(0))
                                         .momentum(config.get<double>("SOLVER.MOMENTUM"))
                                         .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY")));
+
+  // Where to start: the last checkpoint (--resume), else MODEL.WEIGHTS.
+  // Rank 0 reads the files; the broadcasts below hand them to the others,
+  // which on other hosts need not see OUTPUT_DIR at all.
+  int64_t start_iter = 0;
+  std::string started_from;
+  if (rank == 0) {
+    const std::optional<fs::path> last = settings.resume ? last_checkpoint(output_dir) : std::nullopt;
+    if (last) {
+      start_iter = load_training_checkpoint(*last, *model, sgd, trainable);
+      started_from = last->string();
+    } else if (const std::string weights = config.get<std::string>("MODEL.WEIGHTS"); !weights.empty()) {
+      const modeling::WeightsReport report = modeling::load_weights(*model, weights);
+      started_from = weights + " (" + std::to_string(report.loaded.size()) + " tensors)";
+    }
+  }
+  libtorch::broadcast_parameters(libtorch::named_state(*model), 0);
+  start_iter = std::stoll(libtorch::broadcast_bytes(std::to_string(start_iter), 0, "trainer.start_iter"));
+  if (start_iter > 0) libtorch::broadcast_optimizer_state(sgd, 0);
+  if (rank == 0 && !started_from.empty()) {
+    std::printf("Starting from %s at iteration %lld\n", started_from.c_str(), static_cast<long long>(start_iter));
+  }
+
+  if (settings.eval_only) {
+    if (!has_data(test_data)) {
+      throw std::invalid_argument("no evaluation data: set DATASETS.TEST_ANNOTATIONS and DATASETS.TEST_IMAGES");
+    }
+    evaluate(*model, test_data, output_dir, start_iter, log);
+    dtrain::shutdown();
+    return;
+  }
+
+  const EvaluationData train_data = dataset_paths(config, "train");
+  if (!has_data(train_data)) {
+    throw std::invalid_argument(
+        "no training data: set DATASETS.TRAIN_ANNOTATIONS and DATASETS.TRAIN_IMAGES (or run with SM_CHANNEL_TRAINING)");
+  }
+  check_exists(train_data, "DATASETS.TRAIN_ANNOTATIONS/TRAIN_IMAGES");
+  const vision::CocoDataset dataset = vision::CocoDataset::load(train_data.annotations, train_data.images);
+  if (static_cast<int64_t>(dataset.num_classes()) + 1 != options.roi_heads.num_classes) {
+    throw std::invalid_argument(train_data.annotations + ": " + std::to_string(dataset.num_classes()) +
+                                " categories, but MODEL.ROI_HEADS.NUM_CLASSES is " +
+                                std::to_string(options.roi_heads.num_classes) + " (categories + background)");
+  }
+  vision::DataLoader loader(dataset, loader_options(config, options, per_rank, seed));
   libtorch::DistributedOptimizer optimizer(sgd, trainable);
+  model->train();
+  // Each rank its own stream for the anchor and proposal samples, fixed by
+  // the seed, the rank and the iteration so that a resumed run draws what
+  // the uninterrupted one would have.
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>();
 
   if (rank == 0) {
-    fs::create_directories(output_dir);
-    std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, %zu images\n",
+    std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
+                "%zu images, seed %llu, output %s\n",
                 size, static_cast<long long>(global_batch), static_cast<long long>(per_rank),
-                static_cast<long long>(max_iter), loader.items().size());
+                static_cast<long long>(max_iter), loader.items().size(), static_cast<unsigned long long>(seed),
+                output_dir.c_str());
     std::fflush(stdout);
   }
+  // The data order continues where the interrupted run stopped.
+  const size_t batches_per_epoch = loader.items().size() / static_cast<size_t>(size) / static_cast<size_t>(per_rank);
+  if (batches_per_epoch == 0) {
+    throw std::invalid_argument(train_data.annotations + ": not enough training images for one batch per rank");
+  }
+  uint64_t epoch = static_cast<uint64_t>(start_iter) / batches_per_epoch;
+  loader.start_epoch(epoch, static_cast<size_t>(start_iter) % batches_per_epoch);
+
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto window_start = start;
-  uint64_t epoch = 0;
-  loader.start_epoch(epoch);
-  for (int64_t iteration = 0; iteration < max_iter; ++iteration) {
+  int64_t window_steps = 0;
+  for (int64_t iteration = start_iter; iteration < max_iter; ++iteration) {
     std::optional<vision::SampleBatch> batch = loader.next();
     if (!batch) {
       loader.start_epoch(++epoch);
       batch = loader.next();
-      if (!batch) throw std::runtime_error(annotations + ": not enough training images for one batch per rank");
+      if (!batch) throw std::runtime_error(train_data.annotations + ": no usable training images left in an epoch");
     }
     const vision::TensorBatch tensors = vision::collate_batch(batch->samples, options.transform.size_divisible);
     modeling::ImageBatch images_in{tensors.images, {}};
@@ -159,52 +317,79 @@ void train(const Config& config, const TrainerSettings& settings) {
     }
     const double lr = schedule.lr(iteration);
     for (auto& group : sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+    generator.set_current_seed(seed * 1000003 + static_cast<uint64_t>(iteration) * 4099 + static_cast<uint64_t>(rank));
 
     modeling::LossDict losses = model->batch_losses(images_in, targets, generator);
     at::Tensor total = at::zeros({});
     for (const auto& [name, value] : losses) total = total + value;
+    if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, rank);
     optimizer.zero_grad();
     total.backward();
-    optimizer.step();
+    optimizer.synchronize();
+    clipper.clip(parameters);
+    sgd.step();
+    ++window_steps;
 
     const int64_t done = iteration + 1;
-    const bool log_now = done % log_period == 0 || done == max_iter;
-    if (log_now) {
+    if (done % log_period == 0 || done == max_iter) {
       // Losses averaged over the ranks: the numbers describe the global batch.
-      std::string line = "iter: " + std::to_string(done) + "/" + std::to_string(max_iter);
+      Scalars scalars;
       double total_average = 0;
       for (const auto& [name, value] : losses) {
         const double average = libtorch::metric_average(value.item<double>(), "log." + name);
         total_average += average;
-        char field[64];
-        std::snprintf(field, sizeof field, "  %s: %.4f", name.c_str(), average);
-        line += field;
+        scalars.emplace_back(name, average);
       }
       const auto now = clock::now();
       const double window = std::chrono::duration<double>(now - window_start).count();
       const double elapsed = std::chrono::duration<double>(now - start).count();
-      const int64_t steps_in_window = (done % log_period == 0) ? log_period : done % log_period;
-      char tail[160];
-      std::snprintf(tail, sizeof tail, "  total_loss: %.4f  lr: %.6g  images/s: %.2f  eta: %.0f s", total_average, lr,
-                    static_cast<double>(steps_in_window * global_batch) / window,
-                    elapsed / static_cast<double>(done) * static_cast<double>(max_iter - done));
+      const double images_per_s = static_cast<double>(window_steps * global_batch) / window;
+      const double eta = elapsed / static_cast<double>(done - start_iter) * static_cast<double>(max_iter - done);
+      scalars.emplace_back("total_loss", total_average);
+      scalars.emplace_back("lr", lr);
+      scalars.emplace_back("images_per_s", images_per_s);
       window_start = now;
+      window_steps = 0;
       if (rank == 0) {
-        std::printf("%s%s\n", line.c_str(), tail);
+        std::string line = "iter: " + std::to_string(done) + "/" + std::to_string(max_iter);
+        for (const auto& [name, value] : scalars) {
+          if (name == "lr" || name == "images_per_s") continue;
+          char field[64];
+          std::snprintf(field, sizeof field, "  %s: %.4f", name.c_str(), value);
+          line += field;
+        }
+        std::printf("%s  lr: %.6g  images/s: %.2f  eta: %.0f s\n", line.c_str(), lr, images_per_s, eta);
         std::fflush(stdout);
+        log.write(done, "train", scalars);
       }
     }
     if (rank == 0 && checkpoint_period > 0 && done % checkpoint_period == 0 && done != max_iter) {
-      modeling::save_weights(*model, (output_dir / checkpoint_name(done)).string());
+      save_training_checkpoint(output_dir, checkpoint_name(done), *model, sgd, trainable, done);
+    }
+    if (eval_period > 0 && done % eval_period == 0 && done != max_iter && has_data(test_data)) {
+      evaluate(*model, test_data, output_dir, done, log);
     }
   }
   if (rank == 0) {
-    const fs::path final_path = output_dir / "model_final.pth";
-    modeling::save_weights(*model, final_path.string());
-    std::printf("Trained %lld iterations in %.1f s; model: %s\n", static_cast<long long>(max_iter),
-                std::chrono::duration<double>(clock::now() - start).count(), final_path.c_str());
+    save_training_checkpoint(output_dir, "model_final.pth", *model, sgd, trainable, max_iter);
+    std::printf("Trained iterations %lld..%lld in %.1f s; model: %s\n", static_cast<long long>(start_iter),
+                static_cast<long long>(max_iter), std::chrono::duration<double>(clock::now() - start).count(),
+                (output_dir / "model_final.pth").c_str());
+    if (const char* model_dir = environment("SM_MODEL_DIR")) {
+      fs::create_directories(model_dir);
+      fs::copy_file(output_dir / "model_final.pth", fs::path(model_dir) / "model_final.pth",
+                    fs::copy_options::overwrite_existing);
+      std::printf("Model artifact: %s\n", (fs::path(model_dir) / "model_final.pth").c_str());
+    }
     std::fflush(stdout);
   }
+  if (has_data(test_data)) {
+    evaluate(*model, test_data, output_dir, max_iter, log);
+  } else if (rank == 0) {
+    std::printf("No evaluation set (DATASETS.TEST_ANNOTATIONS, DATASETS.TEST_IMAGES): skipping evaluation\n");
+  }
+  if (rank == 0 && log.active()) std::printf("Metrics: %s/metrics.json; TensorBoard: %s\n", output_dir.c_str(), log.events_path().c_str());
+  std::fflush(stdout);
   dtrain::shutdown();
 }
 

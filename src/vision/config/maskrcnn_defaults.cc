@@ -79,8 +79,16 @@ void define_solver(Config& c) {
   c.define("SOLVER.WARMUP_FACTOR", 0.001);
   c.define("SOLVER.CHECKPOINT_PERIOD", int64_t{5000});
   c.define("SOLVER.LOG_PERIOD", int64_t{20});
+  // Detectron2's automatic scaling: with a reference world size, a job of
+  // another size scales IMS_PER_BATCH and BASE_LR by world/reference and the
+  // iteration counts by reference/world (the same epochs, linear LR rule).
+  c.define("SOLVER.REFERENCE_WORLD_SIZE", int64_t{0});
+  c.define("SOLVER.CLIP_GRADIENTS.ENABLED", false);
+  c.define("SOLVER.CLIP_GRADIENTS.CLIP_TYPE", std::string("value"));  // "value" or "norm"
+  c.define("SOLVER.CLIP_GRADIENTS.CLIP_VALUE", 1.0);
+  c.define("SOLVER.CLIP_GRADIENTS.NORM_TYPE", 2.0);
 
-  c.define("TEST.EVAL_PERIOD", int64_t{0});  // 0: no evaluation during training, as Detectron2
+  c.define("TEST.EVAL_PERIOD", int64_t{0});  // 0: evaluation at the end only, as Detectron2
   c.define("OUTPUT_DIR", std::string("./output"));
   c.define("SEED", int64_t{-1});  // negative: a different seed every run, as Detectron2
 }

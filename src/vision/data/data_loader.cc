@@ -1,5 +1,7 @@
 #include "vision/data/data_loader.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "vision/data/image_codec.h"
@@ -54,7 +56,7 @@ void DataLoader::stop_current_epoch(std::unique_lock<std::mutex>& lock) {
   batch_ready_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
-void DataLoader::start_epoch(uint64_t epoch) {
+void DataLoader::start_epoch(uint64_t epoch, size_t first_batch) {
   std::vector<std::vector<uint32_t>> plan = plan_epoch(
       items_, options_.seed, epoch, options_.rank, options_.world_size, options_.shuffle,
       {options_.batch_size, options_.drop_last, options_.group_by_aspect_ratio},
@@ -68,14 +70,15 @@ void DataLoader::start_epoch(uint64_t epoch) {
   plan_ = std::move(plan);
   tasks_.clear();
   slots_.assign(plan_.size(), {});
-  for (uint32_t b = 0; b < plan_.size(); ++b) {
+  first_batch = std::min(first_batch, plan_.size());
+  for (uint32_t b = static_cast<uint32_t>(first_batch); b < plan_.size(); ++b) {
     slots_[b].samples.resize(plan_[b].size());
     slots_[b].errors.resize(plan_[b].size());
     slots_[b].remaining = plan_[b].size();
     for (uint32_t p = 0; p < plan_[b].size(); ++p) tasks_.push_back({b, p});
   }
   next_task_ = 0;
-  consumed_ = 0;
+  consumed_ = first_batch;
   lock.unlock();
   work_ready_.notify_all();
 }

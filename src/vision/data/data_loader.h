@@ -74,8 +74,10 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  // Plans `epoch` and starts decoding it; abandons what is left of the last.
-  void start_epoch(uint64_t epoch);
+  // Plans `epoch` and starts decoding it from batch `first_batch` (a resumed
+  // run skips the batches it has trained on without decoding them); abandons
+  // what is left of the last epoch.
+  void start_epoch(uint64_t epoch, size_t first_batch = 0);
   // The next batch of the epoch, or nullopt when the epoch is done.
   std::optional<SampleBatch> next();
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -31,8 +32,13 @@ class TrainCli : public ::testing::Test {
     return run_job(std::string(DTRAIN_CLI) + " run -np " + std::to_string(ranks) + " -- " + DTRAIN_MASKRCNN +
                        " train --threads 1 --config-file " + SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " + shapes +
                        "/annotations/instances_train.json DATASETS.TRAIN_IMAGES " + shapes +
-                       "/train INPUT.MIN_SIZE_TRAIN 96 INPUT.MAX_SIZE_TRAIN 128 OUTPUT_DIR " + output() + " " + extra,
+                       "/train INPUT.MIN_SIZE_TRAIN 96 INPUT.MAX_SIZE_TRAIN 128 OUTPUT_DIR " + output() + test_set() + " " + extra,
                    240);
+  }
+  std::string test_set() const {
+    const std::string shapes = dir_.path().string() + "/shapes";
+    return " DATASETS.TEST_ANNOTATIONS " + shapes + "/annotations/instances_val.json DATASETS.TEST_IMAGES " + shapes +
+           "/val INPUT.MIN_SIZE_TEST 96 INPUT.MAX_SIZE_TEST 128";
   }
   std::string output() const { return dir_.path().string() + "/out"; }
 
@@ -83,11 +89,128 @@ TEST_F(TrainCli, AClassCountThatDisagreesWithTheDatasetIsRefused) {
   EXPECT_NE(run.output.find("3 categories, but MODEL.ROI_HEADS.NUM_CLASSES is 7"), std::string::npos) << run.output;
 }
 
+TEST_F(TrainCli, AMissingEvaluationSetIsRefusedBeforeTraining) {
+  const JobResult run = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 DATASETS.TEST_IMAGES /nonexistent/val");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("DATASETS.TEST_ANNOTATIONS/TEST_IMAGES: /nonexistent/val does not exist"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("iter: "), std::string::npos) << "no training before the check";
+}
+
 TEST_F(TrainCli, AnUnknownConfigKeyIsAUsageError) {
   const JobResult run = run_job(std::string(DTRAIN_MASKRCNN) + " train --config-file " + SHAPES_CONFIG +
                                 " SOLVER.MAX_ITERS 5");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("SOLVER.MAX_ITERS"), std::string::npos) << run.output;
+}
+
+TEST_F(TrainCli, EvaluationIsShardedOverTheRanksAndRankZeroReportsApWritesResultsMetricsAndTensorBoard) {
+  const JobResult run = train("SOLVER.MAX_ITER 4 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 2 TEST.EVAL_PERIOD 2 SEED 5");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Once at EVAL_PERIOD, once at the end; the documented line with AP in 0..1.
+  const std::regex eval_line(R"(\[0\]<stdout>:eval: iter: (\d+)  bbox/AP: ([0-9.]+)  bbox/AP50: [0-9.]+  )"
+                             R"(bbox/AP75: [0-9.]+  segm/AP: ([0-9.]+)  segm/AP50: [0-9.]+  segm/AP75: [0-9.]+)");
+  std::vector<std::string> evaluated;
+  for (std::sregex_iterator it(run.output.begin(), run.output.end(), eval_line), end; it != end; ++it) {
+    evaluated.push_back((*it)[1]);
+    EXPECT_LE(std::stod((*it)[2]), 1.0);
+  }
+  EXPECT_EQ(evaluated, (std::vector<std::string>{"2", "4"})) << run.output;
+  EXPECT_NE(run.output.find("Evaluation at iteration 4: 2 images"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("[1]<stdout>:eval:"), std::string::npos) << "only rank 0 reports";
+
+  // The results file holds both ranks' images, with the dataset's category ids.
+  const std::string results = dtrain::testing::read_file(output() + "/inference/coco_instances_results.json");
+  ASSERT_FALSE(results.empty());
+  // metrics.json: a line per log period and per evaluation.
+  const std::string metrics = dtrain::testing::read_file(output() + "/metrics.json");
+  EXPECT_NE(metrics.find("{\"iteration\":2,\"loss_box_reg\":"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"segm/AP\":"), std::string::npos) << metrics;
+
+  // TensorBoard's file, read back by an independent reader that checks every CRC.
+  std::string events;
+  for (const auto& entry : fs::directory_iterator(output())) {
+    if (entry.path().filename().string().starts_with("events.out.tfevents.")) events = entry.path().string();
+  }
+  ASSERT_FALSE(events.empty());
+  const JobResult read = run_job("/usr/bin/python3 " + std::string(READ_TFEVENTS) + " " + events);
+  ASSERT_EQ(read.exit_code, 0) << read.output;
+  EXPECT_NE(read.output.find("\"step\": 4, "), std::string::npos) << read.output;
+  EXPECT_NE(read.output.find("\"train/total_loss\": "), std::string::npos) << read.output;
+  EXPECT_NE(read.output.find("\"eval/segm/AP\": "), std::string::npos) << read.output;
+
+  // `eval` on the final model gives the same AP line as the end of training.
+  const std::string last = run.output.substr(run.output.rfind("eval: iter: 4"));
+  const JobResult evaluated_again =
+      run_job(std::string(DTRAIN_CLI) + " run -np 2 -- " + DTRAIN_MASKRCNN + " eval --threads 1 --config-file " +
+                  SHAPES_CONFIG + test_set() + " MODEL.WEIGHTS " + output() + "/model_final.pth OUTPUT_DIR " +
+                  dir_.path().string() + "/eval",
+              240);
+  ASSERT_EQ(evaluated_again.exit_code, 0) << evaluated_again.output;
+  const size_t at = evaluated_again.output.find("eval: iter: 0");
+  ASSERT_NE(at, std::string::npos) << evaluated_again.output;
+  EXPECT_EQ(evaluated_again.output.substr(at + 13, last.find('\n') - 13), last.substr(13, last.find('\n') - 13));
+}
+
+// Reads the value of `key` ("iter: 5/16" -> the line) from a log.
+std::string line_of(const std::string& log, const std::string& start) {
+  const size_t at = log.find(start);
+  if (at == std::string::npos) return {};
+  return log.substr(at, log.find('\n', at) - at);
+}
+
+TEST_F(TrainCli, AJobKilledWithSigkillResumesAtItsLastCheckpointWithTheSameScheduleAndEndsWithTheSameWeights) {
+  const std::string settings =
+      "SOLVER.MAX_ITER 16 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 1 SOLVER.CHECKPOINT_PERIOD 4 "
+      "SOLVER.WARMUP_ITERS 6 SOLVER.STEPS [10,14] SEED 9";
+  // Uninterrupted reference.
+  const JobResult reference = train(settings + " OUTPUT_DIR " + dir_.path().string() + "/reference");
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+
+  // The same job, its whole process group killed with SIGKILL (a lost
+  // machine) once iteration 5 has been logged, after the checkpoint at 4.
+  const std::string shapes = dir_.path().string() + "/shapes";
+  const std::string log = dir_.path().string() + "/killed.log";
+  const std::string command = std::string(DTRAIN_CLI) + " run -np 2 -- " + DTRAIN_MASKRCNN +
+                              " train --threads 1 --config-file " + SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " +
+                              shapes + "/annotations/instances_train.json DATASETS.TRAIN_IMAGES " + shapes +
+                              "/train INPUT.MIN_SIZE_TRAIN 96 INPUT.MAX_SIZE_TRAIN 128 OUTPUT_DIR " + output() +
+                              test_set() + " " + settings;
+  const std::string script = "setsid sh -c 'exec " + command + " >" + log + " 2>&1' & job=$!; " +
+                             "for i in $(seq 1200); do grep -q 'iter: 5/16' " + log +
+                             " 2>/dev/null && break; kill -0 $job 2>/dev/null || break; sleep 0.05; done; " +
+                             "kill -KILL -$job; wait $job; exit 0";
+  const std::string script_path = dir_.path().string() + "/kill.sh";
+  {
+    std::ofstream out(script_path);
+    out << script << "\n";
+  }
+  const JobResult killer = run_job("sh " + script_path, 120);
+  ASSERT_EQ(killer.exit_code, 0) << killer.output;
+  const std::string killed = dtrain::testing::read_file(log);
+  ASSERT_NE(killed.find("iter: 5/16"), std::string::npos) << killed;
+  ASSERT_EQ(killed.find("iter: 16/16"), std::string::npos) << "the job finished before the kill: " << killed;
+  const std::string pointer = dtrain::testing::read_file(output() + "/last_checkpoint");
+  ASSERT_TRUE(pointer == "model_0000004.pth\n" || pointer == "model_0000008.pth\n") << pointer;
+  const int resumed_at = std::stoi(pointer.substr(6, 7));
+
+  const JobResult resumed = train(settings + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("model_000000" + std::to_string(resumed_at) + ".pth at iteration " +
+                                std::to_string(resumed_at)),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(line_of(resumed.output, "[0]<stdout>:iter: " + std::to_string(resumed_at) + "/16"), "")
+      << "iterations before the checkpoint are not repeated";
+  // Every later iteration: the same losses and learning rate as the reference.
+  for (int i = resumed_at + 1; i <= 16; ++i) {
+    const std::string key = "[0]<stdout>:iter: " + std::to_string(i) + "/16";
+    std::string expected = line_of(reference.output, key), actual = line_of(resumed.output, key);
+    ASSERT_FALSE(expected.empty());
+    expected = expected.substr(0, expected.find("  images/s"));
+    actual = actual.substr(0, actual.find("  images/s"));
+    EXPECT_EQ(actual, expected);
+  }
 }
 
 }  // namespace

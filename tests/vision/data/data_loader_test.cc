@@ -102,6 +102,29 @@ TEST_F(LoaderTest, SameSeedSameOrderAndBytesForAnyThreadCount) {
   EXPECT_NE(ids_of(read_epoch(different, 0)), ids_of(a));
 }
 
+TEST_F(LoaderTest, StartingAtABatchGivesTheRestOfTheEpochUnchanged) {
+  // A resumed run starts mid-epoch and must see exactly what it would have seen.
+  const CocoDataset ds = CocoDataset::load(json(), images());
+  DataLoader loader(ds, options(2));
+  const auto whole = read_epoch(loader, 3);
+  ASSERT_GT(whole.size(), 3u);
+  loader.start_epoch(3, 2);
+  std::vector<SampleBatch> rest;
+  while (auto b = loader.next()) rest.push_back(std::move(*b));
+  ASSERT_EQ(rest.size(), whole.size() - 2);
+  for (size_t i = 0; i < rest.size(); ++i) {
+    EXPECT_EQ(rest[i].index, whole[i + 2].index);
+    ASSERT_EQ(rest[i].samples.size(), whole[i + 2].samples.size());
+    for (size_t j = 0; j < rest[i].samples.size(); ++j) {
+      EXPECT_EQ(rest[i].samples[j].image_id, whole[i + 2].samples[j].image_id);
+      EXPECT_EQ(rest[i].samples[j].image, whole[i + 2].samples[j].image);
+    }
+  }
+  // Past the end: an empty epoch, not an error.
+  loader.start_epoch(3, whole.size() + 5);
+  EXPECT_FALSE(loader.next().has_value());
+}
+
 TEST_F(LoaderTest, SamplesAreTransformedConsistently) {
   const CocoDataset ds = CocoDataset::load(json(), images());
   DataLoader loader(ds, options(2));

@@ -1,0 +1,114 @@
+#include "training_checkpoint.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include "vision/checkpoint/torch_checkpoint.h"
+#include "vision/modeling/model_weights.h"
+
+namespace dtrain::maskrcnn {
+namespace {
+
+namespace fs = std::filesystem;
+namespace checkpoint = vision::checkpoint;
+
+constexpr const char* kMomentumPrefix = "momentum.";
+
+fs::path solver_file(const fs::path& model_file) {
+  fs::path solver = model_file;
+  solver.replace_extension(".solver.pth");
+  return solver;
+}
+
+std::string state_key(const at::Tensor& parameter) {
+  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+}
+
+void write_pointer(const fs::path& output_dir, const std::string& model_file) {
+  const fs::path pointer = output_dir / "last_checkpoint";
+  const fs::path temporary = output_dir / "last_checkpoint.tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << model_file << "\n";
+    out.flush();
+    if (!out) throw std::runtime_error(temporary.string() + ": cannot write: " + std::strerror(errno));
+  }
+  fs::rename(temporary, pointer);
+}
+
+}  // namespace
+
+std::string checkpoint_name(int64_t iteration) {
+  char name[32];
+  std::snprintf(name, sizeof name, "model_%07lld.pth", static_cast<long long>(iteration));
+  return name;
+}
+
+void save_training_checkpoint(const fs::path& output_dir, const std::string& model_file,
+                              const vision::modeling::MaskRcnnImpl& model, torch::optim::SGD& sgd,
+                              const libtorch::NamedTensors& trainable, int64_t iteration) {
+  checkpoint::StateDict solver;
+  solver.push_back({"iteration", torch::tensor(iteration, torch::kInt64)});
+  auto& state = sgd.state();
+  for (const auto& [name, parameter] : trainable) {
+    auto it = state.find(state_key(parameter));
+    if (it == state.end()) continue;  // no step yet
+    const auto& sgd_state = static_cast<const torch::optim::SGDParamState&>(*it->second);
+    if (sgd_state.momentum_buffer().defined()) solver.push_back({kMomentumPrefix + name, sgd_state.momentum_buffer()});
+  }
+  // Solver first, model second, pointer last: the pointer never names a
+  // model whose solver state is missing.
+  checkpoint::save_state_dict(solver_file(output_dir / model_file).string(), solver);
+  vision::modeling::save_weights(model, (output_dir / model_file).string());
+  write_pointer(output_dir, model_file);
+}
+
+std::optional<fs::path> last_checkpoint(const fs::path& output_dir) {
+  std::ifstream in(output_dir / "last_checkpoint");
+  std::string name;
+  if (!in || !std::getline(in, name) || name.empty()) return std::nullopt;
+  return output_dir / name;
+}
+
+int64_t load_training_checkpoint(const fs::path& model_file, vision::modeling::MaskRcnnImpl& model,
+                                 torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable) {
+  const fs::path solver_path = solver_file(model_file);
+  if (!fs::exists(solver_path)) {
+    throw std::runtime_error(solver_path.string() + ": missing; --resume needs the solver state next to " +
+                             model_file.string());
+  }
+  vision::modeling::load_weights(model, model_file.string());
+  const checkpoint::StateDict solver = checkpoint::load_state_dict(solver_path.string());
+  std::map<std::string, at::Tensor> momentum;
+  std::optional<int64_t> iteration;
+  for (const auto& [name, tensor] : solver) {
+    if (name == "iteration") {
+      iteration = tensor.item<int64_t>();
+    } else if (name.starts_with(kMomentumPrefix)) {
+      momentum[name.substr(std::strlen(kMomentumPrefix))] = tensor;
+    }
+  }
+  if (!iteration) throw std::runtime_error(solver_path.string() + ": no iteration recorded");
+  auto& state = sgd.state();
+  for (const auto& [name, parameter] : trainable) {
+    auto it = momentum.find(name);
+    if (it == momentum.end()) continue;
+    if (!it->second.sizes().equals(parameter.sizes())) {
+      throw std::runtime_error(solver_path.string() + ": momentum of " + name + " has another shape than the model's");
+    }
+    auto sgd_state = std::make_unique<torch::optim::SGDParamState>();
+    sgd_state->momentum_buffer(it->second.to(parameter.dtype()).clone());
+    state[state_key(parameter)] = std::move(sgd_state);
+    momentum.erase(it);
+  }
+  if (!momentum.empty()) {
+    throw std::runtime_error(solver_path.string() + ": momentum of " + momentum.begin()->first +
+                             ", which is not a trainable parameter of this model (another config?)");
+  }
+  return *iteration;
+}
+
+}  // namespace dtrain::maskrcnn
