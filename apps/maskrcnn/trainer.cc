@@ -21,6 +21,7 @@
 #include "vision/data/batch_collate.h"
 #include "vision/data/coco_dataset.h"
 #include "vision/data/data_loader.h"
+#include "vision/data/transforms.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
 #include "vision/solver/lr_schedule.h"
@@ -163,6 +164,39 @@ void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const f
   log.write(iteration, "eval", scalars);
 }
 
+// Each image's anchor and proposal samples come from its own generator,
+// seeded by the job's seed, the iteration and the image, so they do not
+// depend on the rank count or the batch split (and a resumed run draws what
+// the uninterrupted one would have).
+vision::ops::ImageGenerators image_generators(const vision::SampleBatch& batch, uint64_t seed, int64_t iteration) {
+  std::vector<at::Generator> generators;
+  for (const vision::TrainingSample& sample : batch.samples) {
+    generators.push_back(at::make_generator<at::CPUGeneratorImpl>(
+        vision::mix_seed(seed, static_cast<uint64_t>(iteration), 0x52504e00ull + sample.dataset_index)));
+  }
+  return vision::ops::ImageGenerators(std::move(generators));
+}
+
+// torchvision averages each loss over the samples of the rank's batch (the
+// positive proposals for loss_mask, whose count varies). Rescaling by
+// local count x ranks / global count makes the averaged gradient that of
+// the loss over the global batch: R ranks with b images step exactly as one
+// rank with R x b. On one rank every factor is 1.
+void normalize_over_ranks(modeling::LossDict& losses, const modeling::LossCounts& counts) {
+  const int size = dtrain::size();
+  if (size == 1) return;
+  std::vector<double> local;
+  for (const auto& [name, loss] : losses) local.push_back(static_cast<double>(counts.at(name)));
+  const at::Tensor global =
+      libtorch::allreduce(torch::tensor(local, torch::kFloat64), "trainer.loss_counts", {ReduceOp::kSum});
+  size_t i = 0;
+  for (auto& [name, loss] : losses) {
+    const double total = global[static_cast<int64_t>(i)].item<double>();
+    if (total > 0) loss = loss * (local[i] * static_cast<double>(size) / total);
+    ++i;
+  }
+}
+
 // Detectron2 stops on a NaN loss too: the weights are lost from there on,
 // and hours of NaN steps help nobody.
 [[noreturn]] void throw_diverged(const modeling::LossDict& losses, int64_t iteration, int rank) {
@@ -171,6 +205,13 @@ void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const f
   throw std::runtime_error("rank " + std::to_string(rank) + ": the loss became NaN or infinite at iteration " +
                            std::to_string(iteration + 1) + " (" + values +
                            "); lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS");
+}
+
+at::ScalarType compute_type(const Config& config) {
+  const auto precision = config.get<std::string>("MODEL.PRECISION");
+  if (precision == "float32") return at::kFloat;
+  if (precision == "float64") return at::kDouble;
+  throw std::invalid_argument("MODEL.PRECISION must be float32 or float64, got '" + precision + "'");
 }
 
 bool has_data(const EvaluationData& data) { return !data.annotations.empty() && !data.images.empty(); }
@@ -219,6 +260,7 @@ void train(Config config, const TrainerSettings& settings) {
   // The same initialisation everywhere; rank 0's weights are broadcast anyway.
   torch::manual_seed(seed);
   modeling::MaskRcnn model(options);
+  model->to(compute_type(config));
   libtorch::NamedTensors trainable;
   std::vector<at::Tensor> parameters;
   for (const auto& item : model->named_parameters()) {
@@ -276,10 +318,6 @@ void train(Config config, const TrainerSettings& settings) {
   vision::DataLoader loader(dataset, loader_options(config, options, per_rank, seed));
   libtorch::DistributedOptimizer optimizer(sgd, trainable);
   model->train();
-  // Each rank its own stream for the anchor and proposal samples, fixed by
-  // the seed, the rank and the iteration so that a resumed run draws what
-  // the uninterrupted one would have.
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>();
 
   if (rank == 0) {
     std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
@@ -317,9 +355,10 @@ void train(Config config, const TrainerSettings& settings) {
     }
     const double lr = schedule.lr(iteration);
     for (auto& group : sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-    generator.set_current_seed(seed * 1000003 + static_cast<uint64_t>(iteration) * 4099 + static_cast<uint64_t>(rank));
-
-    modeling::LossDict losses = model->batch_losses(images_in, targets, generator);
+    modeling::LossCounts counts;
+    modeling::LossDict losses =
+        model->batch_losses(images_in, targets, image_generators(*batch, seed, iteration), &counts);
+    normalize_over_ranks(losses, counts);
     at::Tensor total = at::zeros({});
     for (const auto& [name, value] : losses) total = total + value;
     if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, rank);

@@ -8,6 +8,9 @@ void define_model(Config& c) {
   c.define("MODEL.META_ARCHITECTURE", std::string("GeneralizedRCNN"));
   c.define("MODEL.WEIGHTS", std::string());  // a checkpoint to start from; "" for none
   c.define("MODEL.MASK_ON", true);
+  // float32, or float64 for exact reproducibility checks (data-parallel
+  // equivalence): float32 rounding flips proposal ranks within a few steps.
+  c.define("MODEL.PRECISION", std::string("float32"));
   // torchvision normalises RGB in the 0..1 range (Detectron2 uses 0..255 BGR).
   c.define("MODEL.PIXEL_MEAN", FloatList{0.485, 0.456, 0.406});
   c.define("MODEL.PIXEL_STD", FloatList{0.229, 0.224, 0.225});

@@ -79,14 +79,17 @@ LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector
     validate_targets(targets[i], {images[i].size(1), images[i].size(2)}, i, options_.roi_heads.num_classes,
                      options_.roi_heads.mask_on);
   }
-  const ImageBatch batch = transform_.forward(images, &targets, /*training=*/true, generator);
-  return forward_losses(batch, targets, generator);
+  const at::ScalarType type = compute_type();
+  std::vector<at::Tensor> typed;
+  for (const at::Tensor& image : images) typed.push_back(image.to(type));
+  for (DetectionTargets& target : targets) target.boxes = target.boxes.to(type);
+  const ImageBatch batch = transform_.forward(typed, &targets, /*training=*/true, generator);
+  return forward_losses(batch, targets, generator, nullptr);
 }
 
-LossDict MaskRcnnImpl::batch_losses(const ImageBatch& batch, std::vector<DetectionTargets> targets,
-                                    at::Generator generator) {
+LossDict MaskRcnnImpl::batch_losses(ImageBatch batch, std::vector<DetectionTargets> targets,
+                                    const ops::ImageGenerators& generators, LossCounts* counts) {
   TORCH_CHECK(is_training(), "MaskRcnn::batch_losses needs train() mode");
-  if (!generator.defined()) generator = at::detail::getDefaultCPUGenerator();
   if (batch.image_sizes.size() != targets.size() || batch.tensors.dim() != 4 ||
       batch.tensors.size(0) != static_cast<int64_t>(targets.size())) {
     throw std::invalid_argument("Mask R-CNN training: a batch of " + std::to_string(batch.image_sizes.size()) +
@@ -95,18 +98,31 @@ LossDict MaskRcnnImpl::batch_losses(const ImageBatch& batch, std::vector<Detecti
   for (size_t i = 0; i < targets.size(); ++i) {
     validate_targets(targets[i], batch.image_sizes[i], i, options_.roi_heads.num_classes, options_.roi_heads.mask_on);
   }
-  return forward_losses(batch, targets, generator);
+  const at::ScalarType type = compute_type();
+  batch.tensors = batch.tensors.to(type);
+  for (DetectionTargets& target : targets) target.boxes = target.boxes.to(type);
+  if (!generators.per_image() && !generators.for_image(0).defined()) {
+    return forward_losses(batch, targets, at::detail::getDefaultCPUGenerator(), counts);
+  }
+  return forward_losses(batch, targets, generators, counts);
 }
 
 LossDict MaskRcnnImpl::forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
-                                      at::Generator generator) {
+                                      const ops::ImageGenerators& generators, LossCounts* counts) {
   const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
   const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
-  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, &targets, generator);
-  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, &targets, generator);
+  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, &targets, generators);
+  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, &targets, generators);
   LossDict losses = std::move(heads.losses);
   losses["loss_objectness"] = proposals.loss_objectness;
   losses["loss_rpn_box_reg"] = proposals.loss_rpn_box_reg;
+  if (counts) {
+    *counts = {{"loss_objectness", proposals.sampled_anchors},
+               {"loss_rpn_box_reg", proposals.sampled_anchors},
+               {"loss_classifier", heads.sampled_proposals},
+               {"loss_box_reg", heads.sampled_proposals}};
+    if (options_.roi_heads.mask_on) (*counts)["loss_mask"] = heads.positive_proposals;
+  }
   return losses;
 }
 
@@ -117,13 +133,23 @@ std::vector<Detections> MaskRcnnImpl::detect(const std::vector<at::Tensor>& imag
     if (image.dim() != 3) throw std::invalid_argument("Mask R-CNN: images must be [3, H, W]");
     original_sizes.push_back({image.size(1), image.size(2)});
   }
-  const ImageBatch batch = transform_.forward(images, nullptr, /*training=*/false, {});
+  const at::ScalarType type = compute_type();
+  std::vector<at::Tensor> typed;
+  for (const at::Tensor& image : images) typed.push_back(image.to(type));
+  const ImageBatch batch = transform_.forward(typed, nullptr, /*training=*/false, {});
   const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
   const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
   RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, nullptr, {});
   RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, nullptr, {});
   transform_.postprocess(heads.detections, batch.image_sizes, original_sizes);
   return heads.detections;
+}
+
+at::ScalarType MaskRcnnImpl::compute_type() {
+  for (const at::Tensor& parameter : parameters()) {
+    if (parameter.is_floating_point()) return parameter.scalar_type();
+  }
+  return at::kFloat;
 }
 
 }  // namespace dtrain::vision::modeling

@@ -34,6 +34,12 @@ class BackboneImpl : public torch::nn::Module {
 TORCH_MODULE(Backbone);
 
 using LossDict = std::map<std::string, at::Tensor>;
+// How many samples each loss of a LossDict is the mean over in this batch:
+// sampled anchors (loss_objectness, loss_rpn_box_reg), sampled proposals
+// (loss_classifier, loss_box_reg), positive proposals (loss_mask). A
+// data-parallel trainer rescales each loss by local / global count so that
+// R ranks' averaged gradients equal those of one rank with the whole batch.
+using LossCounts = std::map<std::string, int64_t>;
 
 class MaskRcnnImpl : public torch::nn::Module {
  public:
@@ -51,11 +57,18 @@ class MaskRcnnImpl : public torch::nn::Module {
 
   // The same losses for a batch the data pipeline has already normalised,
   // resized and padded (vision/data's loader): targets are in the resized
-  // images' pixels, image_sizes say where each image ends.
-  LossDict batch_losses(const ImageBatch& batch, std::vector<DetectionTargets> targets, at::Generator generator = {});
+  // images' pixels, image_sizes say where each image ends. With per-image
+  // generators an image's samples do not depend on its batch; `counts`, when
+  // given, receives what each loss averages over.
+  LossDict batch_losses(ImageBatch batch, std::vector<DetectionTargets> targets,
+                        const ops::ImageGenerators& generators = {}, LossCounts* counts = nullptr);
 
   // Detections per image in the image's own pixels; call in eval() mode.
   std::vector<Detections> detect(const std::vector<at::Tensor>& images);
+
+  // The model computes in its parameters' floating type (float32 unless
+  // moved with to(at::kDouble)); images and target boxes are converted to it.
+  at::ScalarType compute_type();
 
   const MaskRcnnOptions& options() const { return options_; }
   Backbone backbone() const { return backbone_; }
@@ -65,7 +78,7 @@ class MaskRcnnImpl : public torch::nn::Module {
 
  private:
   LossDict forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
-                          at::Generator generator);
+                          const ops::ImageGenerators& generators, LossCounts* counts);
 
   MaskRcnnOptions options_;
   ImageTransform transform_;

@@ -111,7 +111,8 @@ std::vector<at::Tensor> RegionProposalNetworkImpl::select_proposals(const at::Te
 
 RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& features,
                                              const std::vector<ImageSize>& image_sizes, ImageSize padded_size,
-                                             const std::vector<DetectionTargets>* targets, at::Generator generator) {
+                                             const std::vector<DetectionTargets>* targets,
+                                             const ops::ImageGenerators& generators) {
   auto [logits, deltas] = head_->forward(features);
   const int64_t num_images = features[0].size(0);
 
@@ -153,12 +154,13 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
     labels.push_back(image_labels);
     regression_targets.push_back(box_coder_.encode(gt.to(anchors.scalar_type()).index_select(0, matched.clamp_min(0)), anchors));
   }
-  const ops::SampledMasks sampled = sampler_.sample(labels, generator);
+  const ops::SampledMasks sampled = sampler_.sample(labels, generators);
   const at::Tensor positive = at::where(at::cat(sampled.positive, 0))[0];
   const at::Tensor negative = at::where(at::cat(sampled.negative, 0))[0];
   const at::Tensor chosen = at::cat({positive, negative}, 0);
   const at::Tensor all_labels = at::cat(labels, 0);
   const at::Tensor all_targets = at::cat(regression_targets, 0);
+  out.sampled_anchors = chosen.numel();
 
   out.loss_rpn_box_reg = at::smooth_l1_loss(box_deltas.index_select(0, positive),
                                             all_targets.index_select(0, positive), at::Reduction::Sum, 1.0 / 9) /

@@ -33,6 +33,7 @@ class RpnHeadImpl : public torch::nn::Module {
 TORCH_MODULE(RpnHead);
 
 struct RpnOutput {
+  int64_t sampled_anchors = 0;        // training: how many anchors the two losses average over
   std::vector<at::Tensor> proposals;  // per image [P_i, 4], detached
   std::vector<at::Tensor> scores;     // per image [P_i] objectness probabilities
   at::Tensor loss_objectness;         // training only
@@ -47,7 +48,8 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
   // size before padding; padded_size: the batch tensor's (height, width).
   // Training needs targets (boxes) and draws the anchor sample from generator.
   RpnOutput forward(const std::vector<at::Tensor>& features, const std::vector<ImageSize>& image_sizes,
-                    ImageSize padded_size, const std::vector<DetectionTargets>* targets, at::Generator generator);
+                    ImageSize padded_size, const std::vector<DetectionTargets>* targets,
+                    const ops::ImageGenerators& generators);
 
  private:
   std::vector<at::Tensor> select_proposals(const at::Tensor& proposals, const at::Tensor& objectness,

@@ -38,7 +38,7 @@ RoiHeadsImpl::RoiHeadsImpl(const RoiHeadsOptions& options, int64_t in_channels)
 
 RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& proposals,
                                                  const std::vector<DetectionTargets>& targets,
-                                                 at::Generator generator) const {
+                                                 const ops::ImageGenerators& generators) const {
   RoiTrainingSample all;
   for (size_t i = 0; i < proposals.size(); ++i) {
     const at::Tensor gt_boxes = targets[i].boxes.to(proposals[i].scalar_type());
@@ -59,7 +59,7 @@ RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& 
     all.labels.push_back(labels);
     all.matched_idxs.push_back(matched);
   }
-  const ops::SampledMasks sampled = sampler_.sample(all.labels, generator);
+  const ops::SampledMasks sampled = sampler_.sample(all.labels, generators);
   for (size_t i = 0; i < proposals.size(); ++i) {
     const at::Tensor chosen = at::where(sampled.positive[i].logical_or(sampled.negative[i]))[0];
     all.proposals[i] = all.proposals[i].index_select(0, chosen);
@@ -71,13 +71,14 @@ RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& 
 
 RoiHeadsOutput RoiHeadsImpl::forward(const std::vector<at::Tensor>& features, const std::vector<at::Tensor>& proposals,
                                      const std::vector<ImageSize>& image_sizes,
-                                     const std::vector<DetectionTargets>* targets, at::Generator generator,
+                                     const std::vector<DetectionTargets>* targets,
+                                     const ops::ImageGenerators& generators,
                                      RoiTrainingSample* sample_out) {
   const std::vector<at::Tensor> levels = pooled_levels(features);
   RoiHeadsOutput out;
   if (is_training()) {
     TORCH_CHECK(targets != nullptr, "the RoI heads need targets in training");
-    RoiTrainingSample sample = sample_proposals(proposals, *targets, generator);
+    RoiTrainingSample sample = sample_proposals(proposals, *targets, generators);
     std::vector<at::Tensor> regression_targets;
     for (size_t i = 0; i < proposals.size(); ++i) {
       at::Tensor gt_boxes = (*targets)[i].boxes.to(proposals[i].scalar_type());
@@ -90,6 +91,10 @@ RoiHeadsOutput RoiHeadsImpl::forward(const std::vector<at::Tensor>& features, co
     FastRcnnLosses losses = fast_rcnn_loss(class_logits, box_regression, sample.labels, regression_targets);
     out.losses["loss_classifier"] = losses.classifier;
     out.losses["loss_box_reg"] = losses.box_reg;
+    for (const at::Tensor& labels : sample.labels) {
+      out.sampled_proposals += labels.numel();
+      out.positive_proposals += (labels > 0).sum().item<int64_t>();
+    }
     if (options_.mask_on) {
       std::vector<at::Tensor> positive_proposals, positive_matches, gt_masks, gt_labels;
       for (size_t i = 0; i < proposals.size(); ++i) {

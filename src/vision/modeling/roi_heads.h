@@ -27,6 +27,8 @@ namespace dtrain::vision::modeling {
 struct RoiHeadsOutput {
   std::vector<Detections> detections;  // inference: per image, in resized-image pixels, masks [N, 1, 28, 28]
   std::map<std::string, at::Tensor> losses;  // training: loss_classifier, loss_box_reg, loss_mask
+  int64_t sampled_proposals = 0;   // training: rows the classifier and box losses average over
+  int64_t positive_proposals = 0;  // training: masks the mask loss averages over
 };
 
 // What the training sample of proposals was, for tests that compare the
@@ -46,11 +48,12 @@ class RoiHeadsImpl : public torch::nn::Module {
   // training, where the sample is drawn from generator.
   RoiHeadsOutput forward(const std::vector<at::Tensor>& features, const std::vector<at::Tensor>& proposals,
                          const std::vector<ImageSize>& image_sizes, const std::vector<DetectionTargets>* targets,
-                         at::Generator generator, RoiTrainingSample* sample_out = nullptr);
+                         const ops::ImageGenerators& generators, RoiTrainingSample* sample_out = nullptr);
 
  private:
   RoiTrainingSample sample_proposals(const std::vector<at::Tensor>& proposals,
-                                     const std::vector<DetectionTargets>& targets, at::Generator generator) const;
+                                     const std::vector<DetectionTargets>& targets,
+                                     const ops::ImageGenerators& generators) const;
   std::vector<Detections> postprocess(const at::Tensor& class_logits, const at::Tensor& box_regression,
                                       const std::vector<at::Tensor>& proposals,
                                       const std::vector<ImageSize>& image_sizes) const;

@@ -15,7 +15,7 @@ BalancedPositiveNegativeSampler::BalancedPositiveNegativeSampler(int64_t batch_s
 }
 
 SampledMasks BalancedPositiveNegativeSampler::sample(const std::vector<at::Tensor>& matched_idxs,
-                                                     at::Generator generator) const {
+                                                     const ImageGenerators& generators) const {
   SampledMasks out;
   out.positive.reserve(matched_idxs.size());
   out.negative.reserve(matched_idxs.size());
@@ -32,6 +32,7 @@ SampledMasks BalancedPositiveNegativeSampler::sample(const std::vector<at::Tenso
     const int64_t num_pos = std::min(positive.numel(), wanted_pos);
     const int64_t num_neg = std::min(negative.numel(), batch_size_per_image_ - num_pos);
 
+    const at::Generator generator = generators.for_image(i);
     const at::Tensor perm_pos =
         at::randperm(positive.numel(), generator, labels.options().dtype(at::kLong))
             .slice(0, 0, num_pos);

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "vision/ops/image_generators.h"
+
 namespace dtrain::vision::ops {
 
 struct SampledMasks {
@@ -25,9 +27,9 @@ class BalancedPositiveNegativeSampler {
   // >= 1 positive, 0 negative, -1 (or any other negative value) ignored.
   // num_pos = min(#positives, int(batch * fraction)),
   // num_neg = min(#negatives, batch - num_pos); the choice draws
-  // at::randperm from generator (positives first, then negatives, per image),
-  // so a seeded generator makes it reproducible.
-  SampledMasks sample(const std::vector<at::Tensor>& matched_idxs, at::Generator generator) const;
+  // at::randperm from image i's generator (positives first, then negatives,
+  // image after image), so seeded generators make it reproducible.
+  SampledMasks sample(const std::vector<at::Tensor>& matched_idxs, const ImageGenerators& generators) const;
 
   int64_t batch_size_per_image() const { return batch_size_per_image_; }
   double positive_fraction() const { return positive_fraction_; }

@@ -112,6 +112,19 @@ TEST(BalancedSampler, ChoosesOnlyFromTheRightClassAndNeverIgnored) {
   EXPECT_EQ(s.positive[0][8].item<int64_t>() + s.negative[0][8].item<int64_t>(), 0);
 }
 
+TEST(BalancedSampler, PerImageGeneratorsMakeAnImagesSampleIndependentOfItsBatch) {
+  // What data-parallel equivalence rests on: image B sampled second in a
+  // batch or alone (on another rank) with its own generator picks the same.
+  const BalancedPositiveNegativeSampler sampler(4, 0.5);
+  const at::Tensor a = labels(), b = labels().flip(0);
+  const SampledMasks together = sampler.sample({a, b}, ImageGenerators({seeded(5), seeded(6)}));
+  const SampledMasks alone = sampler.sample({b}, ImageGenerators({seeded(6)}));
+  EXPECT_TRUE(at::equal(together.positive[1], alone.positive[0]));
+  EXPECT_TRUE(at::equal(together.negative[1], alone.negative[0]));
+  // One generator per image is required when they are given per image.
+  EXPECT_THROW(sampler.sample({a, b}, ImageGenerators(std::vector<at::Generator>{seeded(5)})), c10::Error);
+}
+
 TEST(BalancedSampler, SeededGeneratorIsReproducibleAndDrawsPositivesFirst) {
   const BalancedPositiveNegativeSampler sampler(4, 0.5);
   const std::vector<at::Tensor> batch = {labels(), labels().flip(0)};
