@@ -197,6 +197,30 @@ void normalize_over_ranks(modeling::LossDict& losses, const modeling::LossCounts
   }
 }
 
+// With ordinary BatchNorm every rank keeps running statistics of its own
+// images. Before the model is evaluated or saved they are averaged over the
+// ranks (one allreduce of all of them), so every rank evaluates, and the
+// checkpoint holds, one model that has seen the whole global batch. Frozen
+// statistics are equal everywhere and stay so.
+void average_batch_norm_statistics(modeling::MaskRcnnImpl& model) {
+  if (dtrain::size() == 1) return;
+  std::vector<at::Tensor> statistics;
+  for (const auto& item : model.named_buffers()) {
+    const std::string& name = item.key();
+    if (name.ends_with("running_mean") || name.ends_with("running_var")) statistics.push_back(item.value());
+  }
+  if (statistics.empty()) return;
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& s : statistics) flat.push_back(s.reshape(-1));
+  const at::Tensor averaged = libtorch::allreduce(at::cat(flat), "trainer.batch_norm_statistics");
+  int64_t offset = 0;
+  torch::NoGradGuard no_grad;
+  for (at::Tensor& s : statistics) {
+    s.copy_(averaged.slice(0, offset, offset + s.numel()).view_as(s));
+    offset += s.numel();
+  }
+}
+
 // Detectron2 stops on a NaN loss too: the weights are lost from there on,
 // and hours of NaN steps help nobody.
 [[noreturn]] void throw_diverged(const modeling::LossDict& losses, int64_t iteration, int rank) {
@@ -402,13 +426,13 @@ void train(Config config, const TrainerSettings& settings) {
         log.write(done, "train", scalars);
       }
     }
-    if (rank == 0 && checkpoint_period > 0 && done % checkpoint_period == 0 && done != max_iter) {
-      save_training_checkpoint(output_dir, checkpoint_name(done), *model, sgd, trainable, done);
-    }
-    if (eval_period > 0 && done % eval_period == 0 && done != max_iter && has_data(test_data)) {
-      evaluate(*model, test_data, output_dir, done, log);
-    }
+    const bool save = checkpoint_period > 0 && done % checkpoint_period == 0 && done != max_iter;
+    const bool eval = eval_period > 0 && done % eval_period == 0 && done != max_iter && has_data(test_data);
+    if (save || eval) average_batch_norm_statistics(*model);
+    if (rank == 0 && save) save_training_checkpoint(output_dir, checkpoint_name(done), *model, sgd, trainable, done);
+    if (eval) evaluate(*model, test_data, output_dir, done, log);
   }
+  average_batch_norm_statistics(*model);
   if (rank == 0) {
     save_training_checkpoint(output_dir, "model_final.pth", *model, sgd, trainable, max_iter);
     std::printf("Trained iterations %lld..%lld in %.1f s; model: %s\n", static_cast<long long>(start_iter),

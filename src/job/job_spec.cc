@@ -176,6 +176,11 @@ void apply_override(YAML::Node& root, const std::string& assignment, Problems& p
   std::vector<std::string> parts;
   std::stringstream stream(key);
   for (std::string part; std::getline(stream, part, '.');) parts.push_back(part);
+  // Hyperparameter and environment names are free-form and may hold dots
+  // (Detectron2's SOLVER.BASE_LR): everything after the field is one key.
+  if (parts.size() > 2 && (parts[0] == "hyperparameters" || parts[0] == "environment")) {
+    parts = {parts[0], key.substr(parts[0].size() + 1)};
+  }
   if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
     problems.add("--set " + key, "empty component in the dotted key");
     return;

@@ -79,10 +79,12 @@ TEST(JobSpec, DefaultsForOptionalFields) {
 TEST(JobSpec, SetOverridesFieldsWithYamlValues) {
   JobSpec spec = parse_job_spec("name: a\ncommand: [true]\nhyperparameters: {lr: 0.1}\n", "s", "/tmp",
                                 {"instance_count=3", "hyperparameters.lr=0.5",
-                                 "hyperparameters.new=\"7\"", "distribution.engine=mpi"});
+                                 "hyperparameters.new=\"7\"", "distribution.engine=mpi",
+                                 "hyperparameters.SOLVER.BASE_LR=0.02"});
   EXPECT_EQ(spec.instance_count, 3);
   EXPECT_EQ(spec.hyperparameters["lr"], nlohmann::ordered_json(0.5));
   EXPECT_EQ(spec.hyperparameters["new"], nlohmann::ordered_json("7"));
+  EXPECT_EQ(spec.hyperparameters["SOLVER.BASE_LR"], nlohmann::ordered_json(0.02)) << "one key, dots and all";
   EXPECT_EQ(spec.engine, Engine::kMpi);
 }
 

@@ -218,7 +218,7 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   const modeling::MaskRcnnOptions o = to_model_options(c);
   EXPECT_EQ(o.backbone.depth, 18);
   EXPECT_EQ(o.backbone.trainable_layers, 5);
-  EXPECT_TRUE(o.backbone.frozen_batch_norm);
+  EXPECT_FALSE(o.backbone.frozen_batch_norm) << "trained from scratch: ordinary BatchNorm";
   EXPECT_EQ(o.backbone.fpn_out_channels, 64);
   EXPECT_EQ(o.rpn.anchor_sizes, (FloatListList{{8}, {16}, {32}, {64}, {128}}));
   EXPECT_EQ(o.rpn.pre_nms_top_n_train, 600);
@@ -238,12 +238,15 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   EXPECT_EQ(o.transform.min_size_test, 128);
   EXPECT_EQ(o.transform.max_size_test, 192);
   EXPECT_EQ(c.get<int64_t>("SOLVER.IMS_PER_BATCH"), 4);
-  EXPECT_EQ(c.get<double>("SOLVER.BASE_LR"), 0.01);
-  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 300);
-  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(200, 260));
-  EXPECT_EQ(c.get<int64_t>("SOLVER.WARMUP_ITERS"), 50);
-  EXPECT_EQ(c.get<int64_t>("SOLVER.CHECKPOINT_PERIOD"), 100);
-  EXPECT_EQ(c.get<int64_t>("SOLVER.LOG_PERIOD"), 10);
+  EXPECT_EQ(c.get<double>("SOLVER.BASE_LR"), 0.04);
+  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 2200);
+  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1650, 2000));
+  EXPECT_EQ(c.get<int64_t>("SOLVER.WARMUP_ITERS"), 100);
+  EXPECT_TRUE(c.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED"));
+  EXPECT_EQ(c.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE"), "norm");
+  EXPECT_EQ(c.get<double>("SOLVER.CLIP_GRADIENTS.CLIP_VALUE"), 5.0);
+  EXPECT_EQ(c.get<int64_t>("SOLVER.CHECKPOINT_PERIOD"), 1000);
+  EXPECT_EQ(c.get<int64_t>("SOLVER.LOG_PERIOD"), 50);
   EXPECT_EQ(c.get<int64_t>("DATALOADER.NUM_WORKERS"), 1);
 }
 
