@@ -251,14 +251,19 @@ TEST(Mismatch, CachedTensorChangingShapeOnOneRank) {
 }
 
 TEST(Misuse, DuplicateNameInFlightRaises) {
+  // Only rank 0 submits twice, and the others submit "dup" only after the barrier that rank 0
+  // enters after both tries: its first is certainly still in flight. (Were another rank to try
+  // too, its first could complete before its second under load, and that second, never waited
+  // for, would later run into freed memory when the other ranks join.)
   Tensor t(DataType::kFloat32, {4});
-  if (rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto first = allreduce_async("dup", t.view, t.view);
-  const std::string message = error_of([&] { allreduce_async("dup", t.view, t.view); });
+  Handle first;
   if (rank() == 0) {
-    // Rank 0 submitted twice before the others arrived: the first is certainly in flight.
+    first = allreduce_async("dup", t.view, t.view);
+    const std::string message = error_of([&] { allreduce_async("dup", t.view, t.view); });
     EXPECT_NE(message.find("already in flight"), std::string::npos) << message;
   }
+  barrier();
+  if (rank() != 0) first = allreduce_async("dup", t.view, t.view);
   first.wait();
 }
 
