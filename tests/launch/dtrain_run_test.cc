@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -258,10 +259,17 @@ TEST_P(DtrainRunUsage, ExitsTwoWithOneLine) {
   EXPECT_EQ(r.out, "");
 }
 
-std::string bad_hostfile() {
+// Written when the test cases are registered (every run of this binary, listing included),
+// and removed when the process exits, so runs leave nothing behind in the temp directory.
+struct BadHostfile {
   std::string path = ::testing::TempDir() + "/dtrain-bad-hostfile-" + std::to_string(::getpid());
-  std::ofstream(path) << "# ok\nlocalhost slots=2\nnode2 slots=two\n";
-  return path;
+  BadHostfile() { std::ofstream(path) << "# ok\nlocalhost slots=2\nnode2 slots=two\n"; }
+  ~BadHostfile() { std::remove(path.c_str()); }
+};
+
+std::string bad_hostfile() {
+  static const BadHostfile file;
+  return file.path;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -239,8 +239,8 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   EXPECT_EQ(o.transform.max_size_test, 192);
   EXPECT_EQ(c.get<int64_t>("SOLVER.IMS_PER_BATCH"), 4);
   EXPECT_EQ(c.get<double>("SOLVER.BASE_LR"), 0.04);
-  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 2200);
-  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1650, 2000));
+  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 2000);
+  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1650));
   EXPECT_EQ(c.get<int64_t>("SOLVER.WARMUP_ITERS"), 100);
   EXPECT_TRUE(c.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED"));
   EXPECT_EQ(c.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE"), "norm");

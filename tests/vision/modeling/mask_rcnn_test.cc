@@ -63,7 +63,9 @@ TEST(MaskRcnn, TrainingReturnsTheFiveFiniteLossesAndImagesWithoutObjectsTrainThe
   }
   total.backward();
   for (const auto& item : model->named_parameters()) {
-    if (item.value().grad().defined()) EXPECT_TRUE(item.value().grad().isfinite().all().item<bool>()) << item.key();
+    if (item.value().grad().defined()) {
+      EXPECT_TRUE(item.value().grad().isfinite().all().item<bool>()) << item.key();
+    }
   }
 
   // A batch of only empty images still trains: the mask loss is a zero with a graph.
