@@ -22,6 +22,7 @@
 #include "vision/data/coco_dataset.h"
 #include "vision/data/data_loader.h"
 #include "vision/data/transforms.h"
+#include "vision/modeling/batch_norm.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
 #include "vision/solver/lr_schedule.h"
@@ -221,6 +222,19 @@ void average_batch_norm_statistics(modeling::MaskRcnnImpl& model) {
   }
 }
 
+// MODEL.RESNETS.NORM SyncBN: every BatchNorm takes its training statistics
+// over all ranks' images through a differentiable allreduce named after the
+// module, so 2 ranks x b images normalise as 1 rank x 2b does.
+void synchronize_batch_norm(modeling::MaskRcnnImpl& model) {
+  for (const auto& item : model.named_modules()) {
+    if (auto* norm = dynamic_cast<modeling::BatchNormImpl*>(item.value().get())) {
+      norm->synchronize_statistics([name = "sync_batch_norm." + item.key()](const at::Tensor& local) {
+        return libtorch::allreduce_with_gradient(local, name);
+      });
+    }
+  }
+}
+
 // Detectron2 stops on a NaN loss too: the weights are lost from there on,
 // and hours of NaN steps help nobody.
 [[noreturn]] void throw_diverged(const modeling::LossDict& losses, int64_t iteration, int rank) {
@@ -285,6 +299,7 @@ void train(Config config, const TrainerSettings& settings) {
   torch::manual_seed(seed);
   modeling::MaskRcnn model(options);
   model->to(compute_type(config));
+  if (options.backbone.synchronized_batch_norm) synchronize_batch_norm(*model);
   libtorch::NamedTensors trainable;
   std::vector<at::Tensor> parameters;
   for (const auto& item : model->named_parameters()) {

@@ -67,6 +67,13 @@ std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tens
                                                           std::vector<std::int64_t> splits = {});
 at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
 
+// The sum over ranks as a differentiable operation: backward sums the incoming gradients over
+// the ranks too (the gradient of every rank's loss reaches every rank's input). For statistics
+// computed across ranks inside the model, such as synchronized batch normalisation. Every rank
+// must call it, in the same order, in forward and in backward; `name` is used for both (with
+// ".forward" and ".backward" appended) and must not be in flight twice.
+at::Tensor allreduce_with_gradient(const at::Tensor& tensor, const std::string& name);
+
 // An asynchronous tensor collective: wait() returns the result tensor.
 class TensorHandle {
  public:

@@ -84,10 +84,11 @@ modeling::BackboneOptions backbone_options(const Config& c) {
   }
   out.trainable_layers = in_range(c, "MODEL.RESNETS.TRAINABLE_LAYERS", 0, 5);
   const auto norm = c.get<std::string>("MODEL.RESNETS.NORM");
-  if (norm != "FrozenBN" && norm != "BN") {
-    throw ConfigError(fmt::format("MODEL.RESNETS.NORM must be FrozenBN or BN, got '{}'", norm));
+  if (norm != "FrozenBN" && norm != "BN" && norm != "SyncBN") {
+    throw ConfigError(fmt::format("MODEL.RESNETS.NORM must be FrozenBN, BN or SyncBN, got '{}'", norm));
   }
   out.frozen_batch_norm = norm == "FrozenBN";
+  out.synchronized_batch_norm = norm == "SyncBN";
   out.fpn_out_channels = positive(c, "MODEL.FPN.OUT_CHANNELS");
   return out;
 }

@@ -25,8 +25,40 @@ at::Tensor BatchNormImpl::forward(const at::Tensor& x) {
     torch::NoGradGuard no_grad;
     num_batches_tracked_.add_(1);
   }
+  if (is_training() && cross_rank_sum_) return synchronized_forward(x);
   return at::batch_norm(x, weight_, bias_, running_mean_, running_var_, is_training(), /*momentum=*/0.1, kEps,
                         /*cudnn_enabled=*/false);
+}
+
+void BatchNormImpl::synchronize_statistics(CrossRankSum sum) {
+  if (frozen_ && sum) throw std::invalid_argument("synchronized statistics need ordinary BatchNorm, not FrozenBN");
+  cross_rank_sum_ = std::move(sum);
+}
+
+// Per channel, every rank contributes its sum, sum of squares and element count; the summed
+// totals give the mean and the (biased) variance of the union of the ranks' batches, which
+// normalise as at::batch_norm does. The running variance is updated unbiased, as PyTorch's
+// BatchNorm and SyncBatchNorm do. Gradients flow through the statistics into every rank's
+// input (the sum's backward), as they would through one process's batch.
+at::Tensor BatchNormImpl::synchronized_forward(const at::Tensor& x) {
+  constexpr double kMomentum = 0.1;
+  const int64_t channels = x.size(1);
+  const at::Tensor count = torch::full({1}, static_cast<double>(x.numel() / channels), x.options());
+  const at::Tensor local = torch::cat({x.sum({0, 2, 3}), (x * x).sum({0, 2, 3}), count});
+  const at::Tensor total = cross_rank_sum_(local);
+  const at::Tensor n = total.narrow(0, 2 * channels, 1).detach();
+  const at::Tensor mean = total.narrow(0, 0, channels) / n;
+  const at::Tensor variance = (total.narrow(0, channels, channels) / n - mean * mean).clamp_min(0);
+  {
+    torch::NoGradGuard no_grad;
+    const double elements = n.item<double>();
+    running_mean_.mul_(1 - kMomentum).add_(mean.to(running_mean_.dtype()), kMomentum);
+    running_var_.mul_(1 - kMomentum)
+        .add_(variance.to(running_var_.dtype()), kMomentum * elements / std::max(elements - 1, 1.0));
+  }
+  const at::Tensor scale = weight_ * (variance + kEps).rsqrt();
+  const at::Tensor shift = bias_ - mean * scale;
+  return x * scale.view({1, -1, 1, 1}) + shift.view({1, -1, 1, 1});
 }
 
 }  // namespace dtrain::vision::modeling

@@ -10,7 +10,16 @@
 // shift = bias - mean * scale, in torchvision's order of operations: folding
 // it into the preceding convolution was measured to gain nothing on the CPU
 // (0.5% of a training step) and would cost bit-identical features.
+//
+// Synchronized (Detectron2's "SyncBN"): in training, the ordinary form can
+// take its batch statistics over every rank's images instead of this rank's
+// alone, through a cross-rank sum the caller provides (the trainer passes
+// dtrain's differentiable allreduce); data-parallel training then normalises
+// exactly as one process with the whole batch would. Without that sum it is
+// ordinary BatchNorm.
 #include <torch/torch.h>
+
+#include <functional>
 
 namespace dtrain::vision::modeling {
 
@@ -24,8 +33,16 @@ class BatchNormImpl : public torch::nn::Module {
 
   bool frozen() const { return frozen_; }
 
+  // A differentiable sum over the ranks of a 1-D tensor (its backward sums the gradients over
+  // the ranks too). Given one, training takes batch statistics over all ranks' batches.
+  using CrossRankSum = std::function<at::Tensor(const at::Tensor&)>;
+  void synchronize_statistics(CrossRankSum sum);
+
  private:
+  at::Tensor synchronized_forward(const at::Tensor& x);
+
   bool frozen_;
+  CrossRankSum cross_rank_sum_;
   at::Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
 TORCH_MODULE(BatchNorm);

@@ -26,6 +26,7 @@ void expect_same_options(const modeling::MaskRcnnOptions& a, const modeling::Mas
   EXPECT_EQ(a.backbone.trainable_layers, b.backbone.trainable_layers);
   EXPECT_EQ(a.backbone.frozen_batch_norm, b.backbone.frozen_batch_norm);
   EXPECT_EQ(a.backbone.fpn_out_channels, b.backbone.fpn_out_channels);
+  EXPECT_EQ(a.backbone.synchronized_batch_norm, b.backbone.synchronized_batch_norm);
 
   EXPECT_EQ(a.rpn.anchor_sizes, b.rpn.anchor_sizes);
   EXPECT_EQ(a.rpn.aspect_ratios, b.rpn.aspect_ratios);
@@ -219,6 +220,7 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   EXPECT_EQ(o.backbone.depth, 18);
   EXPECT_EQ(o.backbone.trainable_layers, 5);
   EXPECT_FALSE(o.backbone.frozen_batch_norm) << "trained from scratch: ordinary BatchNorm";
+  EXPECT_TRUE(o.backbone.synchronized_batch_norm) << "statistics over all ranks' images";
   EXPECT_EQ(o.backbone.fpn_out_channels, 64);
   EXPECT_EQ(o.rpn.anchor_sizes, (FloatListList{{8}, {16}, {32}, {64}, {128}}));
   EXPECT_EQ(o.rpn.pre_nms_top_n_train, 600);
@@ -239,8 +241,8 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   EXPECT_EQ(o.transform.max_size_test, 192);
   EXPECT_EQ(c.get<int64_t>("SOLVER.IMS_PER_BATCH"), 4);
   EXPECT_EQ(c.get<double>("SOLVER.BASE_LR"), 0.04);
-  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 2000);
-  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1650));
+  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 1400);
+  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1150));
   EXPECT_EQ(c.get<int64_t>("SOLVER.WARMUP_ITERS"), 100);
   EXPECT_TRUE(c.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED"));
   EXPECT_EQ(c.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE"), "norm");
@@ -275,7 +277,7 @@ TEST(ConfigMaskRcnn, ValidationNamesTheKeyAndTheRule) {
   EXPECT_EQ(validation_error({"MODEL.RESNETS.TRAINABLE_LAYERS", "6"}),
             "MODEL.RESNETS.TRAINABLE_LAYERS must lie in 0..5, got 6");
   EXPECT_EQ(validation_error({"MODEL.RESNETS.NORM", "GN"}),
-            "MODEL.RESNETS.NORM must be FrozenBN or BN, got 'GN'");
+            "MODEL.RESNETS.NORM must be FrozenBN, BN or SyncBN, got 'GN'");
   EXPECT_EQ(validation_error({"MODEL.RPN.NMS_THRESH", "1.5"}),
             "MODEL.RPN.NMS_THRESH must lie in [0, 1], got 1.5");
   EXPECT_EQ(validation_error({"MODEL.ROI_HEADS.SCORE_THRESH_TEST", "-0.1"}),
