@@ -122,6 +122,9 @@ struct InferenceServer::Impl {
     http.set_payload_max_length(options.max_payload_bytes);
     // Clients of an endpoint keep their connection: do not close it every 5 requests.
     http.set_keep_alive_max_count(100000);
+    // httplib writes a response's headers and body separately: with Nagle's
+    // algorithm the body waits for the client's delayed ACK (40 ms on Linux).
+    http.set_tcp_nodelay(true);
     http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
       request_start = Clock::now();
       return httplib::Server::HandlerResponse::Unhandled;

@@ -161,7 +161,7 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& source)
   throw CocoError(fmt::format("{}: not a JPEG or PNG image", source));
 }
 
-ImageSize read_image_size(std::span<const uint8_t> bytes, const std::string& source) {
+ImageDimensions read_image_dimensions(std::span<const uint8_t> bytes, const std::string& source) {
   if (is_jpeg(bytes)) {
     int width = 0, height = 0, subsampling = 0, colorspace = 0;
     if (tjDecompressHeader3(thread_decompressor(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
