@@ -70,10 +70,10 @@ std::vector<std::unique_ptr<serving::Endpoint>> load_endpoints(const serving::Mo
   return endpoints;
 }
 
-// SIGTERM and SIGINT reach a thread through a pipe: libraries loaded before
-// main (Open MPI's, through LibTorch) start threads of their own, so blocking
-// the signals for sigwait cannot cover every thread; a handler can, and
-// write() is async-signal-safe.
+// SIGTERM and SIGINT reach a thread through a pipe. Blocking them in main for
+// sigwait did not work: a thread some library starts before main runs took
+// the signal and the process died of it. A handler works on whatever thread
+// the kernel picks, and write() is async-signal-safe.
 int signal_pipe[2] = {-1, -1};
 
 extern "C" void forward_signal(int signal) {
