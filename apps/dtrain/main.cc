@@ -11,6 +11,7 @@
 #include "entrypoint_command.h"
 #include "job_command.h"
 #include "run_command.h"
+#include "serve_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: distributed data-parallel training", "dtrain"};
@@ -20,6 +21,12 @@ int main(int argc, char** argv) {
   dtrain::cli::DataCommand data(app);
   dtrain::cli::JobCommand job(app);
   dtrain::cli::EntrypointCommand entrypoint(app);
+  dtrain::cli::ServeCommand serve(app);
+
+  // Everything after "serve" belongs to dtrain-serve, "--" and --help included.
+  if (argc > 1 && std::string(argv[1]) == "serve") {
+    return dtrain::cli::ServeCommand::execute(std::vector<std::string>(argv + 2, argv + argc));
+  }
 
   // Split at the first "--": what follows is a user command, never options.
   std::vector<std::string> args(argv + 1, argv + argc);

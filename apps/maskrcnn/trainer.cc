@@ -13,6 +13,7 @@
 
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
+#include "model_export.h"
 #include "model_inference.h"
 #include "sharded_evaluation.h"
 #include "training_checkpoint.h"
@@ -457,7 +458,9 @@ void train(Config config, const TrainerSettings& settings) {
       fs::create_directories(model_dir);
       fs::copy_file(output_dir / "model_final.pth", fs::path(model_dir) / "model_final.pth",
                     fs::copy_options::overwrite_existing);
-      std::printf("Model artifact: %s\n", (fs::path(model_dir) / "model_final.pth").c_str());
+      write_model_metadata(model_dir, "model_final.pth", config, dataset.categories());
+      std::printf("Model artifact: %s (with model.json and config.yaml for dtrain serve)\n",
+                  (fs::path(model_dir) / "model_final.pth").c_str());
     }
     std::fflush(stdout);
   }

@@ -161,6 +161,31 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& source)
   throw CocoError(fmt::format("{}: not a JPEG or PNG image", source));
 }
 
+ImageDimensions read_image_dimensions(std::span<const uint8_t> bytes, const std::string& source) {
+  if (is_jpeg(bytes)) {
+    int width = 0, height = 0, subsampling = 0, colorspace = 0;
+    if (tjDecompressHeader3(thread_decompressor(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
+                            &height, &subsampling, &colorspace) != 0 ||
+        width <= 0 || height <= 0) {
+      throw CocoError(fmt::format("{}: corrupt JPEG: {}", source, tjGetErrorStr2(thread_decompressor())));
+    }
+    return {static_cast<uint32_t>(height), static_cast<uint32_t>(width)};
+  }
+  if (is_png(bytes)) {
+    // The signature, then the IHDR chunk: length, "IHDR", width, height (big-endian).
+    if (bytes.size() < 24 || std::memcmp(bytes.data() + 12, "IHDR", 4) != 0) {
+      throw CocoError(fmt::format("{}: corrupt PNG: no IHDR header", source));
+    }
+    const auto big_endian = [&](size_t at) {
+      return (uint32_t{bytes[at]} << 24) | (uint32_t{bytes[at + 1]} << 16) | (uint32_t{bytes[at + 2]} << 8) |
+             uint32_t{bytes[at + 3]};
+    };
+    return {big_endian(20), big_endian(16)};
+  }
+  if (bytes.empty()) throw CocoError(fmt::format("{}: empty file, not an image", source));
+  throw CocoError(fmt::format("{}: not a JPEG or PNG image", source));
+}
+
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw CocoError(fmt::format("{}: cannot open file", path));

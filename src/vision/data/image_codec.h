@@ -16,6 +16,16 @@ namespace dtrain::vision {
 // ("SOURCE: not a JPEG or PNG image", "SOURCE: corrupt JPEG: ...").
 RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& source);
 
+// The dimensions in a JPEG's or PNG's header, without decoding the pixels:
+// a server checks them before decode_image allocates height x width x 3
+// bytes for a small file that claims to be huge. Throws CocoError as
+// decode_image does for data that is neither format or has no readable header.
+struct ImageDimensions {
+  uint32_t height = 0;
+  uint32_t width = 0;
+};
+ImageDimensions read_image_dimensions(std::span<const uint8_t> bytes, const std::string& source);
+
 // Reads and decodes an image file; a missing file is a CocoError naming it.
 RgbImage read_image(const std::string& path);
 

@@ -1,0 +1,9 @@
+#include "libtorch_threads.h"
+
+#include "dtrain/torch.h"
+
+namespace dtrain::serve {
+
+void use_libtorch_threads(int threads) { dtrain::libtorch::set_num_threads(threads); }
+
+}  // namespace dtrain::serve
