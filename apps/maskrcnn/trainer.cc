@@ -300,7 +300,8 @@ void train(Config config, const TrainerSettings& settings) {
   torch::manual_seed(seed);
   modeling::MaskRcnn model(options);
   model->to(compute_type(config));
-  if (options.backbone.synchronized_batch_norm) synchronize_batch_norm(*model);
+  // On one rank SyncBN is BatchNorm: skip 40 no-op allreduces per step.
+  if (options.backbone.synchronized_batch_norm && size > 1) synchronize_batch_norm(*model);
   libtorch::NamedTensors trainable;
   std::vector<at::Tensor> parameters;
   for (const auto& item : model->named_parameters()) {
