@@ -10,6 +10,7 @@
 #include "data_command.h"
 #include "entrypoint_command.h"
 #include "job_command.h"
+#include "ps_server_command.h"
 #include "run_command.h"
 #include "serve_command.h"
 
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   dtrain::cli::JobCommand job(app);
   dtrain::cli::EntrypointCommand entrypoint(app);
   dtrain::cli::ServeCommand serve(app);
+  dtrain::cli::PsServerCommand ps_server(app);
 
   // Everything after "serve" belongs to dtrain-serve, "--" and --help included.
   if (argc > 1 && std::string(argv[1]) == "serve") {
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "data") context = "dtrain data";
   if (!args.empty() && args[0] == "job") context = "dtrain job";
   if (!args.empty() && args[0] == "entrypoint") context = "dtrain entrypoint";
+  if (!args.empty() && args[0] == "ps-server") context = "dtrain ps-server";
   try {
     // CLI11 wants the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -69,5 +72,6 @@ int main(int argc, char** argv) {
   if (data.subcommand()->parsed()) return data.execute();
   if (job.subcommand()->parsed()) return job.execute();
   if (entrypoint.subcommand()->parsed()) return entrypoint.execute(trailing);
+  if (ps_server.subcommand()->parsed()) return ps_server.execute();
   return 2;
 }

@@ -66,6 +66,18 @@ RunCommand::RunCommand(CLI::App& parent) {
   mpi->excludes(gloo);
   value("--mpi-args", options_.mpi_args, "Extra mpirun arguments, passed as they are (with --mpi)")
       ->type_name("\"ARGS\"");
+  auto* ps = app_->add_flag("--ps", options_.ps.enabled,
+                            "Parameter-server training: also start one `dtrain ps-server` per host");
+  ps->excludes(mpi);
+  value("--ps-mode", options_.ps.mode, "async (default): servers apply each push at once; sync: they average "
+                                       "every worker's gradient of a step first")
+      ->type_name("MODE");
+  value("--ps-staleness", options_.ps.staleness,
+        "async: a worker may run at most S steps ahead of the slowest (default -1: unbounded)")
+      ->type_name("S");
+  value("--ps-worker-timeout", options_.ps.worker_timeout_s,
+        "Servers drop a worker silent this long (default 15)")
+      ->type_name("S");
 }
 
 bool RunCommand::takes_value(const std::string& token) const {
@@ -109,6 +121,10 @@ int RunCommand::execute(const std::vector<std::string>& trailing, bool had_separ
   if (app_->count("--cycle-time-ms")) options_.cycle_time_ms = cycle_ms_;
   if (app_->count("--stall-warning-s")) options_.stall_warning_s = stall_warning_;
   if (app_->count("--stall-shutdown-s")) options_.stall_shutdown_s = stall_shutdown_;
+  if (!options_.ps.enabled && (app_->count("--ps-mode") || app_->count("--ps-staleness") ||
+                                app_->count("--ps-worker-timeout"))) {
+    return usage_error("--ps-mode, --ps-staleness and --ps-worker-timeout need --ps");
+  }
   if (app_->count("--ssh-port")) options_.ssh.port = ssh_port_;
   if (app_->count("--ssh-identity-file")) options_.ssh.identity_file = identity_file_;
 

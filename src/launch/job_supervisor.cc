@@ -52,8 +52,11 @@ struct Worker {
   std::unique_ptr<LineRelay> stdout_relay;
   std::unique_ptr<LineRelay> stderr_relay;
   std::unique_ptr<RawOutputFiles> raw;
+  bool service = false;
+  std::string name;
 
   std::string who() const {
+    if (service) return fmt::format("{} (host {})", name, placement.host);
     return fmt::format("rank {} (host {})", placement.rank, placement.host);
   }
 };
@@ -77,9 +80,15 @@ class SupervisedJob {
       Worker w;
       w.placement = std::move(l.placement);
       w.request = std::move(l.request);
+      w.service = l.service;
+      w.name = std::move(l.name);
       int rank = w.placement.rank;
-      if (options_.output_dir) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
+      if (options_.output_dir && !w.service) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
       auto prefix = [&](std::string_view stream) {
+        if (w.service) {
+          return options_.prefix ? fmt::format("[{}:{}]<{}>:", w.placement.host, w.name, stream)
+                                 : fmt::format("[{}]<{}>:", w.name, stream);
+        }
         return options_.prefix ? options_.prefix(w.placement, stream) : relay_prefix(rank, stream);
       };
       auto sink = [this, placement = w.placement](bool is_stderr) -> LineRelay::Sink {
@@ -103,6 +112,7 @@ class SupervisedJob {
       wait_for_events();
       handle_signals();
       reap();
+      stop_services_after_workers();
       check_start_timeout();
       check_time_limit();
       check_kill_deadline();
@@ -260,8 +270,26 @@ class SupervisedJob {
       spdlog::debug("{}", describe_exit(*it, status));
       if (options_.on_exit) options_.on_exit(it->placement, status);
       bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!success && !stopping_) fail(describe_exit(*it, status), &*it, status);
+      if (stopping_) continue;
+      if (it->service) {
+        fail(fmt::format("{} while the workers were training", describe_exit(*it, status)), &*it, status);
+      } else if (!success && options_.tolerate_worker_failures && it->placement.rank != 0) {
+        write_fully(2, fmt::format("dtrain run: {}; the other workers go on without it\n", describe_exit(*it, status)));
+      } else if (!success) {
+        fail(describe_exit(*it, status), &*it, status);
+      }
     }
+  }
+
+  // Services exist for the workers: once the last worker is gone, stop them (not a failure).
+  void stop_services_after_workers() {
+    if (stopping_) return;
+    bool any_service = false;
+    for (const auto& w : workers_) {
+      if (!w.service && w.running) return;
+      any_service = any_service || (w.service && w.running);
+    }
+    if (any_service) begin_stop(SIGTERM);
   }
 
   void check_start_timeout() {

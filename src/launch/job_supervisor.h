@@ -18,6 +18,11 @@ class SignalChannel;
 struct WorkerLaunch {
   RankPlacement placement;
   SpawnRequest request;
+  // A service (a parameter server) runs for the workers: it is stopped with SIGTERM
+  // once every worker has exited, and its exit before then fails the job. Its
+  // placement.rank is the rank it reports ready as; `name` is how messages call it.
+  bool service = false;
+  std::string name;
 };
 
 // The first failure of a job: who, why, and how the process ended (absent
@@ -52,6 +57,9 @@ struct SupervisorOptions {
   std::function<void(const RankPlacement&, int wait_status)> on_exit;
   // Stop every worker (as after a failure) once the job has run this long; 0: no limit.
   double time_limit_s = 0;
+  // Parameter-server training: a worker other than rank 0 that fails is reported
+  // on stderr and the others go on; the job fails only for rank 0 or a service.
+  bool tolerate_worker_failures = false;
 };
 
 // Runs the workers of one job to the end. Relays their output line by line

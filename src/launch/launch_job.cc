@@ -49,6 +49,19 @@ void validate(const LaunchOptions& o) {
   if (o.ssh.port && (*o.ssh.port < 1 || *o.ssh.port > 65535)) {
     throw LaunchError::usage(fmt::format("-p: ssh port must be in 1..65535, got {}", *o.ssh.port));
   }
+  if (o.ps.enabled) {
+    if (o.use_mpi) throw LaunchError::usage("--ps and --mpi cannot be combined: parameter-server workers do not use MPI");
+    if (o.ps.mode != "async" && o.ps.mode != "sync") {
+      throw LaunchError::usage(fmt::format("--ps-mode must be async or sync, got '{}'", o.ps.mode));
+    }
+    if (o.ps.staleness < -1) {
+      throw LaunchError::usage(fmt::format("--ps-staleness must be >= 0 (or -1: unbounded), got {}", o.ps.staleness));
+    }
+    if (!(o.ps.worker_timeout_s > 0)) {
+      throw LaunchError::usage(fmt::format("--ps-worker-timeout must be a positive number of seconds, got {}",
+                                           o.ps.worker_timeout_s));
+    }
+  }
   if (o.network_interface && o.network_interface->empty()) {
     throw LaunchError::usage("--network-interface: empty interface name");
   }
@@ -131,6 +144,13 @@ int exec_mpirun(const LaunchOptions& options, const std::vector<HostSlots>& host
 
 }  // namespace
 
+// This program's own path: `dtrain run --ps` starts the parameter servers as `<it> ps-server`.
+static std::string current_executable() {
+  std::error_code error;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string("dtrain") : path.string();
+}
+
 int launch_job(const LaunchOptions& options) {
   validate(options);
   std::vector<HostSlots> hosts = requested_hosts(options);
@@ -154,7 +174,9 @@ int launch_job(const LaunchOptions& options) {
   if (!remote_hosts.empty()) require_ssh_reachable(remote_hosts, options.ssh);
 
   JobIdentity identity = JobIdentity::generate();
-  RendezvousServer rendezvous(identity.token, np);
+  // Parameter servers report ready after the workers' ranks: np, np+1, ...
+  const int servers = options.ps.enabled ? static_cast<int>(used.size()) : 0;
+  RendezvousServer rendezvous(identity.token, np + servers);
   int port = rendezvous.start(endpoint.bind_address);
   spdlog::debug("job {}: rendezvous store on {}:{} (bound to {})", identity.job_id,
                 endpoint.advertised_address, port, endpoint.bind_address);
@@ -167,24 +189,33 @@ int launch_job(const LaunchOptions& options) {
   std::vector<std::string> parent_env = current_environment();
   std::string cwd = current_directory();
   std::vector<WorkerLaunch> launches;
-  for (const auto& placement : placements) {
+  auto request_for = [&](const RankPlacement& placement, const std::vector<std::string>& command) {
     EnvVars dtrain_env = dtrain_env_for(placement, settings);
+    if (servers > 0) dtrain_env.emplace_back("DTRAIN_PS_SERVERS", std::to_string(servers));
+    bool remote = std::find(remote_hosts.begin(), remote_hosts.end(), placement.host) != remote_hosts.end();
+    if (!remote) return SpawnRequest{command, merge_environment(parent_env, dtrain_env), false};
+    // Forward the user's own DTRAIN_* settings too; ours take precedence.
+    EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, dtrain_env));
+    std::string script = remote_worker_script(cwd, remote_env, command, options.kill_grace_s);
+    return SpawnRequest{ssh_worker_argv(placement.host, options.ssh, remote_shell_command(script)), parent_env, true};
+  };
+  // The servers first, so they are listening by the time the workers look for them.
+  for (int i = 0; i < servers; ++i) {
+    WorkerLaunch launch;
+    launch.placement = RankPlacement{np + i, np, 0, 1, i, servers, used[static_cast<size_t>(i)]};
+    launch.service = true;
+    launch.name = fmt::format("ps{}", i);
+    const std::string program = options.ps.program.empty() ? current_executable() : options.ps.program;
+    launch.request = request_for(launch.placement, {program, "ps-server", "--index", std::to_string(i), "--mode",
+                                                    options.ps.mode, "--staleness", std::to_string(options.ps.staleness),
+                                                    "--worker-timeout", format_env_number(options.ps.worker_timeout_s),
+                                                    "--ready-rank", std::to_string(np + i)});
+    launches.push_back(std::move(launch));
+  }
+  for (const auto& placement : placements) {
     WorkerLaunch launch;
     launch.placement = placement;
-    bool remote = std::find(remote_hosts.begin(), remote_hosts.end(), placement.host) !=
-                  remote_hosts.end();
-    if (!remote) {
-      launch.request =
-          SpawnRequest{options.command, merge_environment(parent_env, dtrain_env), false};
-    } else {
-      // Forward the user's own DTRAIN_* settings too; ours take precedence.
-      EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, dtrain_env));
-      std::string script =
-          remote_worker_script(cwd, remote_env, options.command, options.kill_grace_s);
-      launch.request = SpawnRequest{
-          ssh_worker_argv(placement.host, options.ssh, remote_shell_command(script)), parent_env,
-          true};
-    }
+    launch.request = request_for(placement, options.command);
     launches.push_back(std::move(launch));
   }
 
@@ -199,6 +230,7 @@ int launch_job(const LaunchOptions& options) {
     };
   }
   supervision.on_failure = options.on_failure;
+  supervision.tolerate_worker_failures = options.ps.enabled;
 
   JobSupervisor supervisor(std::move(supervision), signals);
   int exit_code = supervisor.run(std::move(launches));

@@ -30,6 +30,17 @@ struct LaunchOptions {
   bool use_mpi = false;             // --mpi: start the job with mpirun (Open MPI) instead
   std::string mpi_args;             // --mpi-args: passed to mpirun as they are
 
+  // --ps: parameter-server training. One `dtrain ps-server` per host next to the
+  // ranks (the workers); a worker other than rank 0 that fails is reported and the
+  // job goes on without it; a server that fails ends the job.
+  struct ParameterServers {
+    bool enabled = false;
+    std::string mode = "async";     // --ps-mode async|sync
+    int staleness = -1;             // --ps-staleness S (async; -1: unbounded)
+    double worker_timeout_s = 15;   // --ps-worker-timeout S
+    std::string program;            // the dtrain executable that runs `ps-server` (default: this one)
+  } ps;
+
   // For programs that call launch_job() themselves (the job entry point):
   // prefix output lines with host and rank ("[host:rank]<stdout>:"), and
   // receive the first failure instead of the final "dtrain run: ..." line.

@@ -1,81 +1,29 @@
 #include "runtime/transport/gloo/http_store.h"
 
-#include <thread>
-
-#include <httplib.h>
-
-#include "dtrain/dtrain.h"
-
 namespace dtrain::runtime {
-namespace {
-constexpr const char* kTokenHeader = "X-Dtrain-Token";
-}
 
 HttpStore::HttpStore(const std::string& host, int port, std::string token, std::chrono::milliseconds timeout)
-    : host_(host), port_(port), token_(std::move(token)), timeout_(timeout),
-      client_(std::make_unique<httplib::Client>(host, port)) {
-  client_->set_connection_timeout(5, 0);
-  client_->set_read_timeout(30, 0);
-  client_->set_keep_alive(true);
-  client_->set_default_headers({{kTokenHeader, token_}});
-}
+    : client_(host, port, std::move(token)), timeout_(timeout) {}
 
 HttpStore::~HttpStore() = default;
 
-std::string HttpStore::where() const { return "rendezvous store " + host_ + ":" + std::to_string(port_); }
-
 void HttpStore::set(const std::string& key, const std::vector<char>& data) {
-  auto result = client_->Put(("/v1/kv/" + key).c_str(), std::string(data.begin(), data.end()),
-                             "application/octet-stream");
-  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
-  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
-  if (result->status != 200) {
-    throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to setting '" + key + "'");
-  }
-}
-
-bool HttpStore::try_get(const std::string& key, std::vector<char>* value) {
-  auto result = client_->Get(("/v1/kv/" + key).c_str());
-  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
-  if (result->status == 404) return false;
-  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
-  if (result->status != 200) {
-    throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to reading '" + key + "'");
-  }
-  if (value) value->assign(result->body.begin(), result->body.end());
-  return true;
+  client_.set(key, std::string(data.begin(), data.end()));
 }
 
 std::vector<char> HttpStore::get(const std::string& key) {
-  wait({key}, timeout_);
-  std::vector<char> value;
-  try_get(key, &value);
-  return value;
+  const std::string value = client_.wait_get(key, timeout_);
+  return {value.begin(), value.end()};
 }
 
 void HttpStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
   for (const auto& key : keys) {
-    while (!try_get(key, nullptr)) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        throw Error("dtrain: timed out after " + std::to_string(timeout.count() / 1000) + " s waiting for '" + key +
-                    "' in the " + where() + " (did every rank start?)");
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(100));
-    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    client_.wait_get(key, std::max(left, std::chrono::milliseconds(0)));
   }
 }
 
-void HttpStore::report_ready(int rank) {
-  auto result = client_->Post(("/v1/ready/" + std::to_string(rank)).c_str(), "", "text/plain");
-  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
-  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
-  if (result->status != 200) {
-    throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to rank " +
-                std::to_string(rank) + "'s ready report");
-  }
-}
+void HttpStore::report_ready(int rank) { client_.report_ready(rank); }
 
 }  // namespace dtrain::runtime

@@ -10,9 +10,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-namespace httplib {
-class Client;
-}
+#include "runtime/rendezvous_client.h"
 
 namespace dtrain::runtime {
 
@@ -30,14 +28,8 @@ class HttpStore final : public gloo::rendezvous::Store {
   void report_ready(int rank);
 
  private:
-  bool try_get(const std::string& key, std::vector<char>* value);
-  std::string where() const;
-
-  std::string host_;
-  int port_;
-  std::string token_;
+  RendezvousClient client_;
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 }  // namespace dtrain::runtime

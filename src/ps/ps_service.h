@@ -1,0 +1,66 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/server.h>
+
+#include "parameter_server.grpc.pb.h"
+#include "parameter_store.h"
+
+namespace dtrain::ps {
+
+// The metadata key every worker request carries the job token under.
+inline constexpr const char* kTokenMetadata = "x-dtrain-token";
+
+// Serves one ParameterStore over gRPC (callback API: a request waiting for a sync round or
+// the staleness bound holds no thread). Requests without the job's token are refused
+// with UNAUTHENTICATED.
+class ParameterService final : public wire::ParameterServer::CallbackService {
+ public:
+  ParameterService(ParameterStore& store, std::string token) : store_(store), token_(std::move(token)) {}
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context, const wire::RegisterRequest* request,
+                                     wire::RegisterReply* reply) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context, const wire::PushRequest* request,
+                                 wire::PushReply* reply) override;
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context, const wire::PullRequest* request,
+                                 wire::PullReply* reply) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context, const wire::HeartbeatRequest* request,
+                                      wire::HeartbeatReply* reply) override;
+
+ private:
+  bool authorized(grpc::CallbackServerContext* context) const;
+
+  ParameterStore& store_;
+  std::string token_;
+};
+
+// A parameter server listening on a port, with the thread that drops silent workers.
+class ParameterServer {
+ public:
+  // `listen`: "host:port"; port 0 picks a free one.
+  ParameterServer(ParameterStoreOptions options, std::string token, const std::string& listen);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  int port() const { return port_; }
+  void shutdown();
+
+ private:
+  ParameterStore store_;
+  ParameterService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::thread liveness_;
+};
+
+}  // namespace dtrain::ps
