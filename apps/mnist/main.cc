@@ -5,6 +5,11 @@
 // Each rank trains on its shard of the 60,000 training images with batch 128; gradients are
 // averaged by allreduce as backward produces them; rank 0 prints the loss averaged across
 // ranks every 50 steps, writes checkpoints and the final model, and reports test accuracy.
+//
+// With `--distribution ps` (under `dtrain run --ps`) the same loop trains through parameter
+// servers instead: PSOptimizer pushes gradients and installs the servers' fresh weights,
+// asynchronously unless the servers run in sync mode; rank 0 (the chief) prints its own
+// loss, writes the checkpoints and the final model and scores the test set alone.
 #include <CLI/CLI.hpp>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
@@ -12,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -40,14 +46,29 @@ struct Options {
   std::uint64_t seed = 42;
   int threads = 0;  // 0: the cores divided among this host's ranks
   std::int64_t log_every = 50;
+  std::string distribution = "allreduce";  // or "ps"
 };
 
-double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& test) {
-  // Every rank scores a contiguous slice; the counts are summed.
+bool parameter_servers(const Options& options) { return options.distribution == "ps"; }
+
+// Where this process sits: from the runtime, or (parameter servers) the launcher's environment.
+struct Placement {
+  int rank = 0, size = 1, local_size = 1;
+};
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
+
+// `collective`: every rank scores a contiguous slice and the counts are summed; otherwise
+// this process scores the whole set.
+double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& test, bool collective) {
   model->eval();
   torch::NoGradGuard no_grad;
   const std::int64_t n = test.images.size(0);
-  const std::int64_t begin = n * dtrain::rank() / dtrain::size(), end = n * (dtrain::rank() + 1) / dtrain::size();
+  const int rank = collective ? dtrain::rank() : 0, size = collective ? dtrain::size() : 1;
+  const std::int64_t begin = n * rank / size, end = n * (rank + 1) / size;
   std::int64_t correct = 0;
   for (std::int64_t i = begin; i < end; i += 1000) {
     const std::int64_t j = std::min(end, i + 1000);
@@ -55,14 +76,14 @@ double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistT
     correct += predicted.eq(test.labels.slice(0, i, j)).sum().item<std::int64_t>();
   }
   std::int64_t counts[2] = {correct, end - begin};
-  dtrain::allreduce("test.counts", {counts, dtrain::DataType::kInt64, {2}}, {counts, dtrain::DataType::kInt64, {2}},
+  if (collective) dtrain::allreduce("test.counts", {counts, dtrain::DataType::kInt64, {2}}, {counts, dtrain::DataType::kInt64, {2}},
                     {dtrain::ReduceOp::kSum});
   model->train();
   return static_cast<double>(counts[0]) / static_cast<double>(counts[1]);
 }
 
-void write_model(dtrain::mnist::MnistNet& model, const Options& options, double accuracy) {
-  if (dtrain::rank() != 0 || options.model_dir.empty()) return;
+void write_model(dtrain::mnist::MnistNet& model, const Options& options, int rank, double accuracy) {
+  if (rank != 0 || options.model_dir.empty()) return;
   std::filesystem::create_directories(options.model_dir);
   torch::save(model, options.model_dir + "/model.pt");
   // What a server needs to know to load the weights.
@@ -72,11 +93,18 @@ void write_model(dtrain::mnist::MnistNet& model, const Options& options, double 
 }
 
 int train(const Options& options) {
-  dtrain::init();
-  const int rank = dtrain::rank(), size = dtrain::size();
+  const bool ps = parameter_servers(options);
+  Placement placement;
+  if (ps) {
+    placement = {env_int("DTRAIN_RANK", 0), env_int("DTRAIN_SIZE", 1), env_int("DTRAIN_LOCAL_SIZE", 1)};
+  } else {
+    dtrain::init();
+    placement = {dtrain::rank(), dtrain::size(), dtrain::local_size()};
+  }
+  const int rank = placement.rank, size = placement.size;
   const int threads =
       options.threads > 0 ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dtrain::local_size());
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / placement.local_size);
   dt::set_num_threads(threads);
   dt::pin_device();
 
@@ -87,11 +115,12 @@ int train(const Options& options) {
   dtrain::mnist::MnistNet model;
   const double lr = options.learning_rate > 0 ? options.learning_rate : 0.000125 * size;
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(lr));
-  dt::DistributedOptimizer optimizer(adam, model->named_parameters().pairs());
 
   dt::TrainingProgress progress;
   std::optional<dt::Checkpointer> checkpointer;
-  if (!options.checkpoint_dir.empty()) checkpointer.emplace(options.checkpoint_dir, 3);
+  // Parameter-server workers do not use the runtime: rank 0 restores its checkpoint alone
+  // and hands the servers its weights and step.
+  if (!options.checkpoint_dir.empty()) checkpointer.emplace(options.checkpoint_dir, 3, ps ? rank : -1);
   if (options.resume) {
     if (!checkpointer) throw dtrain::Error("dtrain-mnist: --resume needs --checkpoint-dir");
     if (auto restored = checkpointer->restore(*model, adam)) {
@@ -102,9 +131,23 @@ int train(const Options& options) {
       std::printf("No checkpoint in %s; starting fresh\n", options.checkpoint_dir.c_str());
     }
   }
-  // Start every rank from rank 0's weights and optimizer state.
-  dt::broadcast_parameters(dt::named_state(*model), 0);
-  dt::broadcast_optimizer_state(adam, 0);
+  std::optional<dt::DistributedOptimizer> allreduce;
+  std::optional<dt::PSOptimizer> servers;
+  if (ps) {
+    servers.emplace(adam, model->named_parameters().pairs(), progress.step);
+    progress.step = servers->start_step();
+    if (rank == 0) {
+      std::printf("Parameter servers: %s updates\n", servers->mode().c_str());
+      std::fflush(stdout);
+    }
+  } else {
+    allreduce.emplace(adam, model->named_parameters().pairs());
+    // Start every rank from rank 0's weights and optimizer state.
+    dt::broadcast_parameters(dt::named_state(*model), 0);
+    dt::broadcast_optimizer_state(adam, 0);
+  }
+  auto zero_grad = [&] { ps ? servers->zero_grad() : allreduce->zero_grad(); };
+  auto step = [&] { ps ? servers->step() : allreduce->step(); };
   // Dropout differs per rank and per resumption point.
   torch::manual_seed(options.seed + 1000 * static_cast<std::uint64_t>(rank) + static_cast<std::uint64_t>(progress.step));
 
@@ -137,16 +180,17 @@ int train(const Options& options) {
       const at::Tensor images = train_set.images.index_select(0, index);
       const at::Tensor labels = train_set.labels.index_select(0, index);
 
-      optimizer.zero_grad();
+      zero_grad();
       const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
       loss.backward();
-      optimizer.step();
+      step();
       ++progress.step;
       ++window_steps;
       progress.epoch = progress.step / steps_per_epoch;
 
       if (progress.step % options.log_every == 0 || progress.step == total_steps) {
-        const double average_loss = dt::metric_average(loss.item<double>(), "train.loss");
+        // Parameter-server workers do not meet: the chief reports its own loss.
+        const double average_loss = ps ? loss.item<double>() : dt::metric_average(loss.item<double>(), "train.loss");
         const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
         const double images_per_second = static_cast<double>(window_steps * options.batch_size * size) / seconds;
         const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
@@ -162,20 +206,23 @@ int train(const Options& options) {
       }
       const bool epoch_end = progress.step % steps_per_epoch == 0 || progress.step == total_steps;
       if (checkpointer && ((options.checkpoint_every > 0 && progress.step % options.checkpoint_every == 0) || epoch_end)) {
+        if (ps && rank == 0) servers->pull_parameters();  // every shard, as the servers hold it now
         checkpointer->save(*model, adam, progress);
       }
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  const double accuracy = test_accuracy(model, test_set);
+  if (ps) servers->finish();  // the chief waits for the others, then pulls the final weights
+  if (ps && rank != 0) return 0;
+  const double accuracy = test_accuracy(model, test_set, !ps);
   if (rank == 0) {
     std::printf("Trained %lld steps in %.1f s (%.1f images/s)\n", static_cast<long long>(progress.step - first_step),
                 seconds, static_cast<double>((progress.step - first_step) * options.batch_size * size) / seconds);
     std::printf("Test accuracy: %.4f\n", accuracy);
     std::fflush(stdout);
   }
-  write_model(model, options, accuracy);
-  dtrain::shutdown();
+  write_model(model, options, rank, accuracy);
+  if (!ps) dtrain::shutdown();
   return 0;
 }
 
@@ -200,6 +247,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "LibTorch threads per rank (0: cores / local ranks)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", options.log_every, "Print the loss every N steps")->check(CLI::PositiveNumber);
+  app.add_option("--distribution", options.distribution,
+                 "allreduce (default) or ps: train through parameter servers (under `dtrain run --ps`)")
+      ->check(CLI::IsMember({"allreduce", "ps"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -140,6 +140,51 @@ class DistributedOptimizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// Parameter-server training (`dtrain run --ps`): the same shape as DistributedOptimizer.
+// The wrapped optimizer only declares the update rule (torch::optim::SGD or Adam, one
+// parameter group) and the learning rate, read at every step: the servers hold the
+// parameters, sharded by size, and apply the update themselves. A hook pushes each
+// gradient's pieces the moment backward produces it; each reply carries the piece's
+// fresh value, and step() installs them. No dtrain::init() is needed: the worker's rank,
+// the job token and the servers come from the launcher's environment. Asynchronous by
+// default; `dtrain run --ps --ps-mode sync` makes the servers average each step's
+// gradients over all workers (the allreduce result), `--ps-staleness S` bounds how far
+// a worker may run ahead.
+class PSOptimizer {
+ public:
+  // Registers with every server. The chief's (rank 0's) current parameters initialise the
+  // servers, and `start_step` (where its checkpoint left off) is given to every worker;
+  // the others wait for that and start from the chief's values.
+  PSOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters, std::int64_t start_step = 0);
+  ~PSOptimizer();
+  PSOptimizer(const PSOptimizer&) = delete;
+  PSOptimizer& operator=(const PSOptimizer&) = delete;
+
+  int rank() const;
+  int size() const;
+  const std::string& mode() const;      // "async" or "sync"
+  std::int64_t start_step() const;      // the chief's
+  std::int64_t steps_taken() const;
+
+  // Pushes what backward has not (zeros for a parameter without gradient), waits for
+  // every reply and installs the fresh values. Throws dtrain::Error naming the server
+  // that failed or did not answer within DTRAIN_PS_RPC_TIMEOUT seconds.
+  void step();
+  void zero_grad();
+  // Copies the servers' current values into the parameters (the chief before a
+  // checkpoint or the final model).
+  void pull_parameters();
+  // The chief: waits until the other workers have finished (or were dropped), then pulls.
+  // Every worker: tells the servers it is done. Call once, after the last step.
+  void finish(double wait_for_others_s = 3600);
+  torch::optim::Optimizer& optimizer() { return optimizer_; }
+
+ private:
+  struct Impl;
+  torch::optim::Optimizer& optimizer_;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Every parameter and buffer of a module, by its qualified name: what broadcast_parameters
 // and checkpoints need.
 NamedTensors named_state(const torch::nn::Module& module);
@@ -192,7 +237,10 @@ struct TrainingProgress {
 // so a damaged file is named and refused, never loaded.
 class Checkpointer {
  public:
-  Checkpointer(std::string directory, int keep_last = 3);
+  // `rank` -1: this process's rank in the runtime (dtrain::init()). A rank given here
+  // (parameter-server workers, which do not use the runtime) makes restore() local:
+  // rank 0 reads the newest checkpoint itself, other ranks get nothing and load nothing.
+  explicit Checkpointer(std::string directory, int keep_last = 3, int rank = -1);
 
   // Collective-free: ranks other than 0 return at once.
   void save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
@@ -206,8 +254,11 @@ class Checkpointer {
   const std::string& directory() const { return directory_; }
 
  private:
+  int my_rank() const;
+
   std::string directory_;
   int keep_last_;
+  int rank_;
 };
 
 }  // namespace dtrain::libtorch

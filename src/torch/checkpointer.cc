@@ -78,9 +78,12 @@ std::string read_verified(const std::string& path) {
 
 }  // namespace
 
-Checkpointer::Checkpointer(std::string directory, int keep_last) : directory_(std::move(directory)), keep_last_(keep_last) {
+Checkpointer::Checkpointer(std::string directory, int keep_last, int rank)
+    : directory_(std::move(directory)), keep_last_(keep_last), rank_(rank) {
   if (keep_last_ < 1) throw Error("dtrain::Checkpointer: keep_last must be at least 1");
 }
+
+int Checkpointer::my_rank() const { return rank_ >= 0 ? rank_ : rank(); }
 
 std::vector<std::string> Checkpointer::list() const {
   std::vector<std::string> paths;
@@ -98,7 +101,7 @@ std::vector<std::string> Checkpointer::list() const {
 
 void Checkpointer::save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
                         const TrainingProgress& progress) const {
-  if (rank() != 0) return;
+  if (my_rank() != 0) return;
   torch::serialize::OutputArchive archive;
   for (const auto& [name, tensor] : named_state(model)) archive.write("model." + name, tensor.detach().to(at::kCPU));
   torch::serialize::OutputArchive optimizer_archive;
@@ -144,7 +147,7 @@ std::optional<TrainingProgress> Checkpointer::restore(torch::nn::Module& model,
   // Rank 0 reads and verifies; the outcome (payload, nothing, or the error) goes to every
   // rank, so a bad checkpoint fails all ranks with the same message.
   std::string message;
-  if (rank() == 0) {
+  if (my_rank() == 0) {
     const auto paths = list();
     if (paths.empty()) {
       message = "N";
@@ -156,12 +159,16 @@ std::optional<TrainingProgress> Checkpointer::restore(torch::nn::Module& model,
       }
     }
   }
-  message = broadcast_bytes(message, 0, "checkpoint.restore");
+  if (rank_ >= 0) {
+    if (rank_ != 0) return std::nullopt;  // without the runtime only rank 0 restores
+  } else {
+    message = broadcast_bytes(message, 0, "checkpoint.restore");
+  }
   if (message.empty()) throw Error("dtrain: empty checkpoint message from rank 0");
   if (message[0] == 'N') return std::nullopt;
   if (message[0] == 'E') throw Error(message.substr(1));
 
-  const std::string source = rank() == 0 ? list().back() : "the checkpoint broadcast by rank 0";
+  const std::string source = my_rank() == 0 ? list().back() : "the checkpoint broadcast by rank 0";
   try {
     torch::serialize::InputArchive archive;
     std::istringstream in(message.substr(1));
@@ -184,7 +191,7 @@ std::optional<TrainingProgress> Checkpointer::restore(torch::nn::Module& model,
     c10::IValue epoch, step;
     archive.read("progress.epoch", epoch);
     archive.read("progress.step", step);
-    if (rank() == 0) {
+    if (my_rank() == 0) {
       at::Tensor rng;
       archive.read("rng.cpu", rng);
       at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the default's state
