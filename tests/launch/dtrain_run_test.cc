@@ -290,8 +290,48 @@ INSTANTIATE_TEST_SUITE_P(
                   "cannot read hostfile '/nonexistent/hosts'"},
         UsageCase{"BadHostfileLine", {"--hostfile", bad_hostfile(), "true"}, " line 3: bad slot count"},
         UsageCase{"BothHostListAndHostfile", {"-H", "localhost:1", "--hostfile", "/x", "true"}, "either -H or --hostfile"},
-        UsageCase{"NegativeStartTimeout", {"--start-timeout", "-1", "true"}, "--start-timeout"}),
+        UsageCase{"NegativeStartTimeout", {"--start-timeout", "-1", "true"}, "--start-timeout"},
+        UsageCase{"PsModeWithoutPs", {"--ps-mode", "sync", "true"}, "need --ps"},
+        UsageCase{"UnknownPsMode", {"--ps", "--ps-mode", "eventual", "true"}, "--ps-mode must be async or sync, got 'eventual'"},
+        UsageCase{"NegativePsStaleness", {"--ps", "--ps-staleness", "-2", "true"}, "--ps-staleness must be >= 0"},
+        UsageCase{"PsWithMpi", {"--ps", "--mpi", "true"}, "--ps"}),
     [](const ::testing::TestParamInfo<UsageCase>& info) { return info.param.name; });
+
+// --ps: one parameter server per host beside the workers (tests/torch trains through them).
+TEST(DtrainRunWithParameterServers, StopsTheServersOnceTheWorkersAreDone) {
+  auto r = run_dtrain({"--ps", "-np", "2", "sh", "-c", "sleep 0.5"}, 60);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[ps0]<stdout>:dtrain ps-server 0: serving on 127.0.0.1:"), std::string::npos) << r.out;
+}
+
+TEST(DtrainRunWithParameterServers, AWorkerOtherThanTheChiefMayFail) {
+  auto r = run_dtrain({"--ps", "-np", "3", "sh", "-c", "test $DTRAIN_RANK != 2 || exit 3; sleep 1"}, 60);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain run: rank 2 (host localhost) exited with status 3; the other workers go on without it"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(DtrainRunWithParameterServers, TheChiefFailingFailsTheJob) {
+  auto r = run_dtrain({"--ps", "-np", "2", "sh", "-c", "test $DTRAIN_RANK != 0 || exit 4; sleep 30"}, 60);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("dtrain run: rank 0 (host localhost) exited with status 4"), std::string::npos) << r.err;
+}
+
+TEST(DtrainRunWithParameterServers, AServerThatDiesEndsTheJobNamingIt) {
+  const std::string marker = unique_sleep();
+  // The worker kills its sibling, the server (both are the launcher's children), then waits.
+  auto r = run_dtrain({"--ps", "-np", "1", "sh", "-c", "sleep 1; pkill -KILL -P $PPID -f ps-server; sleep " + marker},
+                      60);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("dtrain run: ps0 (host localhost) was killed by signal 9 (SIGKILL) while the workers were training"),
+            std::string::npos)
+      << r.err;
+}
 
 TEST(DtrainRun, UnreachableHostFailsBeforeAnythingStarts) {
   auto r = run_dtrain({"-H", "localhost:1,no-such-host.invalid:1", "-np", "2", "echo", "ran"}, 60);

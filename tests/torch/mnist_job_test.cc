@@ -1,4 +1,5 @@
-// dtrain-mnist as a user runs it: killed mid-epoch and resumed.
+// dtrain-mnist as a user runs it: killed mid-epoch and resumed; trained through parameter
+// servers (sync mode against allreduce, a worker killed in async mode, resumed).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,10 +8,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
+#include <torch/serialize.h>
+
 #include "command_runner.h"
+#include "mnist_net.h"
 
 namespace {
 
@@ -100,6 +105,95 @@ TEST(MnistJob, MissingDataIsNamed) {
   const auto result = dtrain::testing::run_job(kMnist + " --data-dir /nonexistent/mnist --steps 1", 60);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("/nonexistent/mnist/train-images-idx3-ubyte"), std::string::npos) << result.output;
+}
+
+// The weights a run wrote to DIR/model.pt, flattened, by parameter name.
+std::map<std::string, at::Tensor> weights_in(const fs::path& dir) {
+  dtrain::mnist::MnistNet model;
+  torch::load(model, (dir / "model.pt").string());
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& item : model->named_parameters()) weights[item.key()] = item.value().detach().flatten().clone();
+  return weights;
+}
+
+TEST(MnistParameterServers, SyncModeReproducesAllreduceAfterTwentySteps) {
+  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_sync_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const std::string args = " --data-dir " + kData + " --steps 20 --batch-size 32 --threads 1 --log-every 10";
+  const auto allreduce =
+      dtrain::testing::run_job(kLauncher + " run -np 2 -- " + kMnist + args + " --model-dir " + (dir / "allreduce").string(), 180);
+  ASSERT_EQ(allreduce.exit_code, 0) << allreduce.output;
+  const auto ps = dtrain::testing::run_job(kLauncher + " run --ps --ps-mode sync -np 2 -- " + kMnist + args +
+                                               " --distribution ps --model-dir " + (dir / "ps").string(),
+                                           180);
+  ASSERT_EQ(ps.exit_code, 0) << ps.output;
+  EXPECT_NE(ps.output.find("Parameter servers: sync updates"), std::string::npos) << ps.output;
+
+  const auto a = weights_in(dir / "allreduce"), b = weights_in(dir / "ps");
+  ASSERT_EQ(a.size(), b.size());
+  double largest = 0, moved = 0;
+  for (const auto& [name, tensor] : a) {
+    largest = std::max(largest, (tensor - b.at(name)).abs().max().item<double>());
+    moved = std::max(moved, tensor.abs().max().item<double>());
+  }
+  EXPECT_LE(largest, 1e-5) << "parameter servers in sync mode and allreduce disagree";
+  RecordProperty("largest_difference", std::to_string(largest));
+  EXPECT_GT(moved, 0.0);
+  fs::remove_all(dir);
+}
+
+TEST(MnistParameterServers, AsyncTrainingFinishesWhenAWorkerIsKilled) {
+  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_kill_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string log = (dir / "log").string();
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    const std::string command = kLauncher + " run --ps --ps-worker-timeout 3 -np 3 -- " + kMnist + " --data-dir " + kData +
+                                " --distribution ps --steps 150 --batch-size 32 --threads 1 --log-every 10 --model-dir " +
+                                (dir / "model").string() + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  auto output = [&] { return dtrain::testing::read_file(log); };
+  while (output().find("Step #20\t") == std::string::npos && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(output().find("Step #20\t"), std::string::npos) << output();
+  const pid_t rank2 = find_rank(dir.string(), 2);
+  ASSERT_GT(rank2, 0);
+  ASSERT_EQ(kill(rank2, SIGKILL), 0);
+
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  const std::string text = output();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("rank 2 (host localhost) was killed by signal 9 (SIGKILL); the other workers go on without it"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("dtrain ps-server 0: dropping worker 2 (no request for 3 s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Step #150\t"), std::string::npos) << text;
+  EXPECT_NE(text.find("Test accuracy: 0.9"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(dir / "model" / "model.pt"));
+  fs::remove_all(dir);
+}
+
+TEST(MnistParameterServers, TheChiefResumesFromItsCheckpointAndTheOthersFollow) {
+  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_resume_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const std::string command = kLauncher + " run --ps -np 2 -- " + kMnist + " --data-dir " + kData +
+                              " --distribution ps --batch-size 32 --threads 1 --log-every 10 --checkpoint-every 10" +
+                              " --checkpoint-dir " + dir.string();
+  const auto first = dtrain::testing::run_job(command + " --steps 30", 180);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(newest_checkpoint_step(dir), 30);
+  const auto second = dtrain::testing::run_job(command + " --steps 50 --resume", 180);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("Resumed from step 30"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("Trained 20 steps"), std::string::npos) << second.output;
+  EXPECT_EQ(newest_checkpoint_step(dir), 50);
+  fs::remove_all(dir);
 }
 
 }  // namespace
