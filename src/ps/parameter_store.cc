@@ -121,7 +121,7 @@ bool ParameterStore::may_proceed(std::int64_t step) const {
 void ParameterStore::push(int worker, std::int64_t step, double learning_rate, const std::string& piece_name,
                           const std::string& gradient_bytes, PushDone done) {
   static const std::vector<float> kNone;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (grpc::Status status = check_worker(worker); !status.ok()) return done(status, 0, kNone);
   if (!initialized_) return done(precondition("push before the chief initialised the parameters"), 0, kNone);
   auto it = pieces_.find(piece_name);
@@ -165,9 +165,14 @@ void ParameterStore::push(int worker, std::int64_t step, double learning_rate, c
     stale_waiters_.emplace_back(piece_name, PendingPush{worker, step, learning_rate, gradient_bytes, std::move(done)});
     return;
   }
+  std::unique_lock piece_lock(piece.mutex);
+  const bool release = clock_advanced && !stale_waiters_.empty();
+  // Nothing else to do under the store's lock: let pushes of other pieces apply in parallel.
+  if (!release) lock.unlock();
   apply(piece, learning_rate, reinterpret_cast<const float*>(gradient_bytes.data()));
   done(grpc::Status::OK, piece.version, piece.values);
-  if (clock_advanced) release_stale_waiters();
+  piece_lock.unlock();
+  if (release) release_stale_waiters();
 }
 
 void ParameterStore::try_finish_rounds() {
@@ -178,6 +183,7 @@ void ParameterStore::try_finish_rounds() {
       if (participating(workers_[w]) && !piece.contributors.count(static_cast<int>(w))) complete = false;
     }
     if (!complete) continue;
+    std::lock_guard piece_lock(piece.mutex);
     const float scale = 1.0f / static_cast<float>(piece.contributors.size());
     for (float& g : piece.gradient_sum) g *= scale;
     apply(piece, piece.round_learning_rate, piece.gradient_sum.data());
@@ -201,6 +207,7 @@ void ParameterStore::release_stale_waiters() {
       continue;
     }
     Piece& piece = pieces_.at(name);
+    std::lock_guard piece_lock(piece.mutex);
     apply(piece, pending.learning_rate, reinterpret_cast<const float*>(pending.gradient.data()));
     pending.done(grpc::Status::OK, piece.version, piece.values);
   }
@@ -216,6 +223,7 @@ grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& na
   for (const auto& name : names) {
     auto it = pieces_.find(name);
     if (it == pieces_.end()) return invalid(fmt::format("parameter server {} holds no piece '{}'", options_.server, name));
+    std::lock_guard piece_lock(it->second.mutex);
     values.emplace_back(reinterpret_cast<const char*>(it->second.values.data()), it->second.values.size() * sizeof(float));
     versions.push_back(it->second.version);
   }

@@ -92,7 +92,10 @@ class ParameterStore {
     std::string gradient;
     PushDone done;
   };
+  // Lock order: mutex_, then a piece's mutex. An async push releases mutex_ once its
+  // bookkeeping is done and applies under the piece's mutex alone.
   struct Piece {
+    std::mutex mutex;
     std::vector<float> values;
     UpdateState state;
     std::int64_t version = 0;

@@ -9,14 +9,16 @@
 
 namespace dtrain::ps {
 
-ShardPlan::ShardPlan(const std::vector<ParameterSize>& parameters, int servers) : servers_(servers) {
+ShardPlan::ShardPlan(const std::vector<ParameterSize>& parameters, int servers, std::int64_t max_piece_elements)
+    : servers_(servers) {
   if (servers < 1) throw PsError(fmt::format("parameter servers: need at least one server, got {}", servers));
   std::int64_t total = 0;
   for (const auto& p : parameters) {
     if (p.elements <= 0) throw PsError(fmt::format("parameter servers: parameter '{}' is empty", p.name));
     total += p.elements;
   }
-  const std::int64_t share = std::max<std::int64_t>(1, (total + servers - 1) / servers);
+  const std::int64_t share =
+      std::max<std::int64_t>(1, std::min((total + servers - 1) / servers, max_piece_elements));
 
   by_parameter_.resize(parameters.size());
   for (size_t i = 0; i < parameters.size(); ++i) {

@@ -22,13 +22,19 @@ struct ParameterSize {
 
 // Which server holds which part of which parameter. Every worker computes the
 // same plan from the same parameter list, so no one has to distribute it.
-// Parameters larger than an even share (total / servers) are cut into
-// near-equal pieces no larger than that share; the pieces then go, largest
+// Parameters larger than an even share (total / servers), or than
+// `max_piece_elements`, are cut into near-equal pieces no larger than that; the
+// pieces then go, largest
 // first, to the server holding the fewest elements so far (lowest index on a
 // tie). Each server ends within one piece of an equal share.
 class ShardPlan {
  public:
-  ShardPlan(const std::vector<ParameterSize>& parameters, int servers);
+  // 1 M elements (4 MB): large tensors travel as several requests in flight at once,
+  // which the servers can apply in parallel, instead of one 50 MB message.
+  static constexpr std::int64_t kMaxPieceElements = 1 << 20;
+
+  ShardPlan(const std::vector<ParameterSize>& parameters, int servers,
+            std::int64_t max_piece_elements = kMaxPieceElements);
 
   int servers() const { return servers_; }
   const std::vector<Piece>& pieces() const { return pieces_; }
