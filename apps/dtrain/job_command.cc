@@ -142,9 +142,12 @@ int JobCommand::host_exec() const {
   for (const auto& h : hosts) {
     if (h.name != exec_host_) continue;
     ::setenv("SAGEMAKER_BASE_DIR", h.root.c_str(), 1);
-    // The hosts share one host name and /dev/shm; Open MPI, started here by mpirun, would
-    // name its shared-memory files as another host's ranks do (see LocalHost::shm_dir).
-    if (!h.shm_dir.empty()) ::setenv("OMPI_MCA_btl_vader_backing_directory", h.shm_dir.c_str(), 0);
+    // The hosts share one host name, /tmp and /dev/shm; Open MPI's daemon and ranks started
+    // here by mpirun would name their files as another host's do (see LocalHost::shm_dir).
+    if (!h.shm_dir.empty()) {
+      ::setenv("OMPI_MCA_orte_tmpdir_base", h.shm_dir.c_str(), 0);
+      ::setenv("OMPI_MCA_btl_vader_backing_directory", h.shm_dir.c_str(), 0);
+    }
     std::vector<std::string> argv;
     if (!h.netns.empty()) argv = {"ip", "netns", "exec", h.netns};
     argv.insert(argv.end(), {"/bin/sh", "-c", command});

@@ -25,10 +25,12 @@ struct LocalHost {
   std::string address;  // 127.0.0.1 / 10.213.0.1
   std::string root;     // its /opt/ml
   std::string netns;    // empty for process hosts
-  // The host's own directory for shared-memory files (/dev/shm/dtrain-<pid>-algo-N). The
-  // hosts share this machine's /dev/shm and its host name, and Open MPI names its
-  // shared-memory segments by host name and job: ranks of two hosts would open each other's.
-  // `dtrain job host-exec` points Open MPI there (OMPI_MCA_btl_vader_backing_directory).
+  // The host's own directory for Open MPI's files (/dev/shm/dtrain-<pid>-algo-N). The hosts
+  // share this machine's /tmp, /dev/shm and host name, and Open MPI names its session
+  // directory (/tmp/ompi.<hostname>.<uid>/jf.<job family>, with the daemon's hwloc topology
+  // and PMIx store) and its shared-memory segments by host name and job: daemons and ranks of
+  // two hosts would create and map each other's. `dtrain job host-exec` points Open MPI here
+  // (OMPI_MCA_orte_tmpdir_base, OMPI_MCA_btl_vader_backing_directory).
   std::string shm_dir;
 };
 
