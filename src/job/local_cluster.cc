@@ -224,12 +224,12 @@ int LocalCluster::kill_remaining_processes() {
 void LocalCluster::teardown() {
   if (torn_down_) return;
   torn_down_ = true;
+  if (kind_ == HostKind::kNetns) kill_remaining_processes();
   for (const auto& h : hosts_) {
     std::error_code ec;
-    fs::remove_all(h.shm_dir, ec);
+    if (!h.shm_dir.empty()) fs::remove_all(h.shm_dir, ec);
   }
   if (kind_ != HostKind::kNetns) return;
-  kill_remaining_processes();
   std::string stem = link_stem();
   for (size_t i = 0; i < hosts_.size(); ++i) {
     const LocalHost& h = hosts_[i];
