@@ -64,11 +64,14 @@ JobCommand::JobCommand(CLI::App& parent) {
   render_->add_option("--memory", kubeflow_.memory, "Memory per worker")->default_val("4Gi");
   render_->add_option("--gpus", kubeflow_.gpus_per_worker, "GPUs per worker")->default_val(0);
 
-  host_exec_ = app_->add_subcommand("host-exec", "Run a shell command on a local job's host (used by the entry point)");
+  // Called as ssh would be: `host-exec --table FILE HOST WORDS...`, the words joined with
+  // spaces into one shell command (the launcher passes one word, Open MPI's rsh launcher the
+  // orted command line word by word, options included).
+  host_exec_ = app_->add_subcommand("host-exec", "Run a shell command on a local job's host (used by the entry point and mpirun)");
   host_exec_->group("");  // internal: not listed in help
+  host_exec_->prefix_command();  // everything after the host is the command
   host_exec_->add_option("--table", table_file_, "The job's host table")->required();
   host_exec_->add_option("host", exec_host_, "Host name")->required();
-  host_exec_->add_option("command", exec_command_, "Shell command")->required();
 }
 
 int JobCommand::execute() const {
@@ -129,13 +132,25 @@ int JobCommand::render() const {
 }
 
 int JobCommand::host_exec() const {
+  std::string command;
+  for (const auto& word : host_exec_->remaining()) command += (command.empty() ? "" : " ") + word;
+  if (command.empty()) {
+    std::fprintf(stderr, "dtrain job host-exec: missing command after host %s\n", exec_host_.c_str());
+    return 2;
+  }
   auto hosts = job::hosts_from_table(job::read_json_file(table_file_));
   for (const auto& h : hosts) {
     if (h.name != exec_host_) continue;
     ::setenv("SAGEMAKER_BASE_DIR", h.root.c_str(), 1);
+    // The hosts share one host name, /tmp and /dev/shm; Open MPI's daemon and ranks started
+    // here by mpirun would name their files as another host's do (see LocalHost::shm_dir).
+    if (!h.shm_dir.empty()) {
+      ::setenv("OMPI_MCA_orte_tmpdir_base", h.shm_dir.c_str(), 0);
+      ::setenv("OMPI_MCA_btl_vader_backing_directory", h.shm_dir.c_str(), 0);
+    }
     std::vector<std::string> argv;
     if (!h.netns.empty()) argv = {"ip", "netns", "exec", h.netns};
-    argv.insert(argv.end(), {"/bin/sh", "-c", exec_command_});
+    argv.insert(argv.end(), {"/bin/sh", "-c", command});
     std::vector<char*> c_argv;
     for (auto& a : argv) c_argv.push_back(a.data());
     c_argv.push_back(nullptr);

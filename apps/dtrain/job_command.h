@@ -53,7 +53,6 @@ class JobCommand {
 
   std::string table_file_;
   std::string exec_host_;
-  std::string exec_command_;
 };
 
 }  // namespace dtrain::cli

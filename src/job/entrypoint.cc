@@ -63,6 +63,15 @@ std::vector<std::string> algorithm_command(const EntrypointOptions& options,
   return {};
 }
 
+// The toolkit's fixed mpirun options, then the spec's custom_mpi_options. Ranks are not
+// bound to cores: the hosts of a local job share one machine's cores, and each host's
+// daemon would bind its ranks to the same ones.
+std::string mpirun_options(const std::string& custom) {
+  std::string options = custom.find("bind-to") == std::string::npos ? "--bind-to none" : "";
+  if (!custom.empty()) options += (options.empty() ? "" : " ") + custom;
+  return options;
+}
+
 int exit_code_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
@@ -100,10 +109,6 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
   spdlog::info("{} is the master: {} host{} x {} process{}", env.current_host, env.hosts.size(),
                env.hosts.size() == 1 ? "" : "s", ppn, ppn == 1 ? "" : "es");
 
-  if (env.engine() == "mpi" && !mpi_engine_available()) {
-    return fail_before_launch(options, env, layout, mpi_engine_unavailable_message());
-  }
-
   MasterLinks links;
   try {
     links.connect_all(others, env.current_host, options.port, options.host_wait_s);
@@ -126,6 +131,13 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
   launch.kill_grace_s = options.kill_grace_s;
   launch.ssh.agent = options.agent;
   launch.tag_output_with_host = true;
+  if (env.engine() == "mpi") {
+    // As SageMaker's toolkit does: the master runs mpirun across every host and waits for it;
+    // Open MPI starts its daemons on the other hosts through the same agent (or ssh).
+    launch.use_mpi = true;
+    launch.wait_for_mpirun = true;
+    launch.mpi_args = mpirun_options(env.custom_mpi_options());
+  }
   launch.command = {options.dtrain_exe, "entrypoint", "--as-rank", "--"};
   launch.command.insert(launch.command.end(), command.begin(), command.end());
   std::optional<launch::WorkerFailure> failure;
@@ -266,6 +278,9 @@ int exec_as_rank(const std::string& base_dir, const std::vector<std::string>& co
   }
   for (const auto& [name, value] : env.env_vars()) ::setenv(name.c_str(), value.c_str(), 1);
   ::setenv("SAGEMAKER_BASE_DIR", env.layout.base_dir().c_str(), 1);
+  // Ranks started by mpirun learn no host name from the launcher; the runtime groups ranks
+  // into hosts by it (shared memory within, the engine across), so give it this host's.
+  ::setenv("DTRAIN_HOSTNAME", env.current_host.c_str(), 0);
   std::vector<std::string> argv = command;
   for (const auto& a : env.user_args()) argv.push_back(a);
   std::vector<char*> c_argv;

@@ -150,9 +150,6 @@ class JobRecorder {
 }  // namespace
 
 int run_job(const JobSpec& spec, const RunOptions& options) {
-  if (spec.engine == Engine::kMpi && !mpi_engine_available()) {
-    throw JobError::usage(mpi_engine_unavailable_message());
-  }
   if (options.hosts == HostKind::kNetns && !can_create_netns()) {
     throw JobError::usage("--hosts netns needs root (it creates network namespaces); use --hosts process");
   }

@@ -523,16 +523,4 @@ std::string to_string(Distribution distribution) {
 
 std::string to_string(Engine engine) { return engine == Engine::kGloo ? "gloo" : "mpi"; }
 
-bool mpi_engine_available() {
-  // `dtrain run --mpi` exists, but the job runner does not yet start mpirun across its hosts
-  // (the master would have to wait for mpirun, and Open MPI's daemons to start through the
-  // host agent); until then jobs run on Gloo.
-  return false;
-}
-
-std::string mpi_engine_unavailable_message() {
-  return "distribution.engine mpi is not supported by the job runner yet (dtrain run --mpi works "
-         "outside jobs); use engine: gloo";
-}
-
 }  // namespace dtrain::job

@@ -71,10 +71,4 @@ std::string to_string(InputMode mode);          // "File", "Pipe"
 std::string to_string(Distribution distribution);  // "FullyReplicated", "ShardedByKey"
 std::string to_string(Engine engine);           // "gloo", "mpi"
 
-// Whether this build's launcher can run the mpi engine (`dtrain run --mpi`).
-bool mpi_engine_available();
-
-// The message for a job that asks for the mpi engine in a build without it.
-std::string mpi_engine_unavailable_message();
-
 }  // namespace dtrain::job

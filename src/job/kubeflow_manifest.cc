@@ -139,11 +139,19 @@ std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
   EnvPairs env = algorithm_env(spec, options);
   int np = spec.instance_count * spec.processes_per_host;
 
-  std::vector<std::string> launcher_command = {"dtrain", "run", "--hostfile", "/etc/mpi/hostfile",
-                                               "-np", std::to_string(np), "--"};
+  std::vector<std::string> launcher_command = {"dtrain", "run"};
+  if (spec.engine == Engine::kMpi) {
+    // mpirun over the MPIJob's ssh, as Kubeflow intends; the ranks use the MPI engine.
+    launcher_command.push_back("--mpi");
+    if (!spec.custom_mpi_options.empty()) {
+      launcher_command.insert(launcher_command.end(), {"--mpi-args", spec.custom_mpi_options});
+    }
+  }
+  launcher_command.insert(launcher_command.end(), {"--hostfile", "/etc/mpi/hostfile", "-np", std::to_string(np), "--"});
+  size_t program_index = launcher_command.size();
   launcher_command.insert(launcher_command.end(), spec.command.begin(), spec.command.end());
   // A program given by a path on this machine (../build/apps/x) is on the image's PATH.
-  std::string& program = launcher_command[7];
+  std::string& program = launcher_command[program_index];
   if (program.starts_with("/")) program = program.substr(program.rfind('/') + 1);
   for (const auto& a : to_cmd_args(spec.hyperparameters)) launcher_command.push_back(a);
   // sshd does not pass the container's environment to the ranks it starts;

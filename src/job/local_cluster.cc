@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 constexpr const char* kNetnsPrefix = "dtrain-";  // dtrain-<pid>-algo-N
 constexpr const char* kLinkPrefix = "dtj";       // dtj<6 hex pid>b / dtj<6 hex pid>v<N>
 constexpr const char* kSubnet = "10.213.0";
+constexpr const char* kShmBase = "/dev/shm";
 
 bool process_alive(long pid) {
   if (pid <= 0) return false;
@@ -68,7 +69,7 @@ nlohmann::ordered_json host_table_json(HostKind kind, const std::vector<LocalHos
   table["hosts"] = nlohmann::ordered_json::array();
   for (const auto& h : hosts) {
     table["hosts"].push_back(
-        {{"name", h.name}, {"address", h.address}, {"root", h.root}, {"netns", h.netns}});
+        {{"name", h.name}, {"address", h.address}, {"root", h.root}, {"netns", h.netns}, {"shm_dir", h.shm_dir}});
   }
   return table;
 }
@@ -78,7 +79,7 @@ std::vector<LocalHost> hosts_from_table(const nlohmann::ordered_json& table) {
   if (!table.contains("hosts")) return hosts;
   for (const auto& h : table["hosts"]) {
     hosts.push_back({h.value("name", ""), h.value("address", ""), h.value("root", ""),
-                     h.value("netns", "")});
+                     h.value("netns", ""), h.value("shm_dir", "")});
   }
   return hosts;
 }
@@ -117,6 +118,23 @@ int sweep_stale_netns() {
   return removed;
 }
 
+int sweep_stale_shm_dirs() {
+  int removed = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(kShmBase, ec); !ec && it != fs::end(it); it.increment(ec)) {
+    // Only the hosts' directories: the runtime's own segments (dtrain-<pid>-<job>-...) are files.
+    static const std::regex pattern("^dtrain-([0-9]+)-algo-[0-9]+$");
+    std::string name = it->path().filename().string();
+    std::smatch m;
+    std::error_code type;
+    if (!std::regex_match(name, m, pattern) || !it->is_directory(type)) continue;
+    if (process_alive(std::stol(m[1].str()))) continue;
+    std::error_code rm;
+    if (fs::remove_all(it->path(), rm) > 0 && !rm) ++removed;
+  }
+  return removed;
+}
+
 LocalCluster::LocalCluster(HostKind kind, const std::string& work_dir, int host_count)
     : kind_(kind), work_dir_(work_dir) {
   if (host_count < 1 || host_count > 250) {
@@ -124,13 +142,19 @@ LocalCluster::LocalCluster(HostKind kind, const std::string& work_dir, int host_
   }
   std::error_code ec;
   fs::create_directories(work_dir_ + "/hosts", ec);
+  sweep_stale_shm_dirs();
+  bool have_shm = fs::is_directory(kShmBase, ec);
   for (int i = 1; i <= host_count; ++i) {
     LocalHost h;
     h.name = fmt::format("algo-{}", i);
     h.root = fmt::format("{}/hosts/{}", work_dir_, h.name);
     h.address = kind == HostKind::kNetns ? fmt::format("{}.{}", kSubnet, i) : fmt::format("127.0.0.{}", i);
     if (kind == HostKind::kNetns) h.netns = fmt::format("{}{}-{}", kNetnsPrefix, ::getpid(), h.name);
+    h.shm_dir = have_shm ? fmt::format("{}/{}{}-{}", kShmBase, kNetnsPrefix, ::getpid(), h.name)
+                         : fmt::format("{}/hosts/{}.shm", work_dir_, h.name);
     fs::create_directories(h.root, ec);
+    fs::create_directories(h.shm_dir, ec);
+    if (ec) throw JobError::runtime(fmt::format("cannot create {}: {}", h.shm_dir, ec.message()));
     hosts_.push_back(h);
   }
   std::string hosts_text = "127.0.0.1 localhost\n";
@@ -200,8 +224,12 @@ int LocalCluster::kill_remaining_processes() {
 void LocalCluster::teardown() {
   if (torn_down_) return;
   torn_down_ = true;
+  if (kind_ == HostKind::kNetns) kill_remaining_processes();
+  for (const auto& h : hosts_) {
+    std::error_code ec;
+    if (!h.shm_dir.empty()) fs::remove_all(h.shm_dir, ec);
+  }
   if (kind_ != HostKind::kNetns) return;
-  kill_remaining_processes();
   std::string stem = link_stem();
   for (size_t i = 0; i < hosts_.size(); ++i) {
     const LocalHost& h = hosts_[i];

@@ -25,18 +25,25 @@ struct LocalHost {
   std::string address;  // 127.0.0.1 / 10.213.0.1
   std::string root;     // its /opt/ml
   std::string netns;    // empty for process hosts
+  // The host's own directory for Open MPI's files (/dev/shm/dtrain-<pid>-algo-N). The hosts
+  // share this machine's /tmp, /dev/shm and host name, and Open MPI names its session
+  // directory (/tmp/ompi.<hostname>.<uid>/jf.<job family>, with the daemon's hwloc topology
+  // and PMIx store) and its shared-memory segments by host name and job: daemons and ranks of
+  // two hosts would create and map each other's. `dtrain job host-exec` points Open MPI here
+  // (OMPI_MCA_orte_tmpdir_base, OMPI_MCA_btl_vader_backing_directory).
+  std::string shm_dir;
 };
 
 // The host table a job's processes read (dtrain job host-exec, the entry
-// point's name resolution): {"kind", "hosts": [{name, address, root, netns}]}.
+// point's name resolution): {"kind", "hosts": [{name, address, root, netns, shm_dir}]}.
 nlohmann::ordered_json host_table_json(HostKind kind, const std::vector<LocalHost>& hosts);
 std::vector<LocalHost> hosts_from_table(const nlohmann::ordered_json& table);
 
 // The hosts of one local job, created in the constructor and removed (with
 // every process still running in a namespace) in the destructor. Names made
-// for netns hosts carry the owning process id (netns "dtrain-<pid>-algo-N",
-// links "dtj<pid hex>..."), so a later run can tell leftovers of a crashed
-// run from those of a live one.
+// for netns hosts and shared-memory directories carry the owning process id
+// (netns "dtrain-<pid>-algo-N", links "dtj<pid hex>...", /dev/shm/dtrain-<pid>-algo-N),
+// so a later run can tell leftovers of a crashed run from those of a live one.
 class LocalCluster {
  public:
   LocalCluster(HostKind kind, const std::string& work_dir, int host_count);
@@ -79,6 +86,9 @@ class LocalCluster {
 // Removes netns hosts, links and /etc/netns directories whose owning
 // process is gone (a crashed run). Returns how many things were removed.
 int sweep_stale_netns();
+
+// Removes the hosts' shared-memory directories whose owning process is gone.
+int sweep_stale_shm_dirs();
 
 // Whether this process may create network namespaces (root).
 bool can_create_netns();

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "launch_error.h"
 #include "local_host.h"
 #include "mpirun_command.h"
+#include "mpirun_output.h"
 #include "output_relay.h"
 #include "rank_assignment.h"
 #include "rendezvous_server.h"
@@ -110,9 +113,9 @@ WorkerEnvSettings knob_settings(const LaunchOptions& options) {
   return knobs;
 }
 
-// Replaces this process with mpirun; returns only on failure to start it.
-int exec_mpirun(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
-                const std::vector<RankPlacement>& placements, const WorkerEnvSettings& settings) {
+// The mpirun command line for this job, and the DTRAIN_* knobs it forwards.
+MpirunSettings mpirun_settings(const LaunchOptions& options, const std::vector<HostSlots>& hosts,
+                               const std::vector<RankPlacement>& placements, const WorkerEnvSettings& settings) {
   MpirunSettings mpi;
   mpi.np = static_cast<int>(placements.size());
   for (const auto& h : hosts_used(placements)) {
@@ -131,7 +134,13 @@ int exec_mpirun(const LaunchOptions& options, const std::vector<HostSlots>& host
   int local_ranks = 0;
   for (const auto& p : placements) local_ranks += is_local_host(p.host) ? 1 : 0;
   mpi.oversubscribed = local_ranks > static_cast<int>(std::thread::hardware_concurrency());
+  if (options.wait_for_mpirun && options.ssh.agent) mpi.agent = *options.ssh.agent;
   mpi.command = options.command;
+  return mpi;
+}
+
+// Replaces this process with mpirun; returns only on failure to start it.
+int exec_mpirun(const MpirunSettings& mpi) {
   for (const auto& [name, value] : mpi.knobs) setenv(name.c_str(), value.c_str(), 1);
   const std::vector<std::string> argv = mpirun_argv(mpi);
   spdlog::debug("exec: {}", fmt::join(argv, " "));
@@ -140,6 +149,57 @@ int exec_mpirun(const LaunchOptions& options, const std::vector<HostSlots>& host
   args.push_back(nullptr);
   execvp(args[0], args.data());
   throw LaunchError::runtime(fmt::format("--mpi: cannot execute mpirun: {} (install openmpi-bin)", std::strerror(errno)));
+}
+
+// Runs mpirun as a child under the supervisor (output relay, signals forwarded, SIGTERM then
+// SIGKILL) and waits for it. mpirun itself stops every rank when one fails; its report of the
+// first failed rank becomes the failure.
+int run_mpirun(const LaunchOptions& options, const MpirunSettings& mpi, const std::vector<RankPlacement>& placements) {
+  const std::vector<std::string> argv = mpirun_argv(mpi);
+  // Before any thread exists, so every thread inherits the blocked signals.
+  SignalChannel signals;
+  const RankPlacement mpirun_process{0, 1, 0, 1, 0, 1, "localhost"};
+  WorkerLaunch launch;
+  launch.placement = mpirun_process;
+  launch.request = SpawnRequest{argv, merge_environment(current_environment(), mpi.knobs), false};
+  spdlog::debug("run: {}", fmt::join(argv, " "));
+
+  MpirunOutput output(placements, options.tag_output_with_host);
+  std::optional<WorkerFailure> mpirun_failure;
+  SupervisorOptions supervision;
+  supervision.start_timeout_s = 0;  // mpirun's ranks do not post to a rendezvous store
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.prefix = [](const RankPlacement&, std::string_view) { return std::string(); };
+  supervision.line_sink = [&output](const RankPlacement&, bool is_stderr, std::string_view line) {
+    std::string relayed = output.relay(line);
+    for (std::string_view rest = relayed; !rest.empty();) {
+      ssize_t n = ::write(is_stderr ? 2 : 1, rest.data(), rest.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      rest.remove_prefix(static_cast<size_t>(n));
+    }
+  };
+  supervision.on_failure = [&mpirun_failure](const WorkerFailure& f) { mpirun_failure = f; };
+  JobSupervisor supervisor(std::move(supervision), signals);
+  int code = supervisor.run({launch});
+  if (!mpirun_failure) return code;
+
+  WorkerFailure failure = *mpirun_failure;
+  if (!failure.wait_status) {
+    // It never ran: "rank 0 (host localhost): cannot execute 'mpirun': ...".
+    std::string who = fmt::format("rank {} (host {}): ", mpirun_process.rank, mpirun_process.host);
+    if (failure.description.starts_with(who)) failure.description.erase(0, who.size());
+    failure.description = fmt::format("--mpi: {} (install openmpi-bin)", failure.description);
+  } else {
+    failure.description = output.describe_failure(*failure.wait_status);
+    failure.placement = output.failed_rank().value_or(RankPlacement{-1, static_cast<int>(placements.size()), 0, 0, 0, 0, "mpirun"});
+  }
+  if (options.on_failure) {
+    options.on_failure(failure);
+  } else {
+    std::fprintf(stderr, "dtrain run: %s\n", failure.description.c_str());
+  }
+  return code;
 }
 
 }  // namespace
@@ -156,7 +216,10 @@ int launch_job(const LaunchOptions& options) {
   std::vector<HostSlots> hosts = requested_hosts(options);
   int np = options.np.value_or(total_slots(hosts));
   std::vector<RankPlacement> placements = assign_ranks(hosts, np);
-  if (options.use_mpi) return exec_mpirun(options, hosts, placements, knob_settings(options));
+  if (options.use_mpi) {
+    MpirunSettings mpi = mpirun_settings(options, hosts, placements, knob_settings(options));
+    return options.wait_for_mpirun ? run_mpirun(options, mpi, placements) : exec_mpirun(mpi);
+  }
 
   std::vector<std::string> used = hosts_used(placements);
   std::vector<std::string> remote_hosts;

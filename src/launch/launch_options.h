@@ -46,6 +46,10 @@ struct LaunchOptions {
   // receive the first failure instead of the final "dtrain run: ..." line.
   bool tag_output_with_host = false;
   std::function<void(const WorkerFailure&)> on_failure;
+  // With use_mpi: run mpirun as a supervised child and return its outcome (output relayed
+  // with the prefixes above, the first failed rank named from mpirun's report) instead of
+  // replacing this process with it. ssh.agent then starts Open MPI's daemons (plm_rsh_agent).
+  bool wait_for_mpirun = false;
 };
 
 }  // namespace dtrain::launch

@@ -60,6 +60,21 @@ void expect_no_network_leftovers(pid_t runner) {
   }
 }
 
+// No shared-memory directory of the run with this pid is left in /dev/shm.
+void expect_no_shm_dirs(pid_t runner) {
+  std::string prefix = "dtrain-" + std::to_string(runner) + "-algo-";
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/dev/shm", ec); !ec && it != fs::end(it); it.increment(ec)) {
+    EXPECT_FALSE(it->path().filename().string().starts_with(prefix)) << it->path();
+  }
+}
+
+// The runtime's rank-tagged log line saying which engine moves its data, e.g.
+// "[dtrain rank 1 algo-2] [info] engine: MPI".
+std::string engine_line(int rank, const std::string& host, const std::string& engine) {
+  return "[dtrain rank " + std::to_string(rank) + " " + host + "] [info] engine: " + engine;
+}
+
 std::vector<std::string> lines_in(const std::string& path) {
   std::vector<std::string> lines;
   std::istringstream in(read_file(path));
@@ -137,6 +152,92 @@ TEST(ProcessHosts, MaxRunSecondsStopsAndFailsTheJob) {
   EXPECT_EQ(summary["status"], "Failed");
   EXPECT_TRUE(summary["failure_reason"].get<std::string>().starts_with("MaxRuntimeExceeded")) << summary;
   EXPECT_EQ(launch::testing::wait_for_no_marker("3000.4242", 5), 0);
+}
+
+// engine mpi on process hosts: the master runs mpirun, whose daemons start on algo-1 and
+// algo-2 through `dtrain job host-exec`. Two ranks per host also use Open MPI's shared
+// memory within each host, which needs each host's own segment directory.
+TEST(ProcessHosts, MpiEngineRunsCollectivesWithMetricsAndArtifacts) {
+  TempDir dir;
+  write_file(dir / "spec.yaml", std::string(R"y(
+name: mpi-proc
+command: ["sh", "-c", "echo \"mpi world $OMPI_COMM_WORLD_SIZE rank $OMPI_COMM_WORLD_RANK on $SM_CURRENT_HOST DTRAIN_SIZE=${DTRAIN_SIZE:-unset} loss: 0.$OMPI_COMM_WORLD_RANK\" && )y") +
+                                    DTRAIN_COLLECTIVES_DEMO + R"y( && echo $OMPI_COMM_WORLD_RANK > $SM_MODEL_DIR/model-$OMPI_COMM_WORLD_RANK", "algo"]
+instance_count: 2
+processes_per_host: 2
+distribution: {engine: mpi}
+environment: {DTRAIN_LOG_LEVEL: info}
+metric_definitions:
+  - {name: loss, regex: "loss: ([0-9.]+)"}
+  - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
+output_path: out
+)y");
+  pid_t runner = 0;
+  auto started = std::chrono::steady_clock::now();
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "process", "--work-dir", dir / "work"}, 90, &runner);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::printf("mpi job on 2 process hosts x 2 ranks: %.2f s\n", seconds);
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string host = rank < 2 ? "algo-1" : "algo-2";
+    std::string tag = "[algo-1] [" + host + ":" + std::to_string(rank) + "]";
+    EXPECT_NE(r.out.find(tag + "<stdout>:mpi world 4 rank " + std::to_string(rank) + " on " + host +
+                         " DTRAIN_SIZE=unset loss: 0." + std::to_string(rank)),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find(tag + "<stdout>:rank " + std::to_string(rank) + ": all collectives correct"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find(engine_line(rank, host, "MPI")), std::string::npos) << r.err;
+  }
+  // The runtime groups ranks by job host, as with Gloo.
+  EXPECT_NE(r.out.find("[algo-2:3]<stdout>:rank 3 of 4 on host"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(local rank 1 of 2, cross rank 1 of 2)"), std::string::npos) << r.out;
+
+  std::string out = dir / "out/mpi-proc";
+  Json summary = read_json(out + "/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["hosts"][1]["exit_code"], 0);
+  EXPECT_EQ(summary["final_metrics"]["allreduce_sum"], 10.0);
+  EXPECT_EQ(summary["metric_samples"], 8);
+  std::set<std::pair<std::string, int>> seen;
+  for (const auto& line : lines_in(out + "/metrics.jsonl")) {
+    Json m = Json::parse(line);
+    if (m["name"] != "loss") continue;
+    EXPECT_DOUBLE_EQ(m["value"].get<double>(), m["rank"].get<int>() / 10.0);
+    seen.insert({m["host"].get<std::string>(), m["rank"].get<int>()});
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"algo-1", 0}, {"algo-1", 1}, {"algo-2", 2}, {"algo-2", 3}}));
+  auto model = tar_listing(out + "/model.tar.gz");
+  EXPECT_NE(std::find(model.begin(), model.end(), "./model-0"), model.end());
+  EXPECT_NE(std::find(model.begin(), model.end(), "./model-1"), model.end());
+  EXPECT_EQ(std::find(model.begin(), model.end(), "./model-2"), model.end());  // algo-2's model dir
+  // Nothing of the job is left: no agent, daemon or rank (their command lines name the work
+  // directory or the demo), no shared-memory directory.
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(DTRAIN_COLLECTIVES_DEMO, 5), 0);
+  expect_no_shm_dirs(runner);
+}
+
+TEST(ProcessHosts, MpiEngineMaxRunSecondsStopsMpirunAndItsRanks) {
+  TempDir dir;
+  write_file(dir / "spec.yaml",
+             "name: mpi-slow\ncommand: [sleep, '3000.5151']\ninstance_count: 2\nmax_run_seconds: 1.5\n"
+             "distribution: {engine: mpi}\noutput_path: out\n");
+  auto started = std::chrono::steady_clock::now();
+  // mpirun takes 1-2 s to stop its ranks after SIGTERM (Open MPI's odls_base_sigkill_timeout
+  // is 1 s); with 5 s of grace the master sees it end and reports SIGTERM (143), not SIGKILL.
+  ChildResult r = run_job(dir / "spec.yaml", {"--kill-grace-s", "5", "--work-dir", dir / "work"}, 60);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 143) << r.out << r.err;
+  EXPECT_LT(seconds, 20);
+  Json summary = read_json(dir / "out/mpi-slow/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_TRUE(summary["failure_reason"].get<std::string>().starts_with("MaxRuntimeExceeded")) << summary;
+  EXPECT_EQ(launch::testing::wait_for_no_marker("3000.5151", 5), 0);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
 }
 
 TEST(ProcessHosts, BadSpecListsEveryBadFieldAndExits2) {
@@ -277,6 +378,109 @@ TEST(NetnsHosts, KillingOneHostsRankFailsTheJobWithinThirtySeconds) {
   expect_no_network_leftovers(runner);
 }
 
+// engine mpi on three namespaces: mpirun runs in algo-1's, its daemons start in algo-2's and
+// algo-3's through the agent, and the ranks' data moves over Open MPI on eth0.
+TEST(NetnsHosts, MpiEngineThreeHostCollectivesJobProducesModelMetricsAndSummary) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  write_file(dir / "spec.yaml", std::string(R"y(
+name: mpi-3x1
+command: ["sh", "-c", "echo \"mpi world $OMPI_COMM_WORLD_SIZE rank $OMPI_COMM_WORLD_RANK at $(ip -o -4 addr show eth0 | awk '{print $4}') custom $CUSTOM_OPTION\" && )y") +
+                                    DTRAIN_COLLECTIVES_DEMO + R"y( && echo trained > $SM_MODEL_DIR/model.txt", "algo"]
+instance_count: 3
+processes_per_host: 1
+distribution: {engine: mpi, custom_mpi_options: "-x CUSTOM_OPTION=seen"}
+environment: {DTRAIN_LOG_LEVEL: info}
+metric_definitions:
+  - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
+  - {name: broadcast, regex: "broadcast from rank [0-9]+ -> ([0-9]+)"}
+output_path: out
+)y");
+  pid_t runner = 0;
+  auto started = std::chrono::steady_clock::now();
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work"}, 90, &runner);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::printf("mpi job on 3 netns hosts: %.2f s\n", seconds);
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string host = "algo-" + std::to_string(rank + 1);
+    std::string tag = "[algo-1] [" + host + ":" + std::to_string(rank) + "]<stdout>:";
+    // Each rank runs in its own host's namespace (its eth0 address), started by mpirun.
+    EXPECT_NE(r.out.find(tag + "mpi world 3 rank " + std::to_string(rank) + " at 10.213.0." +
+                         std::to_string(rank + 1) + "/24 custom seen"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find(tag + "rank " + std::to_string(rank) + ": all collectives correct"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find(engine_line(rank, host, "MPI")), std::string::npos) << r.err;
+  }
+  std::string out = dir / "out/mpi-3x1";
+  auto model = tar_listing(out + "/model.tar.gz");
+  EXPECT_NE(std::find(model.begin(), model.end(), "./model.txt"), model.end());
+  Json summary = read_json(out + "/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["final_metrics"]["allreduce_sum"], 6.0);
+  EXPECT_EQ(summary["final_metrics"]["broadcast"], 4242.0);
+  EXPECT_EQ(summary["processes_left_behind"], 0);
+  std::set<std::pair<std::string, int>> seen;
+  for (const auto& line : lines_in(out + "/metrics.jsonl")) {
+    Json m = Json::parse(line);
+    seen.insert({m["host"].get<std::string>(), m["rank"].get<int>()});
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"algo-1", 0}, {"algo-2", 1}, {"algo-3", 2}}));
+  EXPECT_EQ(lines_in(out + "/metrics.jsonl").size(), 6u);
+  expect_no_network_leftovers(runner);
+  expect_no_shm_dirs(runner);
+}
+
+TEST(NetnsHosts, MpiEngineKillingOneHostsRankFailsTheJobWithinThirtySeconds) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  std::string marker = "3000.6" + std::to_string(::getpid());
+  write_file(dir / "spec.yaml", "name: mpi-killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " +
+                                    marker + "', algo]\ninstance_count: 3\ndistribution: {engine: mpi}\noutput_path: out\n");
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
+                     dir / "work", "--keep-work-dir"});
+  pid_t runner = child.pid();
+  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
+
+  pid_t victim = -1;
+  for (int attempt = 0; attempt < 200 && victim < 0; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::string name = entry.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = read_file(entry.path().string() + "/cmdline");
+      std::string environ = read_file(entry.path().string() + "/environ");
+      if (cmdline.find(marker) != std::string::npos &&
+          environ.find(std::string("SM_CURRENT_HOST=algo-2") + '\0') != std::string::npos) {
+        victim = std::stoi(name);
+      }
+    }
+  }
+  ASSERT_GT(victim, 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  ChildResult r = child.finish(60);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  std::printf("mpi job: killed rank to job end: %.2f s\n", seconds);
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.exit_code, 137) << r.out << r.err;
+  EXPECT_LT(seconds, 30);
+  std::string failure = read_file(dir / "work/hosts/algo-1/output/failure");
+  EXPECT_EQ(failure, "AlgorithmError: rank 1 (host algo-2) was killed by signal 9 (SIGKILL); mpirun exited with status 137");
+  Json summary = read_json(dir / "out/mpi-killed/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_EQ(summary["failure_reason"], failure);
+  EXPECT_EQ(summary["processes_left_behind"], 0);
+  EXPECT_EQ(read_file(dir / "work/hosts/algo-3/output/failure"), failure);  // told by the master
+  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 5), 0);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
+  expect_no_network_leftovers(runner);
+  expect_no_shm_dirs(runner);
+}
+
 TEST(NetnsHosts, ChannelsShardedReplicatedAndShared) {
   SKIP_UNLESS_ROOT();
   TempDir dir;
@@ -375,6 +579,8 @@ TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
   expect_no_network_leftovers(crashed_pid);
   expect_no_network_leftovers(next_pid);
+  expect_no_shm_dirs(crashed_pid);
+  expect_no_shm_dirs(next_pid);
   EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 10), 0);
 }
 

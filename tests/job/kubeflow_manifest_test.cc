@@ -32,6 +32,20 @@ std::map<std::string, std::string> env_of(const YAML::Node& container) {
   return env;
 }
 
+TEST(KubeflowManifest, EngineMpiLaunchesWithMpirunAndTheCustomOptions) {
+  TempDir dir;
+  JobSpec spec = sample_spec(dir.path());
+  spec.engine = Engine::kMpi;
+  spec.custom_mpi_options = "-x NCCL_DEBUG=INFO";
+  YAML::Node m = YAML::Load(render_mpijob(spec, KubeflowOptions{}));
+  const YAML::Node lc = m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
+  std::vector<std::string> command = lc["command"].as<std::vector<std::string>>();
+  std::vector<std::string> expected = {"dtrain", "run", "--mpi", "--mpi-args", "-x NCCL_DEBUG=INFO",
+                                       "--hostfile", "/etc/mpi/hostfile", "-np", "8", "--", "dtrain-mnist",
+                                       "--log-every", "10", "--epochs", "2", "--lr", "0.001", "--optimizer", "adam"};
+  EXPECT_EQ(command, expected);
+}
+
 TEST(KubeflowManifest, RendersAnMpiJobV2beta1FieldByField) {
   TempDir dir;
   KubeflowOptions options;

@@ -1,5 +1,7 @@
 #include "launch/mpirun_command.h"
 
+#include "launch/launch_error.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,7 @@ TEST(MpirunCommand, CarriesHostsKnobsInterfaceAndExtraArguments) {
   s.running_as_root = true;
   s.command = {"./train", "--epochs", "1"};
   const std::vector<std::string> expected = {
-      "mpirun", "-np", "4", "-H", "a:2,b:2", "--tag-output", "--allow-run-as-root",
+      "mpirun", "-np", "4", "-H", "a:2,b:2", "--map-by", "slot", "--tag-output", "--allow-run-as-root",
       "--mca", "btl_tcp_if_include", "eth1", "--mca", "oob_tcp_if_include", "eth1",
       "-x", "DTRAIN_CYCLE_TIME_MS", "-x", "DTRAIN_FUSION_THRESHOLD", "-x", "PATH",
       "--bind-to", "none", "./train", "--epochs", "1"};
@@ -34,6 +36,21 @@ TEST(MpirunCommand, OversubscribedRanksYieldAndNonRootOmitsTheFlag) {
   const auto argv = mpirun_argv(s);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--allow-run-as-root"), 0);
   EXPECT_NE(std::find(argv.begin(), argv.end(), "mpi_yield_when_idle"), argv.end());
+}
+
+TEST(MpirunCommand, AnAgentStartsTheDaemonsAsOneMcaValue) {
+  MpirunSettings s;
+  s.hosts = {{"algo-1", 1}, {"algo-2", 1}};
+  s.np = 2;
+  s.agent = {"/bin/dtrain", "job", "host-exec", "--table", "/tmp/hosts.json"};
+  s.command = {"prog"};
+  const auto argv = mpirun_argv(s);
+  auto at = std::find(argv.begin(), argv.end(), "plm_rsh_agent");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at - 1), "--mca");
+  EXPECT_EQ(*(at + 1), "/bin/dtrain job host-exec --table /tmp/hosts.json");
+  s.agent = {"/bin/dtrain", "--table", "/tmp/my hosts.json"};
+  EXPECT_THROW(mpirun_argv(s), LaunchError);
 }
 
 TEST(MpirunCommand, SharedKnobsLeaveOutWhatMpiProvides) {

@@ -34,7 +34,10 @@ GlooConnectOptions gloo_options(const RuntimeConfig& config, int generation) {
 }
 
 std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int generation) {
-  if (config.launched_by_mpirun) return MpiTransport::connect();
+  if (config.launched_by_mpirun) {
+    log().info("engine: MPI (started by mpirun, world from OMPI_COMM_WORLD_*)");
+    return MpiTransport::connect();
+  }
   if (config.size == 1) {
     // No peers to meet, but a launcher still waits to hear that this rank started.
     if (!config.rendezvous_addr.empty() && config.rendezvous_port > 0 && !config.job_token.empty()) {
@@ -42,6 +45,7 @@ std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int gener
     }
     return std::make_unique<LocalTransport>();
   }
+  log().info("engine: Gloo (started by dtrain run)");
   return GlooTransport::connect(gloo_options(config, generation));
 }
 
