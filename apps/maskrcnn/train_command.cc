@@ -39,7 +39,12 @@ TrainCommand::TrainCommand(CLI::App& parent, Mode mode) : mode_(mode) {
   app_->add_flag("--resume", resume_,
                  mode == Mode::kTrain ? "Continue from OUTPUT_DIR/last_checkpoint (model, momentum, iteration) if there is one"
                                       : "Evaluate OUTPUT_DIR/last_checkpoint instead of MODEL.WEIGHTS");
-  if (mode == Mode::kTrain) app_->add_flag("--eval-only", eval_only_, "Only evaluate (what `eval` does)");
+  if (mode == Mode::kTrain) {
+    app_->add_flag("--eval-only", eval_only_, "Only evaluate (what `eval` does)");
+    app_->add_option("--distribution", distribution_,
+                     "allreduce (default) or ps: train through parameter servers (under `dtrain run --ps`)")
+        ->check(CLI::IsMember({"allreduce", "ps"}));
+  }
   // Trailing KEY VALUE overrides (SOLVER.MAX_ITER 300 ...) are taken as
   // extras, verbatim: a positional vector would let CLI11 split "[450, 550]".
   app_->allow_extras();
@@ -63,6 +68,7 @@ int TrainCommand::execute() const {
   TrainerSettings settings;
   settings.threads = threads_;
   settings.resume = resume_;
+  settings.distribution = distribution_;
   settings.eval_only = eval_only_ || mode_ == Mode::kEval;
   for (size_t i = 0; i < overrides.size(); i += 2) settings.output_dir_given |= overrides[i] == "OUTPUT_DIR";
   try {

@@ -27,6 +27,7 @@ class TrainCommand {
   int threads_ = 0;
   bool resume_ = false;
   bool eval_only_ = false;
+  std::string distribution_ = "allreduce";
 };
 
 // The trailing overrides as KEY VALUE pairs. A job runner passes

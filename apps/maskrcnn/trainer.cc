@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -85,9 +87,45 @@ void scale_to_world(Config& config, int size) {
   config.set("SOLVER.REFERENCE_WORLD_SIZE", int64_t{size});
 }
 
-// One seed for the whole job: SEED, or when negative one drawn by rank 0.
-uint64_t shared_seed(int64_t setting) {
+// Where this process sits in the job. Parameter-server workers do not meet through the
+// runtime: each runs the model's own collectives (loss normalisation, SyncBN, evaluation) on a
+// one-process runtime, and PSOptimizer connects them through the servers.
+struct Placement {
+  int rank = 0, size = 1, local_size = 1;
+};
+
+int env_int(const char* name, int fallback) {
+  const char* value = environment(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
+
+Placement start_runtime(bool parameter_servers) {
+  if (!parameter_servers) {
+    dtrain::init();
+    return {dtrain::rank(), dtrain::size(), dtrain::local_size()};
+  }
+  const Placement placement{env_int("DTRAIN_RANK", 0), env_int("DTRAIN_SIZE", 1), env_int("DTRAIN_LOCAL_SIZE", 1)};
+  const char* names[] = {"DTRAIN_RANK", "DTRAIN_SIZE", "DTRAIN_LOCAL_RANK", "DTRAIN_LOCAL_SIZE", "DTRAIN_CROSS_RANK",
+                         "DTRAIN_CROSS_SIZE"};
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const char* name : names) {
+    const char* value = environment(name);
+    saved.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+    setenv(name, std::string(name).ends_with("SIZE") ? "1" : "0", 1);
+  }
+  dtrain::init();
+  for (const auto& [name, value] : saved) value ? setenv(name.c_str(), value->c_str(), 1) : unsetenv(name.c_str());
+  return placement;
+}
+
+// One seed for the whole job: SEED, or when negative one drawn by rank 0 (parameter-server
+// workers, which share no runtime, derive it from the job's token).
+uint64_t shared_seed(int64_t setting, bool parameter_servers) {
   if (setting >= 0) return static_cast<uint64_t>(setting);
+  if (parameter_servers) {
+    const char* token = environment("DTRAIN_JOB_TOKEN");
+    return std::hash<std::string>{}(token ? token : "") & 0x7fffffff;
+  }
   std::string drawn = dtrain::rank() == 0 ? std::to_string(std::random_device{}() & 0x7fffffff) : std::string();
   return std::stoull(libtorch::broadcast_bytes(drawn, 0, "trainer.seed"));
 }
@@ -102,13 +140,13 @@ fs::path output_directory(const Config& config, const TrainerSettings& settings)
 }
 
 vision::LoaderOptions loader_options(const Config& config, const modeling::MaskRcnnOptions& model, int64_t per_rank,
-                                     uint64_t seed) {
+                                     uint64_t seed, const Placement& placement) {
   vision::LoaderOptions o;
   o.batch_size = static_cast<size_t>(per_rank);
   o.workers = static_cast<int>(config.get<int64_t>("DATALOADER.NUM_WORKERS"));
   o.seed = seed;
-  o.rank = dtrain::rank();
-  o.world_size = dtrain::size();
+  o.rank = placement.rank;
+  o.world_size = placement.size;
   o.group_by_aspect_ratio = config.get<bool>("DATALOADER.ASPECT_RATIO_GROUPING");
   o.drop_last = true;  // every rank takes the same number of steps per epoch
   o.transforms.min_sizes.assign(model.transform.min_size_train.begin(), model.transform.min_size_train.end());
@@ -133,6 +171,7 @@ vision::solver::LrScheduleOptions schedule_options(const Config& config) {
 // Applied to the averaged gradients, so every rank clips alike.
 class GradientClipper {
  public:
+  bool enabled() const { return enabled_; }
   explicit GradientClipper(const Config& config)
       : enabled_(config.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED")),
         by_norm_(config.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE") == "norm"),
@@ -269,10 +308,14 @@ void check_exists(const EvaluationData& data, const std::string& keys) {
 }  // namespace
 
 void train(Config config, const TrainerSettings& settings) {
-  dtrain::init();
-  const int rank = dtrain::rank(), size = dtrain::size();
+  const bool ps = settings.distribution == "ps";
+  if (ps && settings.eval_only) {
+    throw std::invalid_argument("--distribution ps applies to training; evaluate with `dtrain run -np N dtrain-maskrcnn eval`");
+  }
+  const Placement placement = start_runtime(ps);
+  const int rank = placement.rank, size = placement.size;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  libtorch::set_num_threads(settings.threads > 0 ? settings.threads : std::max(1, cores / dtrain::local_size()));
+  libtorch::set_num_threads(settings.threads > 0 ? settings.threads : std::max(1, cores / placement.local_size));
   libtorch::retain_freed_memory();
 
   scale_to_world(config, size);
@@ -287,7 +330,7 @@ void train(Config config, const TrainerSettings& settings) {
   const int64_t log_period = std::max<int64_t>(1, config.get<int64_t>("SOLVER.LOG_PERIOD"));
   const int64_t checkpoint_period = config.get<int64_t>("SOLVER.CHECKPOINT_PERIOD");
   const int64_t eval_period = config.get<int64_t>("TEST.EVAL_PERIOD");
-  const uint64_t seed = shared_seed(config.get<int64_t>("SEED"));
+  const uint64_t seed = shared_seed(config.get<int64_t>("SEED"), ps);
   const vision::solver::WarmupMultiStepSchedule schedule(schedule_options(config));
   const GradientClipper clipper(config);
   const fs::path output_dir = output_directory(config, settings);
@@ -300,8 +343,9 @@ void train(Config config, const TrainerSettings& settings) {
   torch::manual_seed(seed);
   modeling::MaskRcnn model(options);
   model->to(compute_type(config));
-  // On one rank SyncBN is BatchNorm: skip 40 no-op allreduces per step.
-  if (options.backbone.synchronized_batch_norm && size > 1) synchronize_batch_norm(*model);
+  // On one rank SyncBN is BatchNorm: skip 40 no-op allreduces per step. (Parameter-server
+  // workers each have a runtime of their own: their BatchNorm statistics stay local.)
+  if (options.backbone.synchronized_batch_norm && dtrain::size() > 1) synchronize_batch_norm(*model);
   libtorch::NamedTensors trainable;
   std::vector<at::Tensor> parameters;
   for (const auto& item : model->named_parameters()) {
@@ -356,8 +400,20 @@ void train(Config config, const TrainerSettings& settings) {
                                 " categories, but MODEL.ROI_HEADS.NUM_CLASSES is " +
                                 std::to_string(options.roi_heads.num_classes) + " (categories + background)");
   }
-  vision::DataLoader loader(dataset, loader_options(config, options, per_rank, seed));
-  libtorch::DistributedOptimizer optimizer(sgd, trainable);
+  vision::DataLoader loader(dataset, loader_options(config, options, per_rank, seed, placement));
+  std::optional<libtorch::DistributedOptimizer> allreduce;
+  std::optional<libtorch::PSOptimizer> servers;
+  if (ps) {
+    // The chief's weights (checkpoint or MODEL.WEIGHTS) and iteration go to every worker.
+    // Clipping needs the whole gradient first: then the pushes wait for step().
+    libtorch::PSOptimizerOptions push;
+    push.push_during_backward = !clipper.enabled();
+    servers.emplace(sgd, trainable, start_iter, push);
+    start_iter = servers->start_step();
+    if (rank == 0) std::printf("Parameter servers: %s updates\n", servers->mode().c_str());
+  } else {
+    allreduce.emplace(sgd, trainable);
+  }
   model->train();
 
   if (rank == 0) {
@@ -403,11 +459,18 @@ void train(Config config, const TrainerSettings& settings) {
     at::Tensor total = at::zeros({});
     for (const auto& [name, value] : losses) total = total + value;
     if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, rank);
-    optimizer.zero_grad();
-    total.backward();
-    optimizer.synchronize();
-    clipper.clip(parameters);
-    sgd.step();
+    if (ps) {
+      servers->zero_grad();
+      total.backward();
+      clipper.clip(parameters);  // this worker's own gradient
+      servers->step();  // the servers apply SGD; the fresh weights are installed
+    } else {
+      allreduce->zero_grad();
+      total.backward();
+      allreduce->synchronize();
+      clipper.clip(parameters);
+      sgd.step();
+    }
     ++window_steps;
 
     const int64_t done = iteration + 1;
@@ -446,8 +509,18 @@ void train(Config config, const TrainerSettings& settings) {
     const bool save = checkpoint_period > 0 && done % checkpoint_period == 0 && done != max_iter;
     const bool eval = eval_period > 0 && done % eval_period == 0 && done != max_iter && has_data(test_data);
     if (save || eval) average_batch_norm_statistics(*model);
-    if (rank == 0 && save) save_training_checkpoint(output_dir, checkpoint_name(done), *model, sgd, trainable, done);
-    if (eval) evaluate(*model, test_data, output_dir, done, log);
+    if (rank == 0 && save) {
+      if (ps) servers->pull_parameters();  // every shard, as the servers hold it now
+      save_training_checkpoint(output_dir, checkpoint_name(done), *model, sgd, trainable, done);
+    }
+    if (eval && (!ps || rank == 0)) evaluate(*model, test_data, output_dir, done, log);
+  }
+  if (ps) {
+    servers->finish();  // the chief waits for the other workers, then pulls the final weights
+    if (rank != 0) {
+      dtrain::shutdown();
+      return;
+    }
   }
   average_batch_norm_statistics(*model);
   if (rank == 0) {

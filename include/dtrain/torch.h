@@ -150,12 +150,20 @@ class DistributedOptimizer {
 // default; `dtrain run --ps --ps-mode sync` makes the servers average each step's
 // gradients over all workers (the allreduce result), `--ps-staleness S` bounds how far
 // a worker may run ahead.
+struct PSOptimizerOptions {
+  // Push each gradient as backward produces it (overlapping communication with backward).
+  // false: step() pushes them all, so the caller may change the gradients in between
+  // (gradient clipping; each worker then clips its own gradient).
+  bool push_during_backward = true;
+};
+
 class PSOptimizer {
  public:
   // Registers with every server. The chief's (rank 0's) current parameters initialise the
   // servers, and `start_step` (where its checkpoint left off) is given to every worker;
   // the others wait for that and start from the chief's values.
-  PSOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters, std::int64_t start_step = 0);
+  PSOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters, std::int64_t start_step = 0,
+              PSOptimizerOptions options = {});
   ~PSOptimizer();
   PSOptimizer(const PSOptimizer&) = delete;
   PSOptimizer& operator=(const PSOptimizer&) = delete;

@@ -137,6 +137,9 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
     launch.use_mpi = true;
     launch.wait_for_mpirun = true;
     launch.mpi_args = mpirun_options(env.custom_mpi_options());
+  } else if (env.engine() == "parameter_server") {
+    // One parameter server per host beside the ranks (the workers); see docs/parameter-servers.md.
+    launch.ps.enabled = true;
   }
   launch.command = {options.dtrain_exe, "entrypoint", "--as-rank", "--"};
   launch.command.insert(launch.command.end(), command.begin(), command.end());

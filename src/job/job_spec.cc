@@ -344,7 +344,8 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
       check_keys(dist, "distribution", {"engine", "custom_mpi_options"}, problems);
       if (dist["engine"]) {
         spec.engine = get_enum<Engine>(dist["engine"], "distribution.engine",
-                                       {{"gloo", Engine::kGloo}, {"mpi", Engine::kMpi}}, problems)
+                                       {{"gloo", Engine::kGloo}, {"mpi", Engine::kMpi}, {"parameter_server", Engine::kParameterServer}},
+                                       problems)
                           .value_or(Engine::kGloo);
       }
       if (dist["custom_mpi_options"]) {
@@ -521,6 +522,12 @@ std::string to_string(Distribution distribution) {
   return distribution == Distribution::kFullyReplicated ? "FullyReplicated" : "ShardedByKey";
 }
 
-std::string to_string(Engine engine) { return engine == Engine::kGloo ? "gloo" : "mpi"; }
+std::string to_string(Engine engine) {
+  switch (engine) {
+    case Engine::kMpi: return "mpi";
+    case Engine::kParameterServer: return "parameter_server";
+    default: return "gloo";
+  }
+}
 
 }  // namespace dtrain::job

@@ -13,7 +13,7 @@ namespace dtrain::job {
 
 enum class InputMode { kFile, kPipe };
 enum class Distribution { kFullyReplicated, kShardedByKey };
-enum class Engine { kGloo, kMpi };
+enum class Engine { kGloo, kMpi, kParameterServer };
 
 // One input data channel: a directory on this machine made available to
 // every host as input/data/<name> (or as FIFOs in Pipe mode).
@@ -69,6 +69,6 @@ JobSpec load_job_spec(const std::string& path, const std::vector<std::string>& o
 
 std::string to_string(InputMode mode);          // "File", "Pipe"
 std::string to_string(Distribution distribution);  // "FullyReplicated", "ShardedByKey"
-std::string to_string(Engine engine);           // "gloo", "mpi"
+std::string to_string(Engine engine);           // "gloo", "mpi", "parameter_server"
 
 }  // namespace dtrain::job

@@ -146,6 +146,9 @@ std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
     if (!spec.custom_mpi_options.empty()) {
       launcher_command.insert(launcher_command.end(), {"--mpi-args", spec.custom_mpi_options});
     }
+  } else if (spec.engine == Engine::kParameterServer) {
+    // A parameter server on every worker pod beside its ranks, started over ssh like them.
+    launcher_command.push_back("--ps");
   }
   launcher_command.insert(launcher_command.end(), {"--hostfile", "/etc/mpi/hostfile", "-np", std::to_string(np), "--"});
   size_t program_index = launcher_command.size();

@@ -138,7 +138,7 @@ struct PSOptimizer::Impl {
 };
 
 PSOptimizer::PSOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
-                         std::int64_t start_step)
+                         std::int64_t start_step, PSOptimizerOptions options)
     : optimizer_(optimizer), impl_(std::make_unique<Impl>()) {
   impl_->optimizer = &optimizer;
   const ps::UpdateRuleSpec rule = rule_of(optimizer);
@@ -174,6 +174,7 @@ PSOptimizer::PSOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors&
   }
   impl_->fresh_values.resize(impl_->client->plan().pieces().size());
   if (rank() != 0) pull_parameters();  // start from the chief's values
+  if (!options.push_during_backward) return;
 
   for (std::size_t i = 0; i < impl_->slots.size(); ++i) {
     auto& slot = impl_->slots[i];

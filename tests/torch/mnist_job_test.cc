@@ -196,4 +196,28 @@ TEST(MnistParameterServers, TheChiefResumesFromItsCheckpointAndTheOthersFollow) 
   fs::remove_all(dir);
 }
 
+TEST(MnistParameterServers, TwoHostJobWithAServerAndAWorkerEachReaches98PercentInTwoEpochs) {
+  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_job_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "spec.yaml") << "name: mnist-ps\ncommand: [" << kMnist << "]\ninstance_count: 2\nprocesses_per_host: 1\n"
+                                   << "hyperparameters: {distribution: ps, epochs: 2, threads: 1, log-every: 100}\n"
+                                   << "channels: {training: {source: " << kData << "}}\n"
+                                   << "distribution: {engine: parameter_server}\n"
+                                   << "metric_definitions: [{name: accuracy, regex: \"Test accuracy: ([0-9.]+)\"}]\n"
+                                   << "output_path: " << (dir / "out").string() << "\n";
+  const auto job = dtrain::testing::run_job(kLauncher + " job run " + (dir / "spec.yaml").string() + " --hosts process", 600);
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  // A server on each host, the chief's accuracy in the job's summary.
+  EXPECT_NE(job.output.find("[algo-1:ps0]<stdout>:dtrain ps-server 0: serving on "), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("[algo-2:ps1]<stdout>:dtrain ps-server 1: serving on "), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("Parameter servers: async updates"), std::string::npos) << job.output;
+  const std::string summary = dtrain::testing::read_file((dir / "out/mnist-ps/summary.json").string());
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(summary, accuracy, std::regex(R"("accuracy":\s*([0-9.]+))"))) << summary;
+  EXPECT_GE(std::stod(accuracy[1]), 0.98) << summary;
+  EXPECT_TRUE(fs::exists(dir / "out/mnist-ps/model.tar.gz"));
+  fs::remove_all(dir);
+}
+
 }  // namespace

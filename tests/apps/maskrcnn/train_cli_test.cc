@@ -28,10 +28,12 @@ class TrainCli : public ::testing::Test {
 
   // Two ranks, one thread each, the given extra overrides. A gentler learning
   // rate than the config's: these runs are a few steps on eight images.
-  JobResult train(const std::string& extra, int ranks = 2) {
+  // `launcher_flags` go to dtrain run, `trainer_flags` to dtrain-maskrcnn train.
+  JobResult train(const std::string& extra, int ranks = 2, const std::string& launcher_flags = "",
+                  const std::string& trainer_flags = "") {
     const std::string shapes = dir_.path().string() + "/shapes";
-    return run_job(std::string(DTRAIN_CLI) + " run -np " + std::to_string(ranks) + " -- " + DTRAIN_MASKRCNN +
-                       " train --threads 1 --config-file " + SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " + shapes +
+    return run_job(std::string(DTRAIN_CLI) + " run " + launcher_flags + " -np " + std::to_string(ranks) + " -- " +
+                       DTRAIN_MASKRCNN + " train " + trainer_flags + " --threads 1 --config-file " + SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " + shapes +
                        "/annotations/instances_train.json DATASETS.TRAIN_IMAGES " + shapes +
                        "/train INPUT.MIN_SIZE_TRAIN 96 INPUT.MAX_SIZE_TRAIN 128 SOLVER.BASE_LR 0.01 OUTPUT_DIR " +
                        output() + test_set() + " " + extra,
@@ -75,6 +77,18 @@ TEST_F(TrainCli, TwoRanksTrainLogEveryPeriodAndRankZeroWritesCheckpointsAndTheFi
               output() + "/model_final.pth --input " + dir_.path().string() + "/shapes/val --output " +
               dir_.path().string() + "/predictions");
   EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
+}
+
+TEST_F(TrainCli, TwoWorkersTrainThroughParameterServersAndTheChiefWritesAndEvaluatesTheModel) {
+  const JobResult run = train("SOLVER.MAX_ITER 4 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 2 SOLVER.CHECKPOINT_PERIOD 2",
+                              2, "--ps", "--distribution ps");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("[0]<stdout>:Parameter servers: async updates"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("[0]<stdout>:iter: 4/4"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("[0]<stdout>:eval: iter: 4"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("[1]<stdout>:eval:"), std::string::npos) << "only the chief evaluates";
+  EXPECT_TRUE(fs::exists(output() + "/model_0000002.pth"));
+  EXPECT_TRUE(fs::exists(output() + "/model_final.pth"));
 }
 
 TEST_F(TrainCli, ABatchThatDoesNotSplitEvenlyOverTheRanksIsRefusedOnEveryRank) {
