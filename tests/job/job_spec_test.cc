@@ -88,6 +88,12 @@ TEST(JobSpec, SetOverridesFieldsWithYamlValues) {
   EXPECT_EQ(spec.engine, Engine::kMpi);
 }
 
+TEST(JobSpec, ParameterServerEngineIsAccepted) {
+  JobSpec spec = parse_job_spec("name: a\ncommand: [true]\ndistribution: {engine: parameter_server}\n", "s", "/tmp", {});
+  EXPECT_EQ(spec.engine, Engine::kParameterServer);
+  EXPECT_EQ(to_string(spec.engine), "parameter_server");
+}
+
 TEST(JobSpec, ReportsEveryBadFieldAtOnce) {
   const char* yaml = R"y(
 name: -bad name-

@@ -46,6 +46,18 @@ TEST(KubeflowManifest, EngineMpiLaunchesWithMpirunAndTheCustomOptions) {
   EXPECT_EQ(command, expected);
 }
 
+TEST(KubeflowManifest, EngineParameterServerLaunchesWithPs) {
+  TempDir dir;
+  JobSpec spec = sample_spec(dir.path());
+  spec.engine = Engine::kParameterServer;
+  YAML::Node m = YAML::Load(render_mpijob(spec, KubeflowOptions{}));
+  const YAML::Node lc = m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
+  std::vector<std::string> command = lc["command"].as<std::vector<std::string>>();
+  ASSERT_GE(command.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(command.begin(), command.begin() + 3),
+            (std::vector<std::string>{"dtrain", "run", "--ps"}));
+}
+
 TEST(KubeflowManifest, RendersAnMpiJobV2beta1FieldByField) {
   TempDir dir;
   KubeflowOptions options;
