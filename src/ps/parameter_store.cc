@@ -73,6 +73,10 @@ void ParameterStore::register_worker(int worker, int num_workers, const std::vec
     }
   }
   Worker& w = workers_[static_cast<size_t>(worker)];
+  if (w.state == WorkerState::kDropped) {
+    return fail(precondition(fmt::format("worker {} registered after parameter server {} gave up waiting for it ({} s)",
+                                         worker, options_.server, registration_grace_s())));
+  }
   if (w.state != WorkerState::kExpected) {
     return fail(precondition(fmt::format("worker {} registered twice with parameter server {}", worker,
                                          options_.server)));
@@ -272,14 +276,18 @@ void ParameterStore::drop(int worker, const std::string& why) {
 
 void ParameterStore::check_liveness(Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.worker_timeout_s));
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
   bool dropped = false;
   for (size_t i = 0; i < workers_.size(); ++i) {
     Worker& w = workers_[i];
-    if (!participating(w) || now - w.last_seen <= limit) continue;
-    drop(static_cast<int>(i), w.state == WorkerState::kExpected
-                                  ? fmt::format("it did not register within {} s", options_.worker_timeout_s)
-                                  : fmt::format("no request for {} s", options_.worker_timeout_s));
+    if (!participating(w)) continue;
+    const bool registered = w.state == WorkerState::kLive;
+    if (now - w.last_seen <= seconds(registered ? options_.worker_timeout_s : registration_grace_s())) continue;
+    drop(static_cast<int>(i), registered ? fmt::format("no request for {} s", options_.worker_timeout_s)
+                                         : fmt::format("it did not register within {} s of the first worker",
+                                                       registration_grace_s()));
     dropped = true;
   }
   if (dropped) {

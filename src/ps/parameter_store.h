@@ -2,6 +2,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -108,6 +109,9 @@ class ParameterStore {
   };
 
   grpc::Status check_worker(int worker) const;  // holds mutex_
+  // Workers start at different speeds (loading data, a slow host): a worker that has not
+  // registered yet is given at least a minute before it is dropped.
+  double registration_grace_s() const { return std::max(options_.worker_timeout_s, 60.0); }
   bool participating(const Worker& w) const {
     return w.state == WorkerState::kExpected || w.state == WorkerState::kLive;
   }

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "dtrain/torch.h"
+#include "gradient_ready_hook.h"
 
 namespace dtrain::libtorch {
 
@@ -61,24 +62,6 @@ struct DistributedOptimizer::Impl {
     if (slot.passes == options.backward_passes_per_step) start(slot);
   }
 };
-
-namespace {
-
-// Runs after AccumulateGrad has updated param.grad.
-class GradientReadyHook final : public torch::autograd::FunctionPostHook {
- public:
-  explicit GradientReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    on_ready_();
-    return outputs;
-  }
-
- private:
-  std::function<void()> on_ready_;
-};
-
-}  // namespace
 
 DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
                                            DistributedOptimizerOptions options)

@@ -15,24 +15,12 @@
 #include <unordered_set>
 
 #include "dtrain/torch.h"
+#include "gradient_ready_hook.h"
 #include "ps/ps_client.h"
 #include "ps/ps_error.h"
 
 namespace dtrain::libtorch {
 namespace {
-
-class GradientReadyHook final : public torch::autograd::FunctionPostHook {
- public:
-  explicit GradientReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    on_ready_();
-    return outputs;
-  }
-
- private:
-  std::function<void()> on_ready_;
-};
 
 ps::UpdateRuleSpec rule_of(torch::optim::Optimizer& optimizer) {
   const auto& groups = optimizer.param_groups();

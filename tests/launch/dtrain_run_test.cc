@@ -323,14 +323,16 @@ TEST(DtrainRunWithParameterServers, TheChiefFailingFailsTheJob) {
 
 TEST(DtrainRunWithParameterServers, AServerThatDiesEndsTheJobNamingIt) {
   const std::string marker = unique_sleep();
-  // The worker kills its sibling, the server (both are the launcher's children), then waits.
-  auto r = run_dtrain({"--ps", "-np", "1", "sh", "-c", "sleep 1; pkill -KILL -P $PPID -f ps-server; sleep " + marker},
+  // The worker kills its sibling, the server (both are the launcher's children; the server's
+  // process name is the launcher's, "dtrain", the worker's "sh"), then waits.
+  auto r = run_dtrain({"--ps", "-np", "1", "sh", "-c", "sleep 1; pkill -KILL -P $PPID -x dtrain; sleep " + marker},
                       60);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("dtrain run: ps0 (host localhost) was killed by signal 9 (SIGKILL) while the workers were training"),
             std::string::npos)
       << r.err;
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0) << "the worker was stopped";
 }
 
 TEST(DtrainRun, UnreachableHostFailsBeforeAnythingStarts) {

@@ -154,6 +154,28 @@ TEST(ParameterStore, ASilentWorkerIsDroppedAndTheOthersGoOn) {
   EXPECT_NE(late.status.error_message().find("dropped worker 1"), std::string::npos) << late.status.error_message();
 }
 
+TEST(ParameterStore, AWorkerThatNeverRegistersIsDroppedAfterTheRegistrationGrace) {
+  ParameterStoreOptions options;
+  options.mode = UpdateMode::kSync;
+  options.worker_timeout_s = 10;
+  ParameterStore store(options);
+  bool ok = false;
+  store.register_worker(0, 2, {{"w#0", 2}}, kPlainSgd, {bytes_of({1, 2})}, 0,
+                        [&ok](const grpc::Status& s, std::int64_t) { ok = s.ok(); });
+  ASSERT_TRUE(ok);
+  PushResult waiting;
+  store.push(0, 0, 1.0, "w#0", bytes_of({2, 2}), recorder(waiting));
+  // 30 s on: past worker 0's heartbeat timeout (it is dropped), within worker 1's registration grace.
+  store.check_liveness(ParameterStore::Clock::now() + std::chrono::seconds(30));
+  EXPECT_FALSE(waiting.done) << "a worker still starting up gets a minute, not the heartbeat timeout";
+  store.check_liveness(ParameterStore::Clock::now() + std::chrono::seconds(61));
+  ASSERT_TRUE(waiting.done);
+  std::string message;
+  store.register_worker(1, 2, {{"w#0", 2}}, kPlainSgd, {}, 0,
+                        [&message](const grpc::Status& s, std::int64_t) { message = s.error_message(); });
+  EXPECT_NE(message.find("registered after parameter server 0 gave up waiting for it"), std::string::npos) << message;
+}
+
 TEST(ParameterStore, ALeavingWorkerNoLongerHoldsSyncRounds) {
   ParameterStoreOptions options;
   options.mode = UpdateMode::kSync;
