@@ -218,8 +218,7 @@ void ParameterStore::release_stale_waiters() {
   stale_waiters_ = std::move(still_waiting);
 }
 
-grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& names, std::vector<std::string>& values,
-                                  std::vector<std::int64_t>& versions) {
+grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& names, std::vector<std::string>& values) {
   std::lock_guard lock(mutex_);
   if (grpc::Status status = check_worker(worker); !status.ok()) return status;
   if (!initialized_) return precondition("pull before the chief initialised the parameters");
@@ -229,12 +228,11 @@ grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& na
     if (it == pieces_.end()) return invalid(fmt::format("parameter server {} holds no piece '{}'", options_.server, name));
     std::lock_guard piece_lock(it->second.mutex);
     values.emplace_back(reinterpret_cast<const char*>(it->second.values.data()), it->second.values.size() * sizeof(float));
-    versions.push_back(it->second.version);
   }
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterStore::heartbeat(int worker, bool leaving, WorkerCounts& counts) {
+grpc::Status ParameterStore::heartbeat(int worker, bool leaving, int& live_workers) {
   std::lock_guard lock(mutex_);
   if (grpc::Status status = check_worker(worker); !status.ok()) return status;
   Worker& w = workers_[static_cast<size_t>(worker)];
@@ -244,10 +242,8 @@ grpc::Status ParameterStore::heartbeat(int worker, bool leaving, WorkerCounts& c
     try_finish_rounds();
     release_stale_waiters();
   }
-  for (const auto& each : workers_) {
-    if (each.state == WorkerState::kLive) ++counts.live;
-    if (each.state != WorkerState::kExpected) ++counts.registered;
-  }
+  live_workers = static_cast<int>(
+      std::count_if(workers_.begin(), workers_.end(), [](const Worker& each) { return each.state == WorkerState::kLive; }));
   return grpc::Status::OK;
 }
 

@@ -61,16 +61,12 @@ class ParameterStore {
   void push(int worker, std::int64_t step, double learning_rate, const std::string& piece,
             const std::string& gradient_bytes, PushDone done);
 
-  // Current values (and versions) of the named pieces.
-  grpc::Status pull(int worker, const std::vector<std::string>& pieces, std::vector<std::string>& values,
-                    std::vector<std::int64_t>& versions);
+  // Current values of the named pieces.
+  grpc::Status pull(int worker, const std::vector<std::string>& pieces, std::vector<std::string>& values);
 
-  struct WorkerCounts {
-    int live = 0;
-    int registered = 0;
-  };
   // Notes that the worker is alive; `leaving`: it is done and nobody waits for it any more.
-  grpc::Status heartbeat(int worker, bool leaving, WorkerCounts& counts);
+  // `live_workers`: how many are registered and have neither left nor been dropped.
+  grpc::Status heartbeat(int worker, bool leaving, int& live_workers);
 
   // Completes every request still waiting (registrations, sync rounds, stale pushes) with
   // `status`: a server shutting down must not leave RPCs open.

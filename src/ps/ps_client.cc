@@ -112,6 +112,11 @@ std::string PsClient::describe(int server) const {
   return fmt::format("parameter server {} ({})", server, servers_[static_cast<size_t>(server)]->address);
 }
 
+std::string PsClient::failure(const std::string& doing, int server, const grpc::Status& status) const {
+  return fmt::format("worker {}: {} {}: {}: {}", options_.worker, doing, describe(server), code_name(status.error_code()),
+                     status.error_message());
+}
+
 namespace {
 
 // A context with the job token and the request deadline.
@@ -184,8 +189,7 @@ PsClient::Registration PsClient::register_worker(const UpdateRuleSpec& rule,
   }
   for (size_t s = 0; s < calls.size(); ++s) {
     if (!calls[s].status.ok()) {
-      throw PsError(fmt::format("worker {}: registering with {}: {}: {}", options_.worker, describe(static_cast<int>(s)),
-                                code_name(calls[s].status.error_code()), calls[s].status.error_message()));
+      throw PsError(failure("registering with", static_cast<int>(s), calls[s].status));
     }
   }
   heartbeat_ = std::thread([this] { heartbeat_loop(); });
@@ -211,9 +215,7 @@ void PsClient::push(int piece_index, std::int64_t step, double learning_rate, co
       call->context.get(), &call->request, &call->reply,
       [this, call, server, done = std::move(done)](grpc::Status status) {
         if (!status.ok()) {
-          done(fmt::format("worker {}: pushing '{}' to {}: {}: {}", options_.worker, call->request.piece(),
-                           describe(server), code_name(status.error_code()), status.error_message()),
-               {});
+          done(failure("pushing '" + call->request.piece() + "' to", server, status), {});
           return;
         }
         done({}, std::move(*call->reply.mutable_value()));
@@ -236,10 +238,7 @@ std::vector<std::string> PsClient::pull(const std::vector<int>& pieces) {
     wire::PullReply reply;
     auto context = request_context(options_);
     grpc::Status status = servers_[static_cast<size_t>(s)]->stub->Pull(context.get(), request, &reply);
-    if (!status.ok()) {
-      throw PsError(fmt::format("worker {}: pulling from {}: {}: {}", options_.worker, describe(s),
-                                code_name(status.error_code()), status.error_message()));
-    }
+    if (!status.ok()) throw PsError(failure("pulling from", s, status));
     if (static_cast<size_t>(reply.values_size()) != positions.size()) {
       throw PsError(fmt::format("worker {}: {} answered {} values for {} pieces", options_.worker, describe(s),
                                 reply.values_size(), positions.size()));
@@ -252,14 +251,9 @@ std::vector<std::string> PsClient::pull(const std::vector<int>& pieces) {
 void PsClient::wait_for_other_workers(double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   while (true) {
-    wire::HeartbeatRequest request;
-    request.set_worker(options_.worker);
     wire::HeartbeatReply reply;
-    auto context = request_context(options_);
-    grpc::Status status = servers_.front()->stub->Heartbeat(context.get(), request, &reply);
-    if (!status.ok()) {
-      throw PsError(fmt::format("worker {}: asking {} about the other workers: {}: {}", options_.worker, describe(0),
-                                code_name(status.error_code()), status.error_message()));
+    if (grpc::Status status = heartbeat(0, false, reply); !status.ok()) {
+      throw PsError(failure("asking about the other workers at", 0, status));
     }
     if (reply.live_workers() <= 1) return;
     if (std::chrono::steady_clock::now() > deadline) {
@@ -280,17 +274,19 @@ void PsClient::leave() {
   wake_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   for (int s = 0; s < plan_.servers(); ++s) {
-    wire::HeartbeatRequest request;
-    request.set_worker(options_.worker);
-    request.set_leaving(true);
     wire::HeartbeatReply reply;
-    auto context = request_context(options_);
-    grpc::Status status = servers_[static_cast<size_t>(s)]->stub->Heartbeat(context.get(), request, &reply);
-    if (!status.ok()) {
-      throw PsError(fmt::format("worker {}: leaving {}: {}: {}", options_.worker, describe(s),
-                                code_name(status.error_code()), status.error_message()));
-    }
+    if (grpc::Status status = heartbeat(s, true, reply); !status.ok()) throw PsError(failure("leaving", s, status));
   }
+}
+
+grpc::Status PsClient::heartbeat(int server, bool leaving, wire::HeartbeatReply& reply) {
+  wire::HeartbeatRequest request;
+  request.set_worker(options_.worker);
+  request.set_leaving(leaving);
+  auto context = request_context(options_);
+  // A heartbeat is tiny: a server that cannot answer within 10 s is in trouble.
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return servers_[static_cast<size_t>(server)]->stub->Heartbeat(context.get(), request, &reply);
 }
 
 std::string PsClient::heartbeat_error() const {
@@ -305,16 +301,8 @@ void PsClient::heartbeat_loop() {
     lock.unlock();
     std::string error;
     for (int s = 0; s < plan_.servers() && error.empty(); ++s) {
-      wire::HeartbeatRequest request;
-      request.set_worker(options_.worker);
       wire::HeartbeatReply reply;
-      auto context = request_context(options_);
-      context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-      grpc::Status status = servers_[static_cast<size_t>(s)]->stub->Heartbeat(context.get(), request, &reply);
-      if (!status.ok()) {
-        error = fmt::format("worker {}: heartbeat to {}: {}: {}", options_.worker, describe(s),
-                            code_name(status.error_code()), status.error_message());
-      }
+      if (grpc::Status status = heartbeat(s, false, reply); !status.ok()) error = failure("heartbeat to", s, status);
     }
     lock.lock();
     if (!error.empty() && heartbeat_error_.empty()) heartbeat_error_ = error;

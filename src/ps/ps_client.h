@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/support/status.h>
+
+#include "parameter_server.pb.h"
 #include "shard_plan.h"
 #include "update_rule.h"
 
@@ -73,6 +76,9 @@ class PsClient {
  private:
   struct Server;
   std::string describe(int server) const;
+  // "worker W: <doing> parameter server S (address): <code>: <message>".
+  std::string failure(const std::string& doing, int server, const grpc::Status& status) const;
+  grpc::Status heartbeat(int server, bool leaving, wire::HeartbeatReply& reply);
   void heartbeat_loop();
 
   PsClientOptions options_;

@@ -63,8 +63,6 @@ grpc::ServerUnaryReactor* ParameterService::Register(grpc::CallbackServerContext
   std::vector<std::string> values(request->initial_values().begin(), request->initial_values().end());
   const ParameterStoreOptions& options = store_.options();
   reply->set_mode(options.mode == UpdateMode::kSync ? "sync" : "async");
-  reply->set_staleness(options.staleness);
-  reply->set_server(options.server);
   store_.register_worker(request->worker(), request->num_workers(), pieces, rule_of(request->optimizer()), values,
                          request->start_step(), [reactor, reply](const grpc::Status& status, std::int64_t start_step) {
                            reply->set_start_step(start_step);
@@ -100,11 +98,9 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
   }
   std::vector<std::string> names(request->pieces().begin(), request->pieces().end());
   std::vector<std::string> values;
-  std::vector<std::int64_t> versions;
-  grpc::Status status = store_.pull(request->worker(), names, values, versions);
+  grpc::Status status = store_.pull(request->worker(), names, values);
   if (status.ok()) {
     for (auto& v : values) reply->add_values(std::move(v));
-    for (auto v : versions) reply->add_versions(v);
   }
   reactor->Finish(status);
   return reactor;
@@ -118,10 +114,9 @@ grpc::ServerUnaryReactor* ParameterService::Heartbeat(grpc::CallbackServerContex
     reactor->Finish(unauthenticated());
     return reactor;
   }
-  ParameterStore::WorkerCounts counts;
-  grpc::Status status = store_.heartbeat(request->worker(), request->leaving(), counts);
-  reply->set_live_workers(counts.live);
-  reply->set_registered_workers(counts.registered);
+  int live_workers = 0;
+  grpc::Status status = store_.heartbeat(request->worker(), request->leaving(), live_workers);
+  reply->set_live_workers(live_workers);
   reactor->Finish(status);
   return reactor;
 }
