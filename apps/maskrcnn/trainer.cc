@@ -104,18 +104,8 @@ Placement start_runtime(bool parameter_servers) {
     dtrain::init();
     return {dtrain::rank(), dtrain::size(), dtrain::local_size()};
   }
-  const Placement placement{env_int("DTRAIN_RANK", 0), env_int("DTRAIN_SIZE", 1), env_int("DTRAIN_LOCAL_SIZE", 1)};
-  const char* names[] = {"DTRAIN_RANK", "DTRAIN_SIZE", "DTRAIN_LOCAL_RANK", "DTRAIN_LOCAL_SIZE", "DTRAIN_CROSS_RANK",
-                         "DTRAIN_CROSS_SIZE"};
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-  for (const char* name : names) {
-    const char* value = environment(name);
-    saved.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
-    setenv(name, std::string(name).ends_with("SIZE") ? "1" : "0", 1);
-  }
-  dtrain::init();
-  for (const auto& [name, value] : saved) value ? setenv(name.c_str(), value->c_str(), 1) : unsetenv(name.c_str());
-  return placement;
+  dtrain::init_alone();
+  return {env_int("DTRAIN_RANK", 0), env_int("DTRAIN_SIZE", 1), env_int("DTRAIN_LOCAL_SIZE", 1)};
 }
 
 // One seed for the whole job: SEED, or when negative one drawn by rank 0 (parameter-server

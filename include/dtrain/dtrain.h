@@ -83,6 +83,11 @@ class Handle {
 
 // Lifecycle. init() may be called again after shutdown().
 void init();
+// A world of one: rank 0 of size 1 whatever the launcher's environment says, meeting no one
+// (the knobs still apply; log lines keep the launcher's rank). For processes whose peers
+// are reached some other way, such as parameter-server workers: collectives inside their
+// model (loss normalisation, SyncBN, evaluation) then stay local.
+void init_alone();
 void shutdown();
 bool is_initialized();
 

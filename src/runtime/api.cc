@@ -170,13 +170,19 @@ Handle submit_one(TensorEntry entry) {
   return handle;
 }
 
-}  // namespace
-
-void init() {
+// init() and init_alone().
+void start(bool alone) {
   std::lock_guard lock(lifecycle_mutex);
   if (loop) return;
   runtime::RuntimeConfig config = runtime::read_config_from_environment();
   runtime::configure_logging(config.rank, config.hostname);
+  if (alone) {
+    config.rank = config.local_rank = config.cross_rank = 0;
+    config.size = config.local_size = config.cross_size = 1;
+    config.rendezvous_addr.clear();  // nothing to meet, nothing to report ready as rank 0
+    config.rendezvous_port = 0;
+    config.launched_by_mpirun = false;
+  }
   std::unique_ptr<runtime::Transport> transport = runtime::connect_transport(config, init_generation);
   ++init_generation;
   loop = std::make_unique<BackgroundLoop>(std::move(config), std::move(transport));
@@ -186,6 +192,11 @@ void init() {
     registered = true;
   }
 }
+
+}  // namespace
+
+void init() { start(false); }
+void init_alone() { start(true); }
 
 void shutdown() {
   std::unique_ptr<BackgroundLoop> ending;

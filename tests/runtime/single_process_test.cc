@@ -57,6 +57,26 @@ TEST(Lifecycle, MalformedEnvironmentIsANamedError) {
   EXPECT_FALSE(is_initialized());
 }
 
+TEST(Lifecycle, InitAloneIsAWorldOfOneWhateverTheLauncherSays) {
+  // Rank 2 of 3 under a launcher whose store is not there: init_alone() must not go looking.
+  setenv("DTRAIN_SIZE", "3", 1);
+  setenv("DTRAIN_RANK", "2", 1);
+  setenv("DTRAIN_RENDEZVOUS_ADDR", "127.0.0.1", 1);
+  setenv("DTRAIN_RENDEZVOUS_PORT", "1", 1);
+  setenv("DTRAIN_JOB_TOKEN", "t", 1);
+  init_alone();
+  EXPECT_EQ(rank(), 0);
+  EXPECT_EQ(size(), 1);
+  EXPECT_EQ(local_size(), 1);
+  double value = 4, out = 0;
+  allreduce("alone", {&value, DataType::kFloat64, {1}}, {&out, DataType::kFloat64, {1}}, {ReduceOp::kSum});
+  EXPECT_EQ(out, 4);
+  shutdown();
+  for (const char* name : {"DTRAIN_SIZE", "DTRAIN_RANK", "DTRAIN_RENDEZVOUS_ADDR", "DTRAIN_RENDEZVOUS_PORT", "DTRAIN_JOB_TOKEN"}) {
+    unsetenv(name);
+  }
+}
+
 TEST_F(SingleProcess, WorldOfOne) {
   EXPECT_EQ(rank(), 0);
   EXPECT_EQ(size(), 1);
