@@ -92,6 +92,26 @@ std::vector<std::string> tar_listing(const std::string& archive) {
   return names;
 }
 
+// The process whose command line holds `marker` and whose environment says it runs on
+// `host`, looked for for up to 10 s (a rank prints "ready" just before the shell becomes
+// the marked sleeper); -1 when none appears.
+pid_t find_rank_on_host(const std::string& marker, const std::string& host) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::string name = entry.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = read_file(entry.path().string() + "/cmdline");
+      std::string environ = read_file(entry.path().string() + "/environ");
+      if (cmdline.find(marker) != std::string::npos &&
+          environ.find("SM_CURRENT_HOST=" + host + '\0') != std::string::npos) {
+        return std::stoi(name);
+      }
+    }
+  }
+  return -1;
+}
+
 TEST(ProcessHosts, RunsAJobWithArgumentsMetricsAndArtifacts) {
   TempDir dir;
   write_file(dir / "data/a.txt", "alpha");
@@ -343,22 +363,8 @@ TEST(NetnsHosts, KillingOneHostsRankFailsTheJobWithinThirtySeconds) {
   pid_t runner = child.pid();
   ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
 
-  // The rank on algo-2: the sleeper whose environment says so ("ready" is
-  // printed just before the shell becomes the sleeper, so look for a while).
-  pid_t victim = -1;
-  for (int attempt = 0; attempt < 200 && victim < 0; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& entry : fs::directory_iterator("/proc")) {
-      std::string name = entry.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string cmdline = read_file(entry.path().string() + "/cmdline");
-      std::string environ = read_file(entry.path().string() + "/environ");
-      if (cmdline.find(marker) != std::string::npos &&
-          environ.find(std::string("SM_CURRENT_HOST=algo-2") + '\0') != std::string::npos) {
-        victim = std::stoi(name);
-      }
-    }
-  }
+  // The rank on algo-2: the sleeper whose environment says so.
+  pid_t victim = find_rank_on_host(marker, "algo-2");
   ASSERT_GT(victim, 0);
   auto killed_at = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);
@@ -445,20 +451,7 @@ TEST(NetnsHosts, MpiEngineKillingOneHostsRankFailsTheJobWithinThirtySeconds) {
   pid_t runner = child.pid();
   ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
 
-  pid_t victim = -1;
-  for (int attempt = 0; attempt < 200 && victim < 0; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& entry : fs::directory_iterator("/proc")) {
-      std::string name = entry.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string cmdline = read_file(entry.path().string() + "/cmdline");
-      std::string environ = read_file(entry.path().string() + "/environ");
-      if (cmdline.find(marker) != std::string::npos &&
-          environ.find(std::string("SM_CURRENT_HOST=algo-2") + '\0') != std::string::npos) {
-        victim = std::stoi(name);
-      }
-    }
-  }
+  pid_t victim = find_rank_on_host(marker, "algo-2");
   ASSERT_GT(victim, 0);
   auto killed_at = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);
