@@ -263,12 +263,12 @@ int launch_job(const LaunchOptions& options) {
     return SpawnRequest{ssh_worker_argv(placement.host, options.ssh, remote_shell_command(script)), parent_env, true};
   };
   // The servers first, so they are listening by the time the workers look for them.
+  const std::string program = current_executable();  // `<it> ps-server` on every host
   for (int i = 0; i < servers; ++i) {
     WorkerLaunch launch;
     launch.placement = RankPlacement{np + i, np, 0, 1, i, servers, used[static_cast<size_t>(i)]};
     launch.service = true;
     launch.name = fmt::format("ps{}", i);
-    const std::string program = options.ps.program.empty() ? current_executable() : options.ps.program;
     launch.request = request_for(launch.placement, {program, "ps-server", "--index", std::to_string(i), "--mode",
                                                     options.ps.mode, "--staleness", std::to_string(options.ps.staleness),
                                                     "--worker-timeout", format_env_number(options.ps.worker_timeout_s),

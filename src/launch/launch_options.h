@@ -38,7 +38,6 @@ struct LaunchOptions {
     std::string mode = "async";     // --ps-mode async|sync
     int staleness = -1;             // --ps-staleness S (async; -1: unbounded)
     double worker_timeout_s = 15;   // --ps-worker-timeout S
-    std::string program;            // the dtrain executable that runs `ps-server` (default: this one)
   } ps;
 
   // For programs that call launch_job() themselves (the job entry point):
