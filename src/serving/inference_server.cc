@@ -17,9 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// When the current request's headers were read. httplib runs a request from
-// pre-routing to the logger on one thread, so a thread-local carries it.
+// When the current request's headers were read, and how long it took until its response
+// was ready. httplib runs a request from pre-routing to the logger on one thread, so
+// thread-locals carry them.
 thread_local std::optional<Clock::time_point> request_start;
+thread_local double request_seconds = 0;
 
 const char* const kRoutes[] = {"/ping", "/invocations", "/metrics", "/execution-parameters"};
 
@@ -105,15 +107,18 @@ struct InferenceServer::Impl {
     return httplib::Server::HandlerResponse::Handled;
   }
 
-  void log(const httplib::Request& request, const httplib::Response& response) {
-    const double seconds =
-        request_start ? std::chrono::duration<double>(Clock::now() - *request_start).count() : 0.0;
+  // Counted before the response is written (httplib's post-routing step), so a client
+  // that has its answer finds it in /metrics; the logger runs only after the write.
+  void record(const httplib::Request& request, const httplib::Response& response) {
+    request_seconds = request_start ? std::chrono::duration<double>(Clock::now() - *request_start).count() : 0.0;
     request_start.reset();
-    metrics.record(route_label(request.path), response.status, seconds);
-    if (options.log_requests) {
-      spdlog::info("{} {} {} {:.1f} ms {} B in {} B out", request.method, request.path, response.status,
-                   seconds * 1e3, request.body.size(), response.body.size());
-    }
+    metrics.record(route_label(request.path), response.status, request_seconds);
+  }
+
+  void log(const httplib::Request& request, const httplib::Response& response) {
+    if (!options.log_requests) return;
+    spdlog::info("{} {} {} {:.1f} ms {} B in {} B out", request.method, request.path, response.status,
+                 request_seconds * 1e3, request.body.size(), response.body.size());
   }
 
   void install_routes() {
@@ -160,6 +165,8 @@ struct InferenceServer::Impl {
       }
       answer_error(response, 500, what);
     });
+    http.set_post_routing_handler(
+        [this](const httplib::Request& request, httplib::Response& response) { record(request, response); });
     http.set_logger([this](const httplib::Request& request, const httplib::Response& response) { log(request, response); });
   }
 };
