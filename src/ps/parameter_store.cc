@@ -1,4 +1,4 @@
-#include "parameter_store.h"
+#include "ps/parameter_store.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -149,17 +149,15 @@ void ParameterStore::push(int worker, std::int64_t step, double learning_rate, c
                                       piece_name, step, *piece.round_step)),
                   0, kNone);
     }
-    if (piece.contributors.count(worker)) {
+    if (piece.round_gradients.count(worker)) {
       return done(invalid(fmt::format("worker {} pushed '{}' twice for step {}", worker, piece_name, step)), 0, kNone);
     }
     if (!piece.round_step) {
       piece.round_step = step;
-      piece.gradient_sum.assign(piece.values.size(), 0.0f);
       piece.round_learning_rate = learning_rate;
     }
     const float* g = reinterpret_cast<const float*>(gradient_bytes.data());
-    for (size_t i = 0; i < piece.gradient_sum.size(); ++i) piece.gradient_sum[i] += g[i];
-    piece.contributors.insert(worker);
+    piece.round_gradients[worker].assign(g, g + piece.values.size());
     piece.round_waiters.push_back(std::move(done));
     try_finish_rounds();
     return;
@@ -184,16 +182,21 @@ void ParameterStore::try_finish_rounds() {
     if (!piece.round_step) continue;
     bool complete = true;
     for (size_t w = 0; w < workers_.size(); ++w) {
-      if (participating(workers_[w]) && !piece.contributors.count(static_cast<int>(w))) complete = false;
+      if (participating(workers_[w]) && !piece.round_gradients.count(static_cast<int>(w))) complete = false;
     }
     if (!complete) continue;
     std::lock_guard piece_lock(piece.mutex);
-    const float scale = 1.0f / static_cast<float>(piece.contributors.size());
-    for (float& g : piece.gradient_sum) g *= scale;
-    apply(piece, piece.round_learning_rate, piece.gradient_sum.data());
+    // Summed in worker order (the map's), then scaled as allreduce's average is.
+    std::vector<float> average(piece.values.size(), 0.0f);
+    for (const auto& [worker, gradient] : piece.round_gradients) {
+      for (size_t i = 0; i < average.size(); ++i) average[i] += gradient[i];
+    }
+    const float scale = 1.0f / static_cast<float>(piece.round_gradients.size());
+    for (float& g : average) g *= scale;
+    apply(piece, piece.round_learning_rate, average.data());
     for (auto& waiter : piece.round_waiters) waiter(grpc::Status::OK, piece.version, piece.values);
     piece.round_waiters.clear();
-    piece.contributors.clear();
+    piece.round_gradients.clear();
     piece.round_step.reset();
   }
 }
@@ -254,7 +257,7 @@ void ParameterStore::abort_waiting(const grpc::Status& status) {
   for (auto& [name, piece] : pieces_) {
     for (auto& waiter : piece.round_waiters) waiter(status, 0, {});
     piece.round_waiters.clear();
-    piece.contributors.clear();
+    piece.round_gradients.clear();
     piece.round_step.reset();
   }
   for (auto& [name, pending] : stale_waiters_) pending.done(status, 0, {});

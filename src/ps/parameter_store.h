@@ -9,11 +9,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "update_rule.h"
+#include "ps/update_rule.h"
 
 namespace dtrain::ps {
 
@@ -96,10 +95,10 @@ class ParameterStore {
     std::vector<float> values;
     UpdateState state;
     std::int64_t version = 0;
-    // Sync mode: the round in progress.
+    // Sync mode: the round in progress. Gradients are kept per worker and summed in worker
+    // order once the round is complete, so the result does not depend on arrival order.
     std::optional<std::int64_t> round_step;
-    std::vector<float> gradient_sum;
-    std::set<int> contributors;
+    std::map<int, std::vector<float>> round_gradients;  // worker -> its gradient
     std::vector<PushDone> round_waiters;
     double round_learning_rate = 0;
   };

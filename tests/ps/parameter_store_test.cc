@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -107,6 +108,36 @@ TEST(ParameterStore, SyncAveragesAStepOverAllWorkersBeforeAnswering) {
   EXPECT_EQ(a.value, (std::vector<float>{0, -1}));  // {1, 2} - mean({2, 4}, {0, 2})
   EXPECT_EQ(b.value, a.value);
   EXPECT_EQ(a.version, 1);
+}
+
+// Float addition is not associative: (1e8 + 1) - 1e8 is 0 in float32, (1e8 - 1e8) + 1 is 1.
+// Whatever order the pushes arrive in, the round sums them in worker order, as allreduce
+// would on every run.
+TEST(ParameterStore, SyncRoundsSumInWorkerOrderWhateverTheArrivalOrder) {
+  const std::vector<std::vector<float>> gradients = {{1e8f, 3}, {-1e8f, 6}, {1, 9}};
+  std::vector<float> expected = {1, 2};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    float sum = 0;
+    for (const auto& g : gradients) sum += g[i];
+    expected[i] -= sum * (1.0f / 3.0f);
+  }
+  std::vector<int> order = {0, 1, 2};
+  do {
+    ParameterStoreOptions options;
+    options.mode = UpdateMode::kSync;
+    ParameterStore store(options);
+    register_all(store, 3);
+    std::vector<PushResult> results(3);
+    for (int worker : order) {
+      store.push(worker, 0, 1.0, "w#0", bytes_of(gradients[static_cast<size_t>(worker)]),
+                 recorder(results[static_cast<size_t>(worker)]));
+    }
+    for (const auto& result : results) {
+      ASSERT_TRUE(result.done && result.status.ok());
+      EXPECT_EQ(result.value, expected) << "arrival order " << order[0] << order[1] << order[2];
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_EQ(expected[0], 1 - 1.0f / 3.0f) << "the gradients no longer exercise the summation order";
 }
 
 TEST(ParameterStore, StalenessBoundHoldsAWorkerTooFarAhead) {
