@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 
 #include <chrono>
@@ -22,11 +23,11 @@
 #include <fstream>
 #include <thread>
 
-#include "data/mnist_idx.h"
+#include "mnist/mnist_idx.h"
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
-#include "mnist_net.h"
-#include "mnist_tensors.h"
+#include "mnist/mnist_net.h"
+#include "mnist/mnist_tensors.h"
 
 namespace {
 
@@ -37,7 +38,8 @@ struct Options {
   int epochs = 1;
   std::int64_t max_steps = 0;  // 0: run every epoch to the end
   std::int64_t batch_size = 128;
-  double learning_rate = 0;  // 0: 0.000125 * size, as in the tutorial
+  std::string optimizer = "adam";  // or "sgd" (momentum 0.5, Horovod's PyTorch example)
+  double learning_rate = 0;  // 0: 0.000125 * size for Adam (the Keras tutorial), 0.01 * size for SGD
   std::string data_dir = "data/mnist";
   std::string model_dir;
   std::string checkpoint_dir;
@@ -50,6 +52,17 @@ struct Options {
 };
 
 bool parameter_servers(const Options& options) { return options.distribution == "ps"; }
+
+// The learning rate scales with the number of ranks, as in the tutorials the example follows.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options, dtrain::mnist::MnistNet& model,
+                                                        int size) {
+  if (options.optimizer == "sgd") {
+    const double lr = options.learning_rate > 0 ? options.learning_rate : 0.01 * size;
+    return std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(lr).momentum(0.5));
+  }
+  const double lr = options.learning_rate > 0 ? options.learning_rate : 0.000125 * size;
+  return std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
+}
 
 // Where this process sits: from the runtime, or (parameter servers) the launcher's environment.
 struct Placement {
@@ -113,8 +126,9 @@ int train(const Options& options) {
 
   torch::manual_seed(options.seed);
   dtrain::mnist::MnistNet model;
-  const double lr = options.learning_rate > 0 ? options.learning_rate : 0.000125 * size;
-  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(lr));
+  const auto owned_optimizer = make_optimizer(options, model, size);
+  torch::optim::Optimizer& optimizer = *owned_optimizer;
+  const double lr = optimizer.param_groups().front().options().get_lr();
 
   dt::TrainingProgress progress;
   std::optional<dt::Checkpointer> checkpointer;
@@ -123,7 +137,7 @@ int train(const Options& options) {
   if (!options.checkpoint_dir.empty()) checkpointer.emplace(options.checkpoint_dir, 3, ps ? rank : -1);
   if (options.resume) {
     if (!checkpointer) throw dtrain::Error("dtrain-mnist: --resume needs --checkpoint-dir");
-    if (auto restored = checkpointer->restore(*model, adam)) {
+    if (auto restored = checkpointer->restore(*model, optimizer)) {
       progress = *restored;
       if (rank == 0) std::printf("Resumed from step %lld (epoch %lld)\n", static_cast<long long>(progress.step),
                                  static_cast<long long>(progress.epoch));
@@ -134,17 +148,17 @@ int train(const Options& options) {
   std::optional<dt::DistributedOptimizer> allreduce;
   std::optional<dt::PSOptimizer> servers;
   if (ps) {
-    servers.emplace(adam, model->named_parameters().pairs(), progress.step);
+    servers.emplace(optimizer, model->named_parameters().pairs(), progress.step);
     progress.step = servers->start_step();
     if (rank == 0) {
       std::printf("Parameter servers: %s updates\n", servers->mode().c_str());
       std::fflush(stdout);
     }
   } else {
-    allreduce.emplace(adam, model->named_parameters().pairs());
+    allreduce.emplace(optimizer, model->named_parameters().pairs());
     // Start every rank from rank 0's weights and optimizer state.
     dt::broadcast_parameters(dt::named_state(*model), 0);
-    dt::broadcast_optimizer_state(adam, 0);
+    dt::broadcast_optimizer_state(optimizer, 0);
   }
   auto zero_grad = [&] { ps ? servers->zero_grad() : allreduce->zero_grad(); };
   auto step = [&] { ps ? servers->step() : allreduce->step(); };
@@ -207,7 +221,7 @@ int train(const Options& options) {
       const bool epoch_end = progress.step % steps_per_epoch == 0 || progress.step == total_steps;
       if (checkpointer && ((options.checkpoint_every > 0 && progress.step % options.checkpoint_every == 0) || epoch_end)) {
         if (ps && rank == 0) servers->pull_parameters();  // every shard, as the servers hold it now
-        checkpointer->save(*model, adam, progress);
+        checkpointer->save(*model, optimizer, progress);
       }
     }
   }
@@ -235,7 +249,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", options.max_steps, "Stop after this many steps in all (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", options.batch_size, "Images per rank per step")->check(CLI::PositiveNumber);
-  app.add_option("--learning-rate,--lr", options.learning_rate, "Adam learning rate (default 0.000125 x ranks)")
+  app.add_option("--optimizer", options.optimizer, "adam (default) or sgd (momentum 0.5)")
+      ->check(CLI::IsMember({"adam", "sgd"}));
+  app.add_option("--learning-rate,--lr", options.learning_rate,
+                 "Learning rate (default: Adam 0.000125 x ranks, SGD 0.01 x ranks)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--data-dir", options.data_dir, "Directory with the MNIST idx files");
   app.add_option("--model-dir", options.model_dir, "Where rank 0 writes model.pt and model.json");
