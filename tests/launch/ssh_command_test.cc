@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "child_runner.h"
+#include "tests/launch/child_runner.h"
 
 namespace dtrain::launch {
 namespace {
@@ -120,8 +120,7 @@ TEST_F(RemoteScript, ClosingStdinKillsTheWorker) {
   ASSERT_TRUE(child.wait_for_stdout("up\n", 10));
   child.close_stdin();  // what ssh does on the remote side when the connection closes
   auto result = child.finish(10);
-  EXPECT_FALSE(result.timed_out);
-  EXPECT_LT(result.seconds, 8);
+  EXPECT_FALSE(result.timed_out);  // the sleep would take an hour: the worker was killed
   EXPECT_TRUE(result.exited);
   EXPECT_EQ(result.exit_code, 128 + SIGTERM);
   EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
