@@ -1,4 +1,4 @@
-#include "coco_eval_command.h"
+#include "apps/dtrain/coco_eval_command.h"
 
 #include <chrono>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 #include "vision/evaluation/coco_evaluator.h"
-#include "vision/evaluation/parallel_for.h"
+#include "concurrency/parallel_for.h"
 
 namespace dtrain::cli {
 namespace {
@@ -96,7 +96,7 @@ int CocoEvalCommand::execute() const {
     std::fputs(summary.text().c_str(), stdout);
     std::fflush(stdout);
     if (!json_path_.empty()) {
-      write_report(json_path_, gt_path_, dt_path_, summary, vision::resolve_thread_count(threads_),
+      write_report(json_path_, gt_path_, dt_path_, summary, concurrency::resolve_thread_count(threads_),
                    timing);
     }
     return 0;

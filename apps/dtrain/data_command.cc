@@ -1,11 +1,11 @@
-#include "data_command.h"
+#include "apps/dtrain/data_command.h"
 
 #include <cstdio>
 #include <exception>
 
 #include "vision/data/synthetic_mnist.h"
 #include "vision/data/synthetic_shapes.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "entrypoint_command.h"
+#include "apps/dtrain/entrypoint_command.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

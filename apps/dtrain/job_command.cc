@@ -1,4 +1,4 @@
-#include "job_command.h"
+#include "apps/dtrain/job_command.h"
 
 #include <unistd.h>
 

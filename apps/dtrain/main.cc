@@ -6,13 +6,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "coco_eval_command.h"
-#include "data_command.h"
-#include "entrypoint_command.h"
-#include "job_command.h"
-#include "ps_server_command.h"
-#include "run_command.h"
-#include "serve_command.h"
+#include "apps/dtrain/coco_eval_command.h"
+#include "apps/dtrain/data_command.h"
+#include "apps/dtrain/entrypoint_command.h"
+#include "apps/dtrain/job_command.h"
+#include "apps/dtrain/ps_server_command.h"
+#include "apps/dtrain/run_command.h"
+#include "apps/dtrain/serve_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: distributed data-parallel training", "dtrain"};

@@ -1,4 +1,4 @@
-#include "ps_server_command.h"
+#include "apps/dtrain/ps_server_command.h"
 
 #include <cstdio>
 #include <exception>

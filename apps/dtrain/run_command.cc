@@ -1,4 +1,4 @@
-#include "run_command.h"
+#include "apps/dtrain/run_command.h"
 
 #include <cstdio>
 

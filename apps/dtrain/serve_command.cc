@@ -1,4 +1,4 @@
-#include "serve_command.h"
+#include "apps/dtrain/serve_command.h"
 
 #include <unistd.h>
 

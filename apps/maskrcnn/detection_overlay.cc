@@ -1,4 +1,4 @@
-#include "detection_overlay.h"
+#include "apps/maskrcnn/detection_overlay.h"
 
 #include <algorithm>
 #include <cmath>
@@ -56,7 +56,7 @@ std::array<uint8_t, 3> category_colour(int64_t category_id) {
   return hsv_to_rgb(hue < 0 ? hue + 1.0 : hue, 0.85, 0.95);
 }
 
-vision::RgbImage draw_detections(const vision::RgbImage& image, const ImageDetections& detections) {
+vision::RgbImage draw_detections(const vision::RgbImage& image, const vision::inference::ImageDetections& detections) {
   vision::RgbImage out = image;
   if (out.width == 0 || out.height == 0) return out;
   // Readable on thumbnails and on photos alike: one pixel per ~300 of the shorter side.

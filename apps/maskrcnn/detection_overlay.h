@@ -3,7 +3,7 @@
 #include <array>
 #include <cstdint>
 
-#include "image_detections.h"
+#include "vision/inference/image_detections.h"
 #include "vision/data/image.h"
 
 namespace dtrain::maskrcnn {
@@ -12,7 +12,7 @@ namespace dtrain::maskrcnn {
 // colour: the mask blended in at half opacity, the box outlined. The
 // lowest-scoring detection is drawn first, so the best ones stay on top.
 // Pixels outside every mask and box outline are left exactly as they were.
-vision::RgbImage draw_detections(const vision::RgbImage& image, const ImageDetections& detections);
+vision::RgbImage draw_detections(const vision::RgbImage& image, const vision::inference::ImageDetections& detections);
 
 // A saturated colour per category id, the same in every image and run;
 // neighbouring ids get hues far apart.

@@ -1,4 +1,4 @@
-#include "image_inputs.h"
+#include "apps/maskrcnn/image_inputs.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <map>
 #include <system_error>
 
-#include "usage_error.h"
+#include "apps/maskrcnn/usage_error.h"
 
 namespace dtrain::maskrcnn {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "predict_command.h"
-#include "train_command.h"
+#include "apps/maskrcnn/predict_command.h"
+#include "apps/maskrcnn/train_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain-maskrcnn: Mask R-CNN training and inference", "dtrain-maskrcnn"};

@@ -1,4 +1,4 @@
-#include "model_export.h"
+#include "apps/maskrcnn/model_export.h"
 
 #include <cerrno>
 #include <cstring>

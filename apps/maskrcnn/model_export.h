@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "vision/config/config.h"
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 
 namespace dtrain::maskrcnn {
 

@@ -1,4 +1,4 @@
-#include "predict_command.h"
+#include "apps/maskrcnn/predict_command.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,11 +9,11 @@
 #include <map>
 #include <thread>
 
-#include "coco_results.h"
-#include "detection_overlay.h"
-#include "image_inputs.h"
-#include "predictor.h"
-#include "usage_error.h"
+#include "vision/inference/coco_results.h"
+#include "apps/maskrcnn/detection_overlay.h"
+#include "apps/maskrcnn/image_inputs.h"
+#include "vision/inference/predictor.h"
+#include "apps/maskrcnn/usage_error.h"
 #include "vision/config/config_error.h"
 #include "vision/config/maskrcnn_defaults.h"
 #include "vision/config/model_options.h"
@@ -59,7 +59,7 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 // The model's own errors (an image too thin to resize, say) do not know the file.
-ImageDetections detect_naming_image(Predictor& predictor, const vision::RgbImage& pixels, const InputImage& image) {
+vision::inference::ImageDetections detect_naming_image(vision::inference::Predictor& predictor, const vision::RgbImage& pixels, const InputImage& image) {
   try {
     return predictor.detect(pixels);
   } catch (const std::exception& e) {
@@ -67,12 +67,12 @@ ImageDetections detect_naming_image(Predictor& predictor, const vision::RgbImage
   }
 }
 
-void print_summary(const InputImage& image, const ImageDetections& detections) {
+void print_summary(const InputImage& image, const vision::inference::ImageDetections& detections) {
   const size_t count = detections.instances.size();
   if (count == 0) {
     std::printf("%s: 0 detections\n", image.path.c_str());
   } else {
-    const DetectedInstance& best = detections.instances.front();  // scores descend
+    const vision::inference::DetectedInstance& best = detections.instances.front();  // scores descend
     std::printf("%s: %zu detections (best: category %lld score %.3f)\n", image.path.c_str(), count,
                 static_cast<long long>(best.label), best.score);
   }
@@ -126,7 +126,7 @@ int PredictCommand::execute() const {
     create_output_directory(output_);
 
     const int threads = threads_ > 0 ? threads_ : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    Predictor predictor(options, threads);
+    vision::inference::Predictor predictor(options, threads);
     if (weights.empty()) {
       std::fprintf(stderr,
                    "dtrain-maskrcnn predict: warning: no weights (neither --weights nor MODEL.WEIGHTS); "
@@ -138,8 +138,8 @@ int PredictCommand::execute() const {
 
     for (const InputImage& image : images) {
       const vision::RgbImage pixels = vision::read_image(image.path.string());
-      const ImageDetections detections = detect_naming_image(predictor, pixels, image);
-      write_text(fs::path(output_) / (image.stem + ".json"), coco_results(detections, image.image_id).dump() + "\n");
+      const vision::inference::ImageDetections detections = detect_naming_image(predictor, pixels, image);
+      write_text(fs::path(output_) / (image.stem + ".json"), vision::inference::coco_results(detections, image.image_id).dump() + "\n");
       if (visualize_) {
         const std::vector<uint8_t> png = vision::encode_png(draw_detections(pixels, detections));
         vision::write_file_bytes((fs::path(output_) / (image.stem + ".png")).string(), png);

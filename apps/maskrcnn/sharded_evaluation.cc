@@ -1,4 +1,4 @@
-#include "sharded_evaluation.h"
+#include "apps/maskrcnn/sharded_evaluation.h"
 
 #include <torch/torch.h>
 
@@ -8,10 +8,10 @@
 #include <fstream>
 #include <thread>
 
-#include "coco_results.h"
+#include "vision/inference/coco_results.h"
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
-#include "model_inference.h"
+#include "vision/inference/model_inference.h"
 #include "vision/data/coco_dataset.h"
 #include "vision/data/image_codec.h"
 #include "vision/evaluation/coco_detections.h"
@@ -32,14 +32,14 @@ std::string detect_shard(vision::modeling::MaskRcnnImpl& model, const vision::Co
   for (size_t position = rank; position < indices.size(); position += size) {
     const vision::DatasetImage& image = dataset.images()[indices[position]];
     const std::string path = dataset.image_path(image);
-    ImageDetections detections;
+    vision::inference::ImageDetections detections;
     try {
-      detections = detect_image(model, vision::read_image(path));
+      detections = vision::inference::detect_image(model, vision::read_image(path));
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ": " + e.what());
     }
-    for (DetectedInstance& instance : detections.instances) instance.label = dataset.category_id(instance.label);
-    for (auto& result : coco_results(detections, image.id)) results.push_back(std::move(result));
+    for (vision::inference::DetectedInstance& instance : detections.instances) instance.label = dataset.category_id(instance.label);
+    for (auto& result : vision::inference::coco_results(detections, image.id)) results.push_back(std::move(result));
   }
   return results.dump();
 }

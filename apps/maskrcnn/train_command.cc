@@ -1,10 +1,10 @@
-#include "train_command.h"
+#include "apps/maskrcnn/train_command.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
-#include "trainer.h"
+#include "apps/maskrcnn/trainer.h"
 #include "vision/config/config_error.h"
 #include "vision/config/maskrcnn_defaults.h"
 

@@ -1,4 +1,4 @@
-#include "trainer.h"
+#include "apps/maskrcnn/trainer.h"
 
 #include <torch/torch.h>
 
@@ -15,11 +15,11 @@
 
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
-#include "model_export.h"
-#include "model_inference.h"
-#include "sharded_evaluation.h"
-#include "training_checkpoint.h"
-#include "training_log.h"
+#include "apps/maskrcnn/model_export.h"
+#include "vision/inference/model_inference.h"
+#include "apps/maskrcnn/sharded_evaluation.h"
+#include "apps/maskrcnn/training_checkpoint.h"
+#include "apps/maskrcnn/training_log.h"
 #include "vision/config/model_options.h"
 #include "vision/data/batch_collate.h"
 #include "vision/data/coco_dataset.h"

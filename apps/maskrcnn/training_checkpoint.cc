@@ -1,4 +1,4 @@
-#include "training_checkpoint.h"
+#include "apps/maskrcnn/training_checkpoint.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -6,14 +6,14 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "vision/checkpoint/torch_checkpoint.h"
+#include "vision/torch_save/torch_checkpoint.h"
 #include "vision/modeling/model_weights.h"
 
 namespace dtrain::maskrcnn {
 namespace {
 
 namespace fs = std::filesystem;
-namespace checkpoint = vision::checkpoint;
+namespace torch_save = vision::torch_save;
 
 constexpr const char* kMomentumPrefix = "momentum.";
 
@@ -50,7 +50,7 @@ std::string checkpoint_name(int64_t iteration) {
 void save_training_checkpoint(const fs::path& output_dir, const std::string& model_file,
                               const vision::modeling::MaskRcnnImpl& model, torch::optim::SGD& sgd,
                               const libtorch::NamedTensors& trainable, int64_t iteration) {
-  checkpoint::StateDict solver;
+  torch_save::StateDict solver;
   solver.push_back({"iteration", torch::tensor(iteration, torch::kInt64)});
   auto& state = sgd.state();
   for (const auto& [name, parameter] : trainable) {
@@ -61,7 +61,7 @@ void save_training_checkpoint(const fs::path& output_dir, const std::string& mod
   }
   // Solver first, model second, pointer last: the pointer never names a
   // model whose solver state is missing.
-  checkpoint::save_state_dict(solver_file(output_dir / model_file).string(), solver);
+  torch_save::save_state_dict(solver_file(output_dir / model_file).string(), solver);
   vision::modeling::save_weights(model, (output_dir / model_file).string());
   write_pointer(output_dir, model_file);
 }
@@ -81,7 +81,7 @@ int64_t load_training_checkpoint(const fs::path& model_file, vision::modeling::M
                              model_file.string());
   }
   vision::modeling::load_weights(model, model_file.string());
-  const checkpoint::StateDict solver = checkpoint::load_state_dict(solver_path.string());
+  const torch_save::StateDict solver = torch_save::load_state_dict(solver_path.string());
   std::map<std::string, at::Tensor> momentum;
   std::optional<int64_t> iteration;
   for (const auto& [name, tensor] : solver) {

@@ -1,4 +1,4 @@
-#include "training_log.h"
+#include "apps/maskrcnn/training_log.h"
 
 #include <cerrno>
 #include <cmath>

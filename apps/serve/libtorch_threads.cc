@@ -1,4 +1,4 @@
-#include "libtorch_threads.h"
+#include "apps/serve/libtorch_threads.h"
 
 #include "dtrain/torch.h"
 

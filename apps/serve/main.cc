@@ -19,9 +19,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "libtorch_threads.h"
-#include "maskrcnn_endpoint.h"
-#include "mnist_endpoint.h"
+#include "apps/serve/libtorch_threads.h"
+#include "apps/serve/maskrcnn_endpoint.h"
+#include "apps/serve/mnist_endpoint.h"
 #include "serving/inference_server.h"
 #include "serving/model_error.h"
 #include "serving/model_location.h"

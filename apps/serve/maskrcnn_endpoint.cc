@@ -1,7 +1,7 @@
-#include "maskrcnn_endpoint.h"
+#include "apps/serve/maskrcnn_endpoint.h"
 
-#include "maskrcnn_payload.h"
-#include "predictor.h"
+#include "apps/serve/maskrcnn_payload.h"
+#include "vision/inference/predictor.h"
 #include "serving/model_error.h"
 #include "vision/config/maskrcnn_defaults.h"
 #include "vision/config/model_options.h"
@@ -41,7 +41,7 @@ class MaskRcnnEndpoint : public serving::Endpoint {
 
   serving::InvocationResponse invoke(const serving::InvocationRequest& request) override {
     const MaskRcnnRequest decoded = decode_maskrcnn_request(request, max_pixels_);
-    maskrcnn::ImageDetections detections;
+    vision::inference::ImageDetections detections;
     try {
       detections = predictor_.detect(decoded.image);
     } catch (const std::runtime_error& e) {
@@ -52,7 +52,7 @@ class MaskRcnnEndpoint : public serving::Endpoint {
   }
 
  private:
-  maskrcnn::Predictor predictor_;
+  vision::inference::Predictor predictor_;
   std::vector<serving::Category> categories_;
   uint64_t max_pixels_;
 };

@@ -1,13 +1,13 @@
-#include "maskrcnn_payload.h"
+#include "apps/serve/maskrcnn_payload.h"
 
 #include <span>
 
 #include <nlohmann/json.hpp>
 
-#include "coco_results.h"
+#include "vision/inference/coco_results.h"
 #include "serving/base64.h"
 #include "vision/data/image_codec.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::serve {
 namespace {
@@ -73,17 +73,17 @@ MaskRcnnRequest decode_maskrcnn_request(const serving::InvocationRequest& reques
   return out;
 }
 
-std::string encode_maskrcnn_response(const maskrcnn::ImageDetections& detections,
+std::string encode_maskrcnn_response(const vision::inference::ImageDetections& detections,
                                      const std::vector<serving::Category>& categories, double score_threshold) {
   // Threshold first: only the kept masks are run-length encoded.
-  maskrcnn::ImageDetections kept;
+  vision::inference::ImageDetections kept;
   kept.height = detections.height;
   kept.width = detections.width;
-  for (const maskrcnn::DetectedInstance& instance : detections.instances) {
+  for (const vision::inference::DetectedInstance& instance : detections.instances) {
     if (instance.score >= score_threshold) kept.instances.push_back(instance);
   }
   nlohmann::ordered_json out_detections = nlohmann::ordered_json::array();
-  const nlohmann::ordered_json results = maskrcnn::coco_results(kept, 0);
+  const nlohmann::ordered_json results = vision::inference::coco_results(kept, 0);
   for (const auto& result : results) {
     const int64_t label = result["category_id"].get<int64_t>();
     const bool known = label >= 1 && static_cast<size_t>(label) <= categories.size();

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "image_detections.h"
+#include "vision/inference/image_detections.h"
 #include "serving/invocation.h"
 #include "serving/model_metadata.h"
 #include "vision/data/image.h"
@@ -35,7 +35,7 @@ MaskRcnnRequest decode_maskrcnn_request(const serving::InvocationRequest& reques
 
 // The model's label l is categories[l - 1] (labels 1..K, as the trainer maps
 // the training set's categories in id order).
-std::string encode_maskrcnn_response(const maskrcnn::ImageDetections& detections,
+std::string encode_maskrcnn_response(const vision::inference::ImageDetections& detections,
                                      const std::vector<serving::Category>& categories, double score_threshold);
 
 }  // namespace dtrain::serve

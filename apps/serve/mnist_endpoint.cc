@@ -1,11 +1,11 @@
-#include "mnist_endpoint.h"
+#include "apps/serve/mnist_endpoint.h"
 
 #include <torch/serialize.h>
 
 #include <cstring>
 
-#include "mnist_net.h"
-#include "mnist_payload.h"
+#include "mnist/mnist_net.h"
+#include "apps/serve/mnist_payload.h"
 #include "serving/model_error.h"
 
 namespace dtrain::serve {

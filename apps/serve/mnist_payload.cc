@@ -1,4 +1,4 @@
-#include "mnist_payload.h"
+#include "apps/serve/mnist_payload.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vision/data/image_codec.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::serve {
 namespace {

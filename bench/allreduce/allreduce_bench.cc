@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "dtrain/dtrain.h"
-#include "resnet50_gradients.h"
+#include "bench/allreduce/resnet50_gradients.h"
 #include "runtime/environment.h"
 #include "runtime/transport/transport_factory.h"
 

@@ -13,15 +13,16 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "synthetic_coco.h"
-#include "vision/evaluation/coco_error.h"
+#include "bench/coco_eval/synthetic_coco.h"
+#include "vision/coco/coco_error.h"
 #include "vision/evaluation/coco_evaluator.h"
-#include "vision/evaluation/parallel_for.h"
+#include "concurrency/parallel_for.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace vision = dtrain::vision;
+namespace concurrency = dtrain::concurrency;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const int used_threads = vision::resolve_thread_count(threads);
+    const int used_threads = concurrency::resolve_thread_count(threads);
     auto start = Clock::now();
     const dtrain::bench::SyntheticCoco data = dtrain::bench::generate_synthetic_coco(spec, used_threads);
     const double generate_s = seconds_since(start);
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
                 spec.images, data.annotations, data.detections, generate_s,
                 data.ground_truth.size() / 1e6, data.box_results.size() / 1e6,
                 data.mask_results.size() / 1e6, dir.string().c_str());
-    std::printf("threads: %d (hardware: %d)\n", used_threads, vision::resolve_thread_count(0));
+    std::printf("threads: %d (hardware: %d)\n", used_threads, concurrency::resolve_thread_count(0));
 
     start = Clock::now();
     const auto gt = vision::CocoGroundTruth::load(gt_path.string());

@@ -1,4 +1,4 @@
-#include "synthetic_coco.h"
+#include "bench/coco_eval/synthetic_coco.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "vision/evaluation/parallel_for.h"
-#include "vision/evaluation/polygon_rasterizer.h"
-#include "vision/evaluation/rle_string.h"
+#include "concurrency/parallel_for.h"
+#include "vision/coco/polygon_rasterizer.h"
+#include "vision/coco/rle_string.h"
 
 namespace dtrain::bench {
 namespace {
@@ -199,7 +199,7 @@ ImageText generate_image(const SyntheticCocoSpec& spec, int index, uint64_t& nex
 SyntheticCoco generate_synthetic_coco(const SyntheticCocoSpec& spec, int threads) {
   std::vector<ImageText> images(static_cast<size_t>(spec.images));
   // Annotation ids depend only on the image: 100 ids reserved per image.
-  vision::parallel_for(images.size(), threads, [&](size_t i) {
+  concurrency::parallel_for(images.size(), threads, [&](size_t i) {
     uint64_t next_id = 1 + i * 100;
     images[i] = generate_image(spec, static_cast<int>(i), next_id);
   });

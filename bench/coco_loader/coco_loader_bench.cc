@@ -23,7 +23,7 @@
 #include "vision/data/image_codec.h"
 #include "vision/data/synthetic_shapes.h"
 #include "vision/data/transforms.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "dtrain/torch.h"
-#include "vision/checkpoint/torch_checkpoint.h"
+#include "vision/torch_save/torch_checkpoint.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
 
@@ -45,7 +45,7 @@ nlohmann::json measure_dtrain(const std::string& workdir, int threads, int steps
   modeling::MaskRcnn model(options);
   modeling::load_weights(*model, workdir + "/weights.pth");
   std::map<std::string, at::Tensor> inputs;
-  for (auto& entry : dtrain::vision::checkpoint::load_state_dict(workdir + "/inputs.pth")) {
+  for (auto& entry : dtrain::vision::torch_save::load_state_dict(workdir + "/inputs.pth")) {
     inputs[entry.name] = entry.tensor;
   }
   std::vector<at::Tensor> images{inputs["image0"], inputs["image1"]};

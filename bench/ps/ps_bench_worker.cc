@@ -26,7 +26,7 @@
 
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
-#include "mnist_net.h"
+#include "mnist/mnist_net.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "data/mnist_idx.h"
+#include "mnist/mnist_idx.h"
 #include "vision/data/image_codec.h"
 
 namespace {
@@ -38,7 +38,7 @@ struct Options {
 };
 
 // One request: images [begin, end) as a PNG (one image) or a JSON batch.
-std::pair<std::string, std::string> request_body(const dtrain::data::MnistImages& images, size_t begin, size_t end,
+std::pair<std::string, std::string> request_body(const dtrain::mnist::MnistImages& images, size_t begin, size_t end,
                                                  bool png) {
   const size_t pixels = images.rows * images.cols;
   if (png) {
@@ -56,7 +56,7 @@ std::pair<std::string, std::string> request_body(const dtrain::data::MnistImages
 }
 
 int run(const Options& options) {
-  const dtrain::data::MnistSplit test = dtrain::data::read_mnist_split(options.data_dir, "t10k");
+  const dtrain::mnist::MnistSplit test = dtrain::mnist::read_mnist_split(options.data_dir, "t10k");
   const size_t count = std::min(options.images, test.images.count);
   std::vector<int> predicted(count, -1);
   std::atomic<size_t> next{0};

@@ -17,13 +17,9 @@
 #include <string>
 #include <vector>
 
-namespace dtrain {
+#include "dtrain/error.h"
 
-// Raised for every runtime failure: misuse, a mismatch between ranks, a lost peer, a stall.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace dtrain {
 
 enum class DataType : std::uint8_t { kUInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64 };
 

@@ -1,11 +1,11 @@
-#include "artifact_packer.h"
+#include "job/artifact_packer.h"
 
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "job_error.h"
-#include "system_command.h"
+#include "job/job_error.h"
+#include "job/system_command.h"
 
 namespace dtrain::job {
 

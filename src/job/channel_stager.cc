@@ -1,4 +1,4 @@
-#include "channel_stager.h"
+#include "job/channel_stager.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "job_error.h"
+#include "job/job_error.h"
 
 namespace dtrain::job {
 

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "container_layout.h"
-#include "job_spec.h"
+#include "job/container_layout.h"
+#include "job/job_spec.h"
 
 namespace dtrain::job {
 

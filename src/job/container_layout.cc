@@ -1,4 +1,4 @@
-#include "container_layout.h"
+#include "job/container_layout.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "job_error.h"
-#include "job_spec.h"
+#include "job/job_error.h"
+#include "job/job_spec.h"
 
 namespace dtrain::job {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hyperparameters.h"
+#include "job/hyperparameters.h"
 
 namespace dtrain::job {
 

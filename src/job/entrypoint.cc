@@ -1,4 +1,4 @@
-#include "entrypoint.h"
+#include "job/entrypoint.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,14 +13,14 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "container_layout.h"
-#include "host_link.h"
-#include "job_error.h"
-#include "job_spec.h"
+#include "job/container_layout.h"
+#include "job/host_link.h"
+#include "job/job_error.h"
+#include "job/job_spec.h"
 #include "launch/launch_error.h"
 #include "launch/launch_job.h"
 #include "launch/signal_channel.h"
-#include "training_environment.h"
+#include "job/training_environment.h"
 
 namespace dtrain::job {
 namespace {

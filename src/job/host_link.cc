@@ -1,4 +1,4 @@
-#include "host_link.h"
+#include "job/host_link.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "job_error.h"
+#include "job/job_error.h"
 
 namespace dtrain::job {
 namespace {

@@ -1,4 +1,4 @@
-#include "hyperparameters.h"
+#include "job/hyperparameters.h"
 
 #include <algorithm>
 #include <charconv>

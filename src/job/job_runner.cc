@@ -1,4 +1,4 @@
-#include "job_runner.h"
+#include "job/job_runner.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,16 +17,16 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "artifact_packer.h"
-#include "channel_stager.h"
-#include "container_layout.h"
-#include "entrypoint.h"
-#include "job_error.h"
+#include "job/artifact_packer.h"
+#include "job/channel_stager.h"
+#include "job/container_layout.h"
+#include "job/entrypoint.h"
+#include "job/job_error.h"
 #include "launch/job_supervisor.h"
 #include "launch/signal_channel.h"
 #include "launch/worker_env.h"
-#include "metric_extractor.h"
-#include "pipe_feeder.h"
+#include "job/metric_extractor.h"
+#include "job/pipe_feeder.h"
 
 namespace dtrain::job {
 namespace {

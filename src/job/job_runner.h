@@ -3,8 +3,8 @@
 #include <optional>
 #include <string>
 
-#include "job_spec.h"
-#include "local_cluster.h"
+#include "job/job_spec.h"
+#include "job/local_cluster.h"
 
 namespace dtrain::job {
 

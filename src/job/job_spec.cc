@@ -1,4 +1,4 @@
-#include "job_spec.h"
+#include "job/job_spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
-#include "job_error.h"
+#include "job/job_error.h"
 
 namespace dtrain::job {
 namespace {

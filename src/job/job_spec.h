@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "hyperparameters.h"
+#include "job/hyperparameters.h"
 
 namespace dtrain::job {
 

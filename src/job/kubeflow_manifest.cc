@@ -1,9 +1,9 @@
-#include "kubeflow_manifest.h"
+#include "job/kubeflow_manifest.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "hyperparameters.h"
+#include "job/hyperparameters.h"
 #include "launch/ssh_command.h"
 
 namespace dtrain::job {

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "job_spec.h"
+#include "job/job_spec.h"
 
 namespace dtrain::job {
 

@@ -1,4 +1,4 @@
-#include "local_cluster.h"
+#include "job/local_cluster.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "container_layout.h"
-#include "job_error.h"
-#include "system_command.h"
+#include "job/container_layout.h"
+#include "job/job_error.h"
+#include "job/system_command.h"
 
 namespace dtrain::job {
 namespace {

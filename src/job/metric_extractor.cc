@@ -1,4 +1,4 @@
-#include "metric_extractor.h"
+#include "job/metric_extractor.h"
 
 #include <charconv>
 #include <cmath>

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "job_spec.h"
+#include "job/job_spec.h"
 
 namespace dtrain::job {
 

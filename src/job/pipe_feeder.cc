@@ -1,4 +1,4 @@
-#include "pipe_feeder.h"
+#include "job/pipe_feeder.h"
 
 #include <fcntl.h>
 #include <poll.h>

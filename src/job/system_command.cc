@@ -1,4 +1,4 @@
-#include "system_command.h"
+#include "job/system_command.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "job_error.h"
+#include "job/job_error.h"
 #include "launch/local_spawner.h"
 #include "launch/worker_env.h"
 

@@ -1,4 +1,4 @@
-#include "training_environment.h"
+#include "job/training_environment.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "job_error.h"
+#include "job/job_error.h"
 
 namespace dtrain::job {
 namespace {

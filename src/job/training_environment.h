@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "container_layout.h"
-#include "hyperparameters.h"
+#include "job/container_layout.h"
+#include "job/hyperparameters.h"
 
 namespace dtrain::job {
 

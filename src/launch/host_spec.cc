@@ -1,4 +1,4 @@
-#include "host_spec.h"
+#include "launch/host_spec.h"
 
 #include <cerrno>
 #include <charconv>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
 
 namespace dtrain::launch {
 namespace {

@@ -1,4 +1,4 @@
-#include "job_identity.h"
+#include "launch/job_identity.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
 
 namespace dtrain::launch {
 

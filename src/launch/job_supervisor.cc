@@ -1,4 +1,4 @@
-#include "job_supervisor.h"
+#include "launch/job_supervisor.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -15,11 +15,11 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "launch_error.h"
-#include "output_relay.h"
-#include "raw_output_files.h"
-#include "signal_channel.h"
-#include "worker_env.h"
+#include "launch/launch_error.h"
+#include "launch/output_relay.h"
+#include "launch/raw_output_files.h"
+#include "launch/signal_channel.h"
+#include "launch/worker_env.h"
 
 namespace dtrain::launch {
 namespace {

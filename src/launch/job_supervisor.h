@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "local_spawner.h"
-#include "rank_assignment.h"
+#include "launch/local_spawner.h"
+#include "launch/rank_assignment.h"
 
 namespace dtrain::launch {
 

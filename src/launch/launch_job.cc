@@ -1,4 +1,4 @@
-#include "launch_job.h"
+#include "launch/launch_job.h"
 
 #include <unistd.h>
 
@@ -14,19 +14,19 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "host_spec.h"
-#include "job_identity.h"
-#include "job_supervisor.h"
-#include "launch_error.h"
-#include "local_host.h"
-#include "mpirun_command.h"
-#include "mpirun_output.h"
-#include "output_relay.h"
-#include "rank_assignment.h"
-#include "rendezvous_server.h"
-#include "signal_channel.h"
-#include "ssh_reachability.h"
-#include "worker_env.h"
+#include "launch/host_spec.h"
+#include "launch/job_identity.h"
+#include "launch/job_supervisor.h"
+#include "launch/launch_error.h"
+#include "launch/local_host.h"
+#include "launch/mpirun_command.h"
+#include "launch/mpirun_output.h"
+#include "launch/output_relay.h"
+#include "launch/rank_assignment.h"
+#include "launch/rendezvous_server.h"
+#include "launch/signal_channel.h"
+#include "launch/ssh_reachability.h"
+#include "launch/worker_env.h"
 
 namespace dtrain::launch {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "launch_options.h"
+#include "launch/launch_options.h"
 
 namespace dtrain::launch {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "job_supervisor.h"
-#include "ssh_command.h"
+#include "launch/job_supervisor.h"
+#include "launch/ssh_command.h"
 
 namespace dtrain::launch {
 

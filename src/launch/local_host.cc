@@ -1,4 +1,4 @@
-#include "local_host.h"
+#include "launch/local_host.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,4 +1,4 @@
-#include "mpirun_command.h"
+#include "launch/mpirun_command.h"
 
 #include <set>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
 
 namespace dtrain::launch {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "host_spec.h"
-#include "worker_env.h"
+#include "launch/host_spec.h"
+#include "launch/worker_env.h"
 
 namespace dtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mpirun_output.h"
+#include "launch/mpirun_output.h"
 
 #include <sys/wait.h>
 
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "output_relay.h"
-#include "signal_channel.h"
+#include "launch/output_relay.h"
+#include "launch/signal_channel.h"
 
 namespace dtrain::launch {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rank_assignment.h"
+#include "launch/rank_assignment.h"
 
 namespace dtrain::launch {
 

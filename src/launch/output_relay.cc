@@ -1,4 +1,4 @@
-#include "output_relay.h"
+#include "launch/output_relay.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "rank_assignment.h"
+#include "launch/rank_assignment.h"
 
 #include <fmt/format.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
 
 namespace dtrain::launch {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "host_spec.h"
+#include "launch/host_spec.h"
 
 namespace dtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "raw_output_files.h"
+#include "launch/raw_output_files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
 
 namespace dtrain::launch {
 namespace {

@@ -1,4 +1,4 @@
-#include "rendezvous_server.h"
+#include "launch/rendezvous_server.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +11,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
+#include "rendezvous/protocol.h"
 
 namespace dtrain::launch {
 namespace {
@@ -47,9 +48,9 @@ struct RendezvousServer::Impl {
     using httplib::Response;
 
     server.set_pre_routing_handler([this](const Request& req, Response& res) {
-      if (!same_token(req.get_header_value(kTokenHeader), token)) {
+      if (!same_token(req.get_header_value(rendezvous::kTokenHeader), token)) {
         res.status = 403;
-        res.set_content(kBadTokenBody, "text/plain");
+        res.set_content(rendezvous::kBadTokenBody, "text/plain");
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;

@@ -1,4 +1,4 @@
-#include "signal_channel.h"
+#include "launch/signal_channel.h"
 
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "launch_error.h"
+#include "launch/launch_error.h"
 
 namespace dtrain::launch {
 

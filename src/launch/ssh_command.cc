@@ -1,4 +1,4 @@
-#include "ssh_command.h"
+#include "launch/ssh_command.h"
 
 #include <fmt/format.h>
 

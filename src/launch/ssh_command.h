@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "worker_env.h"
+#include "launch/worker_env.h"
 
 namespace dtrain::launch {
 

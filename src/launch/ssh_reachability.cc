@@ -1,4 +1,4 @@
-#include "ssh_reachability.h"
+#include "launch/ssh_reachability.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "launch_error.h"
-#include "local_spawner.h"
-#include "worker_env.h"
+#include "launch/launch_error.h"
+#include "launch/local_spawner.h"
+#include "launch/worker_env.h"
 
 namespace dtrain::launch {
 namespace {

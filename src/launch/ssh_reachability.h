@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "ssh_command.h"
+#include "launch/ssh_command.h"
 
 namespace dtrain::launch {
 

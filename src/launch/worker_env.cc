@@ -1,4 +1,4 @@
-#include "worker_env.h"
+#include "launch/worker_env.h"
 
 #include <cmath>
 #include <map>

@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "job_identity.h"
-#include "rank_assignment.h"
+#include "launch/job_identity.h"
+#include "launch/rank_assignment.h"
 
 namespace dtrain::launch {
 

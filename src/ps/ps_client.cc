@@ -1,4 +1,4 @@
-#include "ps_client.h"
+#include "ps/ps_client.h"
 
 #include <chrono>
 #include <climits>
@@ -10,11 +10,10 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
-#include "dtrain/dtrain.h"
-#include "parameter_server.grpc.pb.h"
-#include "ps_error.h"
-#include "ps_service.h"
-#include "runtime/rendezvous_client.h"
+#include "ps/parameter_server.grpc.pb.h"
+#include "ps/ps_error.h"
+#include "ps/ps_service.h"
+#include "rendezvous/rendezvous_client.h"
 
 namespace dtrain::ps {
 namespace {
@@ -64,7 +63,7 @@ PsClientOptions ps_client_options_from_environment() {
     if (options.rpc_timeout_s <= 0) throw PsError(fmt::format("DTRAIN_PS_RPC_TIMEOUT={} must be a positive number of seconds", t));
   }
   const std::string job = env_text("DTRAIN_JOB_ID").empty() ? "job" : env_text("DTRAIN_JOB_ID");
-  runtime::RendezvousClient store(env_text("DTRAIN_RENDEZVOUS_ADDR"), env_int("DTRAIN_RENDEZVOUS_PORT"), options.token);
+  rendezvous::RendezvousClient store(env_text("DTRAIN_RENDEZVOUS_ADDR"), env_int("DTRAIN_RENDEZVOUS_PORT"), options.token);
   const auto wait = std::chrono::milliseconds(static_cast<long long>(options.rpc_timeout_s * 1000));
   for (int i = 0; i < servers; ++i) {
     try {

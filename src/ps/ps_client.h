@@ -12,9 +12,9 @@
 
 #include <grpcpp/support/status.h>
 
-#include "parameter_server.pb.h"
-#include "shard_plan.h"
-#include "update_rule.h"
+#include "ps/parameter_server.pb.h"
+#include "ps/shard_plan.h"
+#include "ps/update_rule.h"
 
 namespace dtrain::ps {
 

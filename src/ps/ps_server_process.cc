@@ -1,4 +1,4 @@
-#include "ps_server_process.h"
+#include "ps/ps_server_process.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "ps_error.h"
-#include "ps_service.h"
-#include "runtime/rendezvous_client.h"
+#include "ps/ps_error.h"
+#include "ps/ps_service.h"
+#include "rendezvous/rendezvous_client.h"
 
 namespace dtrain::ps {
 namespace {
@@ -52,7 +52,7 @@ int run_server_process(const ServerProcessOptions& options) {
 
   ParameterServer server(options.store, token, "0.0.0.0:0");
   const std::string address = fmt::format("{}:{}", host, server.port());
-  runtime::RendezvousClient store(rendezvous, rendezvous_port, token);
+  rendezvous::RendezvousClient store(rendezvous, rendezvous_port, token);
   store.set(fmt::format("{}/ps/server/{}", job && *job ? job : "job", options.store.server), address);
   if (options.ready_rank >= 0) store.report_ready(options.ready_rank);
   const std::string staleness =

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "parameter_store.h"
+#include "ps/parameter_store.h"
 
 namespace dtrain::ps {
 

@@ -1,4 +1,4 @@
-#include "ps_service.h"
+#include "ps/ps_service.h"
 
 #include <climits>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
-#include "ps_error.h"
+#include "ps/ps_error.h"
 
 namespace dtrain::ps {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <grpcpp/server.h>
 
-#include "parameter_server.grpc.pb.h"
-#include "parameter_store.h"
+#include "ps/parameter_server.grpc.pb.h"
+#include "ps/parameter_store.h"
 
 namespace dtrain::ps {
 

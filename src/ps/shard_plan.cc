@@ -1,11 +1,11 @@
-#include "shard_plan.h"
+#include "ps/shard_plan.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "ps_error.h"
+#include "ps/ps_error.h"
 
 namespace dtrain::ps {
 

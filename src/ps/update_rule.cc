@@ -1,4 +1,4 @@
-#include "update_rule.h"
+#include "ps/update_rule.h"
 
 #include <cmath>
 

@@ -10,7 +10,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "dtrain/torch.h"
-#include "reusing_cpu_allocator.h"
+#include "torch/reusing_cpu_allocator.h"
 
 namespace dtrain::libtorch {
 

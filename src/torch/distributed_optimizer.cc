@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "dtrain/torch.h"
-#include "gradient_ready_hook.h"
+#include "torch/gradient_ready_hook.h"
 
 namespace dtrain::libtorch {
 

@@ -1,4 +1,4 @@
-#include "optimizer_state.h"
+#include "torch/optimizer_state.h"
 
 #include "dtrain/dtrain.h"
 

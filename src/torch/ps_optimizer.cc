@@ -15,7 +15,7 @@
 #include <unordered_set>
 
 #include "dtrain/torch.h"
-#include "gradient_ready_hook.h"
+#include "torch/gradient_ready_hook.h"
 #include "ps/ps_client.h"
 #include "ps/ps_error.h"
 

@@ -1,4 +1,4 @@
-#include "reusing_cpu_allocator.h"
+#include "torch/reusing_cpu_allocator.h"
 
 #include <algorithm>
 #include <cstdlib>

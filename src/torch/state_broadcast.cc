@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "dtrain/torch.h"
-#include "optimizer_state.h"
+#include "torch/optimizer_state.h"
 
 namespace dtrain::libtorch {
 

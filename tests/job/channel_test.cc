@@ -11,7 +11,7 @@
 #include "job/container_layout.h"
 #include "job/job_spec.h"
 #include "job/pipe_feeder.h"
-#include "test_support.h"
+#include "tests/job/test_support.h"
 
 namespace dtrain::job {
 namespace {

@@ -17,8 +17,8 @@
 #include "job/channel_stager.h"
 #include "job/container_layout.h"
 #include "job/system_command.h"
-#include "child_runner.h"
-#include "test_support.h"
+#include "tests/launch/child_runner.h"
+#include "tests/job/test_support.h"
 
 namespace dtrain::job {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "job/job_error.h"
-#include "test_support.h"
+#include "tests/job/test_support.h"
 
 namespace dtrain::job {
 namespace {

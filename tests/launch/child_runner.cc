@@ -1,4 +1,4 @@
-#include "child_runner.h"
+#include "tests/launch/child_runner.h"
 
 #include <dirent.h>
 #include <poll.h>

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "child_runner.h"
+#include "tests/launch/child_runner.h"
 
 namespace dtrain::launch {
 namespace {

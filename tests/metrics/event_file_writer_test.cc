@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "command_runner.h"
-#include "temp_dir.h"
+#include "tests/support/command_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::metrics {
 namespace {

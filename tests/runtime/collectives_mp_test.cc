@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "dtrain/dtrain.h"
-#include "tensor_values.h"
+#include "tests/runtime/tensor_values.h"
 
 namespace dtrain {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "command_runner.h"
+#include "tests/support/command_runner.h"
 
 namespace dtrain {
 namespace {

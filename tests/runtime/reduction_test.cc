@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "runtime/half_float.h"
-#include "tensor_values.h"
+#include "tests/runtime/tensor_values.h"
 
 namespace dtrain::runtime {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "runtime/transport/shm/shared_segment.h"
 #include "runtime/transport/shm/shm_allreduce.h"
-#include "tensor_values.h"
+#include "tests/runtime/tensor_values.h"
 
 namespace dtrain::runtime {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "dtrain/dtrain.h"
-#include "tensor_values.h"
+#include "tests/runtime/tensor_values.h"
 
 namespace dtrain {
 namespace {

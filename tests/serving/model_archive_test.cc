@@ -10,10 +10,10 @@
 #include <fstream>
 #include <vector>
 
-#include "command_runner.h"
+#include "tests/support/command_runner.h"
 #include "serving/model_error.h"
-#include "tar_builder.h"
-#include "temp_dir.h"
+#include "tests/serving/tar_builder.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::serving {
 namespace {

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "serving/model_error.h"
-#include "temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::serving {
 namespace {

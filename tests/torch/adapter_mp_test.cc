@@ -7,7 +7,7 @@
 #include <torch/optim/sgd.h>
 
 #include "dtrain/torch.h"
-#include "mnist_net.h"
+#include "mnist/mnist_net.h"
 
 namespace dtrain::libtorch {
 namespace {

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <set>
 
-#include "data/mnist_idx.h"
 #include "dtrain/torch.h"
 
 namespace dtrain::libtorch {
@@ -163,31 +162,6 @@ TEST_F(WorldOfOne, CheckpointOfAnotherModelIsRefusedByName) {
   Checkpointer(dir.string()).save(*small, sgd, {0, 1});
   const std::string message = error_restoring(dir);
   EXPECT_NE(message.find("model.weight"), std::string::npos) << message;
-  fs::remove_all(dir);
-}
-
-TEST(MnistReader, MissingAndMalformedFilesAreNamed) {
-  const fs::path dir = fresh_dir("mnist");
-  try {
-    data::read_mnist_split(dir.string(), "train");
-    FAIL();
-  } catch (const data::DatasetError& e) {
-    EXPECT_NE(std::string(e.what()).find("train-images-idx3-ubyte"), std::string::npos);
-  }
-  const auto write = [](const fs::path& p, std::vector<unsigned char> bytes) {
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  };
-  write(dir / "bad-images", {0, 0, 8, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4});
-  EXPECT_THROW(data::read_mnist_images((dir / "bad-images").string()), data::DatasetError);  // magic 2049
-  write(dir / "short-images", {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3});
-  try {
-    data::read_mnist_images((dir / "short-images").string());
-    FAIL();
-  } catch (const data::DatasetError& e) {
-    EXPECT_NE(std::string(e.what()).find("needs 24"), std::string::npos) << e.what();
-  }
-  write(dir / "labels", {0, 0, 8, 1, 0, 0, 0, 2, 3, 12});
-  EXPECT_THROW(data::read_mnist_labels((dir / "labels").string()), data::DatasetError);  // label 12
   fs::remove_all(dir);
 }
 

@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "../../src/torch/reusing_cpu_allocator.h"
+#include "torch/reusing_cpu_allocator.h"
 #include "dtrain/torch.h"
 
 namespace dtrain::libtorch {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "vision/data/bad_input_policy.h"
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 
 namespace dtrain::vision {
 

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "vision/data/coco_dataset.h"
-#include "vision/evaluation/coco_error.h"
-#include "vision/evaluation/json_entry.h"
-#include "vision/evaluation/rle_string.h"
+#include "vision/coco/coco_error.h"
+#include "vision/coco/json_entry.h"
+#include "vision/coco/rle_string.h"
 
 namespace dtrain::vision {
 namespace {

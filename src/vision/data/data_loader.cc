@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "vision/data/image_codec.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::vision {
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::vision {
 namespace {

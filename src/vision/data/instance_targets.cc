@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "vision/evaluation/polygon_rasterizer.h"
-#include "vision/evaluation/segmentation_mask.h"
+#include "vision/coco/polygon_rasterizer.h"
+#include "vision/coco/segmentation_mask.h"
 
 namespace dtrain::vision {
 

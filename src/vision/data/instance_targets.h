@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "vision/data/coco_dataset.h"
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 
 namespace dtrain::vision {
 

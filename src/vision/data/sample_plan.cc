@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "vision/data/transforms.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::vision {
 

@@ -9,8 +9,8 @@
 
 #include "vision/data/image_codec.h"
 #include "vision/data/transforms.h"
-#include "vision/evaluation/coco_error.h"
-#include "vision/evaluation/parallel_for.h"
+#include "vision/coco/coco_error.h"
+#include "concurrency/parallel_for.h"
 
 namespace dtrain::vision {
 namespace {
@@ -51,7 +51,7 @@ void write_split(const SyntheticSpec& spec, const std::string& split, size_t cou
   const size_t step = std::max<size_t>(1, std::min<size_t>(100, (count + 9) / 10));
   const uint32_t low = spec.min_size == 0 ? spec.size : std::min(spec.min_size, spec.size);
   const uint64_t split_key = split == "train" ? 1 : 2;
-  parallel_for(count, spec.threads, [&](size_t i) {
+  concurrency::parallel_for(count, spec.threads, [&](size_t i) {
     SampleRng rng(mix_seed(spec.seed, split_key, i));
     const auto height = static_cast<uint32_t>(low + rng.below(spec.size - low + 1));
     const auto width = static_cast<uint32_t>(low + rng.below(spec.size - low + 1));

@@ -7,7 +7,7 @@
 
 #include "vision/data/synthetic_shapes.h"
 #include "vision/data/transforms.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::vision {
 namespace {
@@ -51,7 +51,7 @@ std::vector<CocoCategory> digit_categories() {
   return categories;
 }
 
-SyntheticImage generate_mnist_image(const data::MnistImages& digits,
+SyntheticImage generate_mnist_image(const mnist::MnistImages& digits,
                                     const std::vector<uint8_t>& labels, uint32_t height,
                                     uint32_t width, uint64_t seed) {
   if (digits.count == 0) throw CocoError("MNIST split has no images");
@@ -130,11 +130,11 @@ SyntheticImage generate_mnist_image(const data::MnistImages& digits,
 }
 
 void make_mnist_instances_dataset(const SyntheticSpec& spec, const std::string& mnist_dir) {
-  data::MnistSplit train, test;
+  mnist::MnistSplit train, test;
   try {
-    if (spec.train > 0) train = data::read_mnist_split(mnist_dir, "train");
-    if (spec.val > 0) test = data::read_mnist_split(mnist_dir, "t10k");
-  } catch (const data::DatasetError& e) {
+    if (spec.train > 0) train = mnist::read_mnist_split(mnist_dir, "train");
+    if (spec.val > 0) test = mnist::read_mnist_split(mnist_dir, "t10k");
+  } catch (const mnist::DatasetError& e) {
     throw CocoError(e.what());
   }
   if (spec.size < 42) {
@@ -143,7 +143,7 @@ void make_mnist_instances_dataset(const SyntheticSpec& spec, const std::string& 
   write_synthetic_dataset(spec, digit_categories(), "mnist-instances",
                           [&](const std::string& split, size_t, uint32_t height, uint32_t width,
                               uint64_t seed) {
-                            const data::MnistSplit& source = split == "train" ? train : test;
+                            const mnist::MnistSplit& source = split == "train" ? train : test;
                             return generate_mnist_image(source.images, source.labels, height, width, seed);
                           });
 }

@@ -6,9 +6,9 @@
 
 #include "vision/data/instance_targets.h"
 #include "vision/data/mask_contour.h"
-#include "vision/evaluation/polygon_rasterizer.h"
-#include "vision/evaluation/rle_merge.h"
-#include "vision/evaluation/rle_string.h"
+#include "vision/coco/polygon_rasterizer.h"
+#include "vision/coco/rle_merge.h"
+#include "vision/coco/rle_string.h"
 
 namespace dtrain::vision {
 namespace {

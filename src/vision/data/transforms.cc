@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::vision {
 

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "vision/evaluation/coco_error.h"
-#include "vision/evaluation/json_entry.h"
-#include "vision/evaluation/run_length_mask.h"
-#include "vision/evaluation/segmentation_mask.h"
+#include "vision/coco/coco_error.h"
+#include "vision/coco/json_entry.h"
+#include "vision/coco/run_length_mask.h"
+#include "vision/coco/segmentation_mask.h"
 
 namespace dtrain::vision {
 namespace {

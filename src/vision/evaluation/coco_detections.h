@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 #include "vision/evaluation/coco_ground_truth.h"
 
 namespace dtrain::vision {

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 #include "vision/evaluation/iou_matrix.h"
-#include "vision/evaluation/parallel_for.h"
-#include "vision/evaluation/segmentation_mask.h"
+#include "concurrency/parallel_for.h"
+#include "vision/coco/segmentation_mask.h"
 
 namespace dtrain::vision {
 namespace {
@@ -53,7 +53,7 @@ CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt
 
 CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt,
                              EvaluationParams params, int threads)
-    : gt_(gt), dt_(dt), params_(std::move(params)), threads_(resolve_thread_count(threads)) {
+    : gt_(gt), dt_(dt), params_(std::move(params)), threads_(concurrency::resolve_thread_count(threads)) {
   std::sort(params_.max_detections.begin(), params_.max_detections.end());
   if (params_.max_detections.empty()) throw CocoError("evaluation needs at least one detection limit");
   index_annotations();
@@ -149,7 +149,7 @@ void CocoEvaluator::evaluate() {
   const size_t cells = categories_.size() * image_ids_.size();
   evaluations_.assign(cells, ImageCategoryEvaluation{});
   const size_t tasks = (cells + kCellsPerTask - 1) / kCellsPerTask;
-  parallel_for(tasks, threads_, [&](size_t task) {
+  concurrency::parallel_for(tasks, threads_, [&](size_t task) {
     const size_t end = std::min(cells, (task + 1) * kCellsPerTask);
     for (size_t cell = task * kCellsPerTask; cell < end; ++cell) evaluate_cell(cell);
   });
@@ -161,7 +161,7 @@ void CocoEvaluator::accumulate() {
   if (!evaluated_) throw CocoError("accumulate() needs evaluate() first");
   const size_t K = categories_.size(), I = image_ids_.size();
   accumulated_ = AccumulatedEvaluation::empty(params_, K);
-  parallel_for(K, threads_, [&](size_t k) {
+  concurrency::parallel_for(K, threads_, [&](size_t k) {
     accumulate_category(k, std::span(evaluations_).subspan(k * I, I), params_, accumulated_);
   });
   accumulated_done_ = true;

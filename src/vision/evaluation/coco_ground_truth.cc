@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "vision/evaluation/coco_error.h"
-#include "vision/evaluation/json_entry.h"
+#include "vision/coco/coco_error.h"
+#include "vision/coco/json_entry.h"
 
 namespace dtrain::vision {
 namespace {

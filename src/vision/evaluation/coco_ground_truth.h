@@ -8,7 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 
 namespace dtrain::vision {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "vision/evaluation/accumulated_evaluation.h"
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 #include "vision/evaluation/evaluation_params.h"
 
 namespace dtrain::vision {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 #include "vision/evaluation/numpy_arithmetic.h"
 
 namespace dtrain::vision {

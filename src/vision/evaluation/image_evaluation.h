@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "vision/evaluation/coco_annotation.h"
+#include "vision/coco/coco_annotation.h"
 #include "vision/evaluation/evaluation_params.h"
 
 namespace dtrain::vision {

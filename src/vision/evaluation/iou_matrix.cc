@@ -1,6 +1,6 @@
 #include "vision/evaluation/iou_matrix.h"
 
-#include "vision/evaluation/mask_iou.h"
+#include "vision/coco/mask_iou.h"
 
 namespace dtrain::vision {
 

@@ -3,8 +3,8 @@
 #include <span>
 #include <vector>
 
-#include "vision/evaluation/bounding_box.h"
-#include "vision/evaluation/run_length_mask.h"
+#include "vision/coco/bounding_box.h"
+#include "vision/coco/run_length_mask.h"
 
 namespace dtrain::vision {
 

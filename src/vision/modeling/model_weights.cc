@@ -4,8 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "vision/checkpoint/torch_checkpoint.h"
-#include "vision/checkpoint/torchvision_key_names.h"
+#include "vision/torch_save/torch_checkpoint.h"
+#include "vision/torch_save/torchvision_key_names.h"
 
 namespace dtrain::vision::modeling {
 namespace {
@@ -35,16 +35,16 @@ std::string name_list(const std::vector<std::string>& names, size_t limit = 6) {
 }  // namespace
 
 WeightsReport load_weights(MaskRcnnImpl& model, const std::string& path) {
-  const checkpoint::StateDict file = checkpoint::load_state_dict(path);
+  const torch_save::StateDict file = torch_save::load_state_dict(path);
   std::map<std::string, at::Tensor> state = model_state(model);
   WeightsReport report;
   std::vector<std::string> unexpected, mismatched, seen;
   std::map<std::string, at::Tensor> to_copy;
   for (const auto& entry : file) {
-    const std::string key = checkpoint::modern_torchvision_key(entry.name);
+    const std::string key = torch_save::modern_torchvision_key(entry.name);
     auto it = state.find(key);
     if (it == state.end()) {
-      if (checkpoint::is_ignorable_extra_key(key)) {
+      if (torch_save::is_ignorable_extra_key(key)) {
         report.ignored.push_back(key);
       } else {
         unexpected.push_back(entry.name + " " + shape_of(entry.tensor));
@@ -66,7 +66,7 @@ WeightsReport load_weights(MaskRcnnImpl& model, const std::string& path) {
   for (const auto& [key, tensor] : state) {
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     // Ordinary batch norm counts its batches; a frozen-norm file has no count.
-    if (checkpoint::is_ignorable_extra_key(key)) continue;
+    if (torch_save::is_ignorable_extra_key(key)) continue;
     missing.push_back(key + " " + shape_of(tensor));
   }
   std::string problems;
@@ -88,10 +88,10 @@ WeightsReport load_weights(MaskRcnnImpl& model, const std::string& path) {
 }
 
 void save_weights(const MaskRcnnImpl& model, const std::string& path) {
-  checkpoint::StateDict out;
+  torch_save::StateDict out;
   for (const auto& item : model.named_parameters()) out.push_back({item.key(), item.value().detach()});
   for (const auto& item : model.named_buffers()) out.push_back({item.key(), item.value()});
-  checkpoint::save_state_dict(path, out);
+  torch_save::save_state_dict(path, out);
 }
 
 }  // namespace dtrain::vision::modeling

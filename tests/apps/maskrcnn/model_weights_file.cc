@@ -1,4 +1,4 @@
-#include "model_weights_file.h"
+#include "tests/apps/maskrcnn/model_weights_file.h"
 
 #include "vision/config/maskrcnn_defaults.h"
 #include "vision/config/model_options.h"

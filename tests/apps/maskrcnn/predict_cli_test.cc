@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "command_runner.h"
-#include "model_weights_file.h"
+#include "tests/support/command_runner.h"
+#include "tests/apps/maskrcnn/model_weights_file.h"
 #include "vision/data/image_codec.h"
 #include "vision/data/synthetic_shapes.h"
-#include "vision/evaluation/rle_string.h"
-#include "vision/evaluation/run_length_mask.h"
+#include "vision/coco/rle_string.h"
+#include "vision/coco/run_length_mask.h"
 
 namespace dtrain::maskrcnn {
 namespace {

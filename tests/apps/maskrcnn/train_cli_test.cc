@@ -7,8 +7,8 @@
 #include <regex>
 #include <string>
 
-#include "command_runner.h"
-#include "temp_dir.h"
+#include "tests/support/command_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::maskrcnn {
 namespace {

@@ -2,7 +2,7 @@
 // base64 JSON, the score threshold from each place it can come from, the
 // pixel limit checked before decoding, and detections as COCO results with
 // the training set's category ids and names.
-#include "maskrcnn_payload.h"
+#include "apps/serve/maskrcnn_payload.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "serving/base64.h"
 #include "vision/data/image_codec.h"
-#include "vision/evaluation/rle_string.h"
+#include "vision/coco/rle_string.h"
 
 namespace dtrain::serve {
 namespace {
@@ -80,16 +80,16 @@ TEST(MaskRcnnPayload, BadRequestsGet4xxNamingTheProblem) {
 }
 
 TEST(MaskRcnnPayload, DetectionsAsCocoResultsWithCategoryNamesAboveTheThreshold) {
-  maskrcnn::ImageDetections detections;
+  vision::inference::ImageDetections detections;
   detections.height = 4;
   detections.width = 5;
-  maskrcnn::DetectedInstance strong;
+  vision::inference::DetectedInstance strong;
   strong.box = {1, 1, 4, 3};
   strong.label = 2;
   strong.score = 0.9f;
   strong.mask.assign(20, 0);
   strong.mask[1 * 5 + 2] = 1;  // row 1, column 2
-  maskrcnn::DetectedInstance weak = strong;
+  vision::inference::DetectedInstance weak = strong;
   weak.label = 1;
   weak.score = 0.3f;
   detections.instances = {strong, weak};

@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "command_runner.h"
+#include "tests/support/command_runner.h"
 #include "serving/base64.h"
-#include "server_process.h"
-#include "temp_dir.h"
+#include "tests/apps/serve/server_process.h"
+#include "tests/support/temp_dir.h"
 #include "vision/data/image_codec.h"
-#include "vision/evaluation/rle_string.h"
+#include "vision/coco/rle_string.h"
 
 namespace dtrain::serve {
 namespace {

@@ -1,6 +1,6 @@
 // The MNIST endpoint's request and response formats: every accepted form of
 // an image or batch, and the 4xx error each malformed body gets.
-#include "mnist_payload.h"
+#include "apps/serve/mnist_payload.h"
 
 #include <gtest/gtest.h>
 

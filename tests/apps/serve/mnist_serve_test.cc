@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "command_runner.h"
-#include "server_process.h"
-#include "temp_dir.h"
+#include "tests/support/command_runner.h"
+#include "tests/apps/serve/server_process.h"
+#include "tests/support/temp_dir.h"
 #include "vision/data/image_codec.h"
 
 namespace dtrain::serve {

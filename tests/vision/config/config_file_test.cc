@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "temp_files.h"
+#include "tests/vision/config/temp_files.h"
 #include "vision/config/config.h"
 #include "vision/config/maskrcnn_defaults.h"
 

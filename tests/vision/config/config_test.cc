@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "temp_files.h"
+#include "tests/vision/config/temp_files.h"
 
 namespace dtrain::vision::config {
 namespace {

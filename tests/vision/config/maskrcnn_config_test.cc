@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "temp_files.h"
+#include "tests/vision/config/temp_files.h"
 #include "vision/config/maskrcnn_defaults.h"
 #include "vision/config/model_options.h"
 #include "vision/data/synthetic_shapes.h"

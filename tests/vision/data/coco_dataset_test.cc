@@ -6,9 +6,9 @@
 
 #include "vision/data/coco_dataset.h"
 #include "vision/data/instance_targets.h"
-#include "vision/evaluation/coco_error.h"
-#include "vision/evaluation/rle_string.h"
-#include "vision/evaluation/run_length_mask.h"
+#include "vision/coco/coco_error.h"
+#include "vision/coco/rle_string.h"
+#include "vision/coco/run_length_mask.h"
 
 namespace dtrain::vision {
 namespace {

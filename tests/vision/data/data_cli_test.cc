@@ -12,11 +12,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "command_runner.h"
-#include "temp_dir.h"
+#include "tests/support/command_runner.h"
+#include "tests/support/temp_dir.h"
 #include "vision/evaluation/coco_ground_truth.h"
-#include "vision/evaluation/rle_string.h"
-#include "vision/evaluation/segmentation_mask.h"
+#include "vision/coco/rle_string.h"
+#include "vision/coco/segmentation_mask.h"
 
 namespace dtrain::vision {
 namespace {

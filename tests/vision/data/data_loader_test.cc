@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "vision/data/data_loader.h"
 #include "vision/data/image_codec.h"
 #include "vision/data/synthetic_shapes.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 
 namespace dtrain::vision {
 namespace {

@@ -8,19 +8,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "vision/data/coco_dataset.h"
 #include "vision/data/image_codec.h"
 #include "vision/data/instance_targets.h"
 #include "vision/data/mask_contour.h"
 #include "vision/data/synthetic_mnist.h"
 #include "vision/data/synthetic_shapes.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 #include "vision/evaluation/coco_evaluator.h"
-#include "vision/evaluation/polygon_rasterizer.h"
-#include "vision/evaluation/rle_merge.h"
-#include "vision/evaluation/rle_string.h"
-#include "vision/evaluation/segmentation_mask.h"
+#include "vision/coco/polygon_rasterizer.h"
+#include "vision/coco/rle_merge.h"
+#include "vision/coco/rle_string.h"
+#include "vision/coco/segmentation_mask.h"
 
 namespace dtrain::vision {
 namespace {

@@ -3,10 +3,10 @@
 #include <string>
 
 #include "vision/evaluation/coco_detections.h"
-#include "vision/evaluation/coco_error.h"
+#include "vision/coco/coco_error.h"
 #include "vision/evaluation/coco_ground_truth.h"
-#include "vision/evaluation/polygon_rasterizer.h"
-#include "vision/evaluation/rle_string.h"
+#include "vision/coco/polygon_rasterizer.h"
+#include "vision/coco/rle_string.h"
 
 namespace dtrain::vision {
 namespace {

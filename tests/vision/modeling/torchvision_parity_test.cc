@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "vision/checkpoint/torch_checkpoint.h"
+#include "vision/torch_save/torch_checkpoint.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
 
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 std::map<std::string, at::Tensor> load_map(const std::string& path) {
   std::map<std::string, at::Tensor> out;
-  for (auto& entry : checkpoint::load_state_dict(path)) out[entry.name] = entry.tensor;
+  for (auto& entry : torch_save::load_state_dict(path)) out[entry.name] = entry.tensor;
   return out;
 }
 

@@ -10,7 +10,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-#include "runtime/rendezvous_client.h"
+#include "rendezvous/rendezvous_client.h"
 
 namespace dtrain::runtime {
 
@@ -28,7 +28,7 @@ class HttpStore final : public gloo::rendezvous::Store {
   void report_ready(int rank);
 
  private:
-  RendezvousClient client_;
+  rendezvous::RendezvousClient client_;
   std::chrono::milliseconds timeout_;
 };
 

@@ -1,0 +1,34 @@
+// Reads MNIST's idx files (big-endian magic 2051 for images, 2049 for labels). Plain C++:
+// the trainer and the synthetic-dataset tools share it.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dtrain::mnist {
+
+class DatasetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MnistImages {
+  std::size_t count = 0;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::vector<std::uint8_t> pixels;  // count * rows * cols, row-major, 0 = background
+};
+
+MnistImages read_mnist_images(const std::string& path);
+std::vector<std::uint8_t> read_mnist_labels(const std::string& path);
+
+// The four files of a split under `directory` ("train" or "t10k"), checked to agree.
+struct MnistSplit {
+  MnistImages images;
+  std::vector<std::uint8_t> labels;
+};
+MnistSplit read_mnist_split(const std::string& directory, const std::string& split);
+
+}  // namespace dtrain::mnist

@@ -1,0 +1,68 @@
+#include "rendezvous/rendezvous_client.h"
+
+#include <thread>
+
+#include <httplib.h>
+
+#include "dtrain/error.h"
+#include "rendezvous/protocol.h"
+
+namespace dtrain::rendezvous {
+
+RendezvousClient::RendezvousClient(const std::string& host, int port, std::string token)
+    : host_(host), port_(port), token_(std::move(token)), client_(std::make_unique<httplib::Client>(host, port)) {
+  client_->set_connection_timeout(5, 0);
+  client_->set_read_timeout(30, 0);
+  client_->set_keep_alive(true);
+  client_->set_default_headers({{kTokenHeader, token_}});
+}
+
+RendezvousClient::~RendezvousClient() = default;
+
+std::string RendezvousClient::where() const { return "rendezvous store " + host_ + ":" + std::to_string(port_); }
+
+void RendezvousClient::set(const std::string& key, const std::string& value) {
+  auto result = client_->Put((kKeyPath + key).c_str(), value, "application/octet-stream");
+  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+  if (result->status != 200) {
+    throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to setting '" + key + "'");
+  }
+}
+
+std::optional<std::string> RendezvousClient::try_get(const std::string& key) {
+  auto result = client_->Get((kKeyPath + key).c_str());
+  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (result->status == 404) return std::nullopt;
+  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+  if (result->status != 200) {
+    throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to reading '" + key + "'");
+  }
+  return std::move(result->body);
+}
+
+std::string RendezvousClient::wait_get(const std::string& key, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    if (auto value = try_get(key)) return std::move(*value);
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error("dtrain: timed out after " + std::to_string(timeout.count() / 1000) + " s waiting for '" + key +
+                  "' in the " + where() + " (did every rank start?)");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+}
+
+void RendezvousClient::report_ready(int rank) {
+  auto result = client_->Post((kReadyPath + std::to_string(rank)).c_str(), "", "text/plain");
+  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+  if (result->status != 200) {
+    throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to rank " +
+                std::to_string(rank) + "'s ready report");
+  }
+}
+
+}  // namespace dtrain::rendezvous

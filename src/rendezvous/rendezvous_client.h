@@ -1,0 +1,39 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace httplib {
+class Client;
+}
+
+namespace dtrain::rendezvous {
+
+// A client of the launcher's key-value store (rendezvous/protocol.h): what ranks use to
+// meet at init() and what parameter servers use to publish their addresses. Every request
+// carries the job token; failures are dtrain::Error naming the store.
+class RendezvousClient {
+ public:
+  RendezvousClient(const std::string& host, int port, std::string token);
+  ~RendezvousClient();
+
+  void set(const std::string& key, const std::string& value);
+  // The value, or nothing while the key is absent.
+  std::optional<std::string> try_get(const std::string& key);
+  // Polls until the key exists; throws dtrain::Error naming the key after `timeout`.
+  std::string wait_get(const std::string& key, std::chrono::milliseconds timeout);
+  // Tells the launcher this rank (or service) started; it enforces --start-timeout with this.
+  void report_ready(int rank);
+
+  std::string where() const;
+
+ private:
+  std::string host_;
+  int port_;
+  std::string token_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+}  // namespace dtrain::rendezvous

@@ -1,0 +1,60 @@
+#include "vision/inference/model_inference.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+namespace dtrain::vision::inference {
+namespace {
+
+// [3, H, W] float RGB in 0..1, the model's input.
+at::Tensor image_tensor(const vision::RgbImage& image) {
+  // from_blob only views the pixels; the conversion copies them.
+  const at::Tensor hwc = torch::from_blob(const_cast<uint8_t*>(image.pixels.data()),
+                                          {int64_t{image.height}, int64_t{image.width}, 3}, torch::kUInt8);
+  return hwc.permute({2, 0, 1}).to(torch::kFloat32).div_(255.0);
+}
+
+}  // namespace
+
+std::runtime_error one_line_error(const c10::Error& error) {
+  std::string message = error.what_without_backtrace();
+  message = message.substr(0, message.find('\n'));
+  return std::runtime_error(message);
+}
+
+ImageDetections detect_image(vision::modeling::MaskRcnnImpl& model, const vision::RgbImage& image) {
+  ImageDetections out;
+  out.height = image.height;
+  out.width = image.width;
+  try {
+    c10::InferenceMode inference;
+    const vision::Detections found = model.detect({image_tensor(image)}).at(0);
+    const at::Tensor boxes = found.boxes.to(torch::kFloat32).contiguous();
+    const at::Tensor labels = found.labels.to(torch::kInt64).contiguous();
+    const at::Tensor scores = found.scores.to(torch::kFloat32).contiguous();
+    at::Tensor masks;
+    if (found.masks.defined()) {
+      masks = found.masks.reshape({-1, int64_t{image.height}, int64_t{image.width}}).gt(0.5).to(torch::kUInt8).contiguous();
+    }
+    const int64_t count = boxes.size(0);
+    const size_t pixels = size_t{image.height} * image.width;
+    for (int64_t i = 0; i < count; ++i) {
+      DetectedInstance instance;
+      const float* box = boxes.data_ptr<float>() + i * 4;
+      std::copy(box, box + 4, instance.box.begin());
+      instance.label = labels.data_ptr<int64_t>()[i];
+      instance.score = scores.data_ptr<float>()[i];
+      if (masks.defined()) {
+        const uint8_t* mask = masks.data_ptr<uint8_t>() + i * static_cast<int64_t>(pixels);
+        instance.mask.assign(mask, mask + pixels);
+      }
+      out.instances.push_back(std::move(instance));
+    }
+  } catch (const c10::Error& error) {
+    throw one_line_error(error);
+  }
+  return out;
+}
+
+}  // namespace dtrain::vision::inference
