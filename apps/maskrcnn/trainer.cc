@@ -6,20 +6,19 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
 #include "apps/maskrcnn/model_export.h"
-#include "vision/inference/model_inference.h"
 #include "apps/maskrcnn/sharded_evaluation.h"
 #include "apps/maskrcnn/training_checkpoint.h"
+#include "apps/maskrcnn/training_distribution.h"
 #include "apps/maskrcnn/training_log.h"
+#include "vision/inference/model_inference.h"
 #include "vision/config/model_options.h"
 #include "vision/data/batch_collate.h"
 #include "vision/data/coco_dataset.h"
@@ -87,37 +86,11 @@ void scale_to_world(Config& config, int size) {
   config.set("SOLVER.REFERENCE_WORLD_SIZE", int64_t{size});
 }
 
-// Where this process sits in the job. Parameter-server workers do not meet through the
-// runtime: each runs the model's own collectives (loss normalisation, SyncBN, evaluation) on a
-// one-process runtime, and PSOptimizer connects them through the servers.
-struct Placement {
-  int rank = 0, size = 1, local_size = 1;
-};
-
-int env_int(const char* name, int fallback) {
-  const char* value = environment(name);
-  return value && *value ? std::atoi(value) : fallback;
-}
-
-Placement start_runtime(bool parameter_servers) {
-  if (!parameter_servers) {
-    dtrain::init();
-    return {dtrain::rank(), dtrain::size(), dtrain::local_size()};
-  }
-  dtrain::init_alone();
-  return {env_int("DTRAIN_RANK", 0), env_int("DTRAIN_SIZE", 1), env_int("DTRAIN_LOCAL_SIZE", 1)};
-}
-
-// One seed for the whole job: SEED, or when negative one drawn by rank 0 (parameter-server
-// workers, which share no runtime, derive it from the job's token).
-uint64_t shared_seed(int64_t setting, bool parameter_servers) {
+// One seed for the whole job: SEED, or when negative one the distribution draws alike on
+// every rank.
+uint64_t shared_seed(int64_t setting, TrainingDistribution& distribution) {
   if (setting >= 0) return static_cast<uint64_t>(setting);
-  if (parameter_servers) {
-    const char* token = environment("DTRAIN_JOB_TOKEN");
-    return std::hash<std::string>{}(token ? token : "") & 0x7fffffff;
-  }
-  std::string drawn = dtrain::rank() == 0 ? std::to_string(std::random_device{}() & 0x7fffffff) : std::string();
-  return std::stoull(libtorch::broadcast_bytes(drawn, 0, "trainer.seed"));
+  return distribution.draw_seed();
 }
 
 // In a job (SM_MODEL_DIR set) the host's /opt/ml/checkpoints, which the job
@@ -130,7 +103,7 @@ fs::path output_directory(const Config& config, const TrainerSettings& settings)
 }
 
 vision::LoaderOptions loader_options(const Config& config, const modeling::MaskRcnnOptions& model, int64_t per_rank,
-                                     uint64_t seed, const Placement& placement) {
+                                     uint64_t seed, const dtrain::Placement& placement) {
   vision::LoaderOptions o;
   o.batch_size = static_cast<size_t>(per_rank);
   o.workers = static_cast<int>(config.get<int64_t>("DATALOADER.NUM_WORKERS"));
@@ -295,247 +268,406 @@ void check_exists(const EvaluationData& data, const std::string& keys) {
   }
 }
 
-}  // namespace
+// ---- the phases of train(), in order ----
 
-void train(Config config, const TrainerSettings& settings) {
-  const bool ps = settings.distribution == "ps";
-  if (ps && settings.eval_only) {
-    throw std::invalid_argument("--distribution ps applies to training; evaluate with `dtrain run -np N dtrain-maskrcnn eval`");
-  }
-  const Placement placement = start_runtime(ps);
-  const int rank = placement.rank, size = placement.size;
+// LibTorch's threads: --threads, or the host's cores shared among its ranks.
+void use_cores(int threads, const dtrain::Placement& placement) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  libtorch::set_num_threads(settings.threads > 0 ? settings.threads : std::max(1, cores / placement.local_size));
+  libtorch::set_num_threads(threads > 0 ? threads : std::max(1, cores / placement.local_size));
   libtorch::retain_freed_memory();
+}
 
-  scale_to_world(config, size);
-  const modeling::MaskRcnnOptions options = vision::config::to_model_options(config);
+// SOLVER.IMS_PER_BATCH split over the ranks, and the loop's length and periods.
+struct StepPlan {
+  int64_t global_batch, per_rank, max_iter, log_period, checkpoint_period, eval_period;
+};
+
+StepPlan step_plan(const Config& config, int size) {
   const int64_t global_batch = config.get<int64_t>("SOLVER.IMS_PER_BATCH");
   if (global_batch < size || global_batch % size != 0) {
     throw std::invalid_argument("SOLVER.IMS_PER_BATCH " + std::to_string(global_batch) +
                                 " must be a positive multiple of the number of ranks (" + std::to_string(size) + ")");
   }
-  const int64_t per_rank = global_batch / size;
-  const int64_t max_iter = config.get<int64_t>("SOLVER.MAX_ITER");
-  const int64_t log_period = std::max<int64_t>(1, config.get<int64_t>("SOLVER.LOG_PERIOD"));
-  const int64_t checkpoint_period = config.get<int64_t>("SOLVER.CHECKPOINT_PERIOD");
-  const int64_t eval_period = config.get<int64_t>("TEST.EVAL_PERIOD");
-  const uint64_t seed = shared_seed(config.get<int64_t>("SEED"), ps);
-  const vision::solver::WarmupMultiStepSchedule schedule(schedule_options(config));
-  const GradientClipper clipper(config);
-  const fs::path output_dir = output_directory(config, settings);
-  const EvaluationData test_data = dataset_paths(config, "val");
-  check_exists(test_data, "DATASETS.TEST_ANNOTATIONS/TEST_IMAGES");
-  if (rank == 0) fs::create_directories(output_dir);
-  TrainingLog log = rank == 0 ? TrainingLog(output_dir) : TrainingLog();
+  return {global_batch,
+          global_batch / size,
+          config.get<int64_t>("SOLVER.MAX_ITER"),
+          std::max<int64_t>(1, config.get<int64_t>("SOLVER.LOG_PERIOD")),
+          config.get<int64_t>("SOLVER.CHECKPOINT_PERIOD"),
+          config.get<int64_t>("TEST.EVAL_PERIOD")};
+}
 
+// The evaluation set, checked before hours of training.
+EvaluationData test_data_of(const Config& config) {
+  EvaluationData data = dataset_paths(config, "val");
+  check_exists(data, "DATASETS.TEST_ANNOTATIONS/TEST_IMAGES");
+  return data;
+}
+
+// Rank 0's metrics.json and TensorBoard events in the output directory; an inactive log elsewhere.
+TrainingLog open_log(int rank, const fs::path& output_dir) {
+  if (rank != 0) return TrainingLog();
+  fs::create_directories(output_dir);
+  return TrainingLog(output_dir);
+}
+
+// The config resolved once for this world and job (in this order: the seed is a collective
+// under allreduce), and rank 0's log.
+struct Run {
+  Run(const Config& config, const TrainerSettings& settings, const dtrain::Placement& where,
+      TrainingDistribution& distribution)
+      : placement(where),
+        options(vision::config::to_model_options(config)),
+        steps(step_plan(config, where.size)),
+        seed(shared_seed(config.get<int64_t>("SEED"), distribution)),
+        schedule(schedule_options(config)),
+        clipper(config),
+        output_dir(output_directory(config, settings)),
+        test_data(test_data_of(config)),
+        log(open_log(where.rank, output_dir)) {}
+
+  dtrain::Placement placement;
+  modeling::MaskRcnnOptions options;
+  StepPlan steps;
+  uint64_t seed;
+  vision::solver::WarmupMultiStepSchedule schedule;
+  GradientClipper clipper;
+  fs::path output_dir;
+  EvaluationData test_data;
+  TrainingLog log;
+};
+
+modeling::MaskRcnn build_model(const Config& config, const Run& run) {
   // The same initialisation everywhere; rank 0's weights are broadcast anyway.
-  torch::manual_seed(seed);
-  modeling::MaskRcnn model(options);
+  torch::manual_seed(run.seed);
+  modeling::MaskRcnn model(run.options);
   model->to(compute_type(config));
   // On one rank SyncBN is BatchNorm: skip 40 no-op allreduces per step. (Parameter-server
   // workers each have a runtime of their own: their BatchNorm statistics stay local.)
-  if (options.backbone.synchronized_batch_norm && dtrain::size() > 1) synchronize_batch_norm(*model);
-  libtorch::NamedTensors trainable;
-  std::vector<at::Tensor> parameters;
-  for (const auto& item : model->named_parameters()) {
-    if (!item.value().requires_grad()) continue;
-    trainable.emplace_back(item.key(), item.value());
-    parameters.push_back(item.value());
-  }
-  torch::optim::SGD sgd(parameters, torch::optim::SGDOptions(schedule.lr(0))
-                                        .momentum(config.get<double>("SOLVER.MOMENTUM"))
-                                        .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY")));
+  if (run.options.backbone.synchronized_batch_norm && dtrain::size() > 1) synchronize_batch_norm(*model);
+  return model;
+}
 
-  // Where to start: the last checkpoint (--resume), else MODEL.WEIGHTS.
-  // Rank 0 reads the files; the broadcasts below hand them to the others,
-  // which on other hosts need not see OUTPUT_DIR at all.
+libtorch::NamedTensors trainable_parameters(modeling::MaskRcnnImpl& model) {
+  libtorch::NamedTensors trainable;
+  for (const auto& item : model.named_parameters()) {
+    if (item.value().requires_grad()) trainable.emplace_back(item.key(), item.value());
+  }
+  return trainable;
+}
+
+std::vector<at::Tensor> tensors_of(const libtorch::NamedTensors& named) {
+  std::vector<at::Tensor> tensors;
+  for (const auto& [name, tensor] : named) tensors.push_back(tensor);
+  return tensors;
+}
+
+// The model and the SGD that steps its trainable parameters.
+struct TrainableModel {
+  TrainableModel(const Config& config, const Run& run)
+      : model(build_model(config, run)),
+        trainable(trainable_parameters(*model)),
+        parameters(tensors_of(trainable)),
+        sgd(parameters, torch::optim::SGDOptions(run.schedule.lr(0))
+                            .momentum(config.get<double>("SOLVER.MOMENTUM"))
+                            .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY"))) {}
+
+  modeling::MaskRcnn model;
+  libtorch::NamedTensors trainable;    // by name, for the optimizers and checkpoints
+  std::vector<at::Tensor> parameters;  // the same tensors, for SGD and clipping
+  torch::optim::SGD sgd;
+};
+
+// Where to start: the last checkpoint (--resume), else MODEL.WEIGHTS. Rank 0 reads the files;
+// the broadcasts below hand them to the others, which on other hosts need not see OUTPUT_DIR
+// at all. Returns the iteration to start at.
+int64_t restore(TrainableModel& m, const Config& config, const TrainerSettings& settings, const Run& run) {
+  const int rank = run.placement.rank;
   int64_t start_iter = 0;
   std::string started_from;
   if (rank == 0) {
-    const std::optional<fs::path> last = settings.resume ? last_checkpoint(output_dir) : std::nullopt;
+    const std::optional<fs::path> last = settings.resume ? last_checkpoint(run.output_dir) : std::nullopt;
     if (last) {
-      start_iter = load_training_checkpoint(*last, *model, sgd, trainable);
+      start_iter = load_training_checkpoint(*last, *m.model, m.sgd, m.trainable);
       started_from = last->string();
     } else if (const std::string weights = config.get<std::string>("MODEL.WEIGHTS"); !weights.empty()) {
-      const modeling::WeightsReport report = modeling::load_weights(*model, weights);
+      const modeling::WeightsReport report = modeling::load_weights(*m.model, weights);
       started_from = weights + " (" + std::to_string(report.loaded.size()) + " tensors)";
     }
   }
-  libtorch::broadcast_parameters(libtorch::named_state(*model), 0);
+  libtorch::broadcast_parameters(libtorch::named_state(*m.model), 0);
   start_iter = std::stoll(libtorch::broadcast_bytes(std::to_string(start_iter), 0, "trainer.start_iter"));
-  if (start_iter > 0) libtorch::broadcast_optimizer_state(sgd, 0);
+  if (start_iter > 0) libtorch::broadcast_optimizer_state(m.sgd, 0);
   if (rank == 0 && !started_from.empty()) {
     std::printf("Starting from %s at iteration %lld\n", started_from.c_str(), static_cast<long long>(start_iter));
   }
+  return start_iter;
+}
 
-  if (settings.eval_only) {
-    if (!has_data(test_data)) {
-      throw std::invalid_argument("no evaluation data: set DATASETS.TEST_ANNOTATIONS and DATASETS.TEST_IMAGES");
-    }
-    evaluate(*model, test_data, output_dir, start_iter, log);
-    dtrain::shutdown();
-    return;
+// dtrain-maskrcnn eval: the restored model on the evaluation set.
+void evaluate_only(TrainableModel& m, Run& run, int64_t iteration) {
+  if (!has_data(run.test_data)) {
+    throw std::invalid_argument("no evaluation data: set DATASETS.TEST_ANNOTATIONS and DATASETS.TEST_IMAGES");
   }
+  evaluate(*m.model, run.test_data, run.output_dir, iteration, run.log);
+  dtrain::shutdown();
+}
 
-  const EvaluationData train_data = dataset_paths(config, "train");
-  if (!has_data(train_data)) {
+struct TrainingSet {
+  EvaluationData paths;
+  vision::CocoDataset dataset;
+};
+
+// The training set, checked against the model's classes.
+TrainingSet load_training_set(const Config& config, const modeling::MaskRcnnOptions& options) {
+  EvaluationData paths = dataset_paths(config, "train");
+  if (!has_data(paths)) {
     throw std::invalid_argument(
         "no training data: set DATASETS.TRAIN_ANNOTATIONS and DATASETS.TRAIN_IMAGES (or run with SM_CHANNEL_TRAINING)");
   }
-  check_exists(train_data, "DATASETS.TRAIN_ANNOTATIONS/TRAIN_IMAGES");
-  const vision::CocoDataset dataset = vision::CocoDataset::load(train_data.annotations, train_data.images);
+  check_exists(paths, "DATASETS.TRAIN_ANNOTATIONS/TRAIN_IMAGES");
+  vision::CocoDataset dataset = vision::CocoDataset::load(paths.annotations, paths.images);
   if (static_cast<int64_t>(dataset.num_classes()) + 1 != options.roi_heads.num_classes) {
-    throw std::invalid_argument(train_data.annotations + ": " + std::to_string(dataset.num_classes()) +
+    throw std::invalid_argument(paths.annotations + ": " + std::to_string(dataset.num_classes()) +
                                 " categories, but MODEL.ROI_HEADS.NUM_CLASSES is " +
                                 std::to_string(options.roi_heads.num_classes) + " (categories + background)");
   }
-  vision::DataLoader loader(dataset, loader_options(config, options, per_rank, seed, placement));
-  std::optional<libtorch::DistributedOptimizer> allreduce;
-  std::optional<libtorch::PSOptimizer> servers;
-  if (ps) {
-    // The chief's weights (checkpoint or MODEL.WEIGHTS) and iteration go to every worker.
-    // Clipping needs the whole gradient first: then the pushes wait for step().
-    libtorch::PSOptimizerOptions push;
-    push.push_during_backward = !clipper.enabled();
-    servers.emplace(sgd, trainable, start_iter, push);
-    start_iter = servers->start_step();
-    if (rank == 0) std::printf("Parameter servers: %s updates\n", servers->mode().c_str());
-  } else {
-    allreduce.emplace(sgd, trainable);
-  }
-  model->train();
+  return {std::move(paths), std::move(dataset)};
+}
 
-  if (rank == 0) {
-    std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
-                "%zu images, seed %llu, output %s\n",
-                size, static_cast<long long>(global_batch), static_cast<long long>(per_rank),
-                static_cast<long long>(max_iter), loader.items().size(), static_cast<unsigned long long>(seed),
-                output_dir.c_str());
-    std::fflush(stdout);
-  }
-  // The data order continues where the interrupted run stopped.
-  const size_t batches_per_epoch = loader.items().size() / static_cast<size_t>(size) / static_cast<size_t>(per_rank);
-  if (batches_per_epoch == 0) {
-    throw std::invalid_argument(train_data.annotations + ": not enough training images for one batch per rank");
-  }
-  uint64_t epoch = static_cast<uint64_t>(start_iter) / batches_per_epoch;
-  loader.start_epoch(epoch, static_cast<size_t>(start_iter) % batches_per_epoch);
+void announce_training(const Run& run, size_t images) {
+  if (run.placement.rank != 0) return;
+  std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
+              "%zu images, seed %llu, output %s\n",
+              run.placement.size, static_cast<long long>(run.steps.global_batch),
+              static_cast<long long>(run.steps.per_rank), static_cast<long long>(run.steps.max_iter), images,
+              static_cast<unsigned long long>(run.seed), run.output_dir.c_str());
+  std::fflush(stdout);
+}
 
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  auto window_start = start;
-  int64_t window_steps = 0;
-  for (int64_t iteration = start_iter; iteration < max_iter; ++iteration) {
-    std::optional<vision::SampleBatch> batch = loader.next();
+// The loader's batches one after another, epoch after epoch. The data order continues where
+// the interrupted run stopped.
+class BatchStream {
+ public:
+  BatchStream(vision::DataLoader& loader, const Run& run, int64_t start_iter, std::string annotations)
+      : loader_(loader), annotations_(std::move(annotations)) {
+    const size_t batches_per_epoch = loader_.items().size() / static_cast<size_t>(run.placement.size) /
+                                     static_cast<size_t>(run.steps.per_rank);
+    if (batches_per_epoch == 0) {
+      throw std::invalid_argument(annotations_ + ": not enough training images for one batch per rank");
+    }
+    epoch_ = static_cast<uint64_t>(start_iter) / batches_per_epoch;
+    loader_.start_epoch(epoch_, static_cast<size_t>(start_iter) % batches_per_epoch);
+  }
+
+  vision::SampleBatch next() {
+    std::optional<vision::SampleBatch> batch = loader_.next();
     if (!batch) {
-      loader.start_epoch(++epoch);
-      batch = loader.next();
-      if (!batch) throw std::runtime_error(train_data.annotations + ": no usable training images left in an epoch");
+      loader_.start_epoch(++epoch_);
+      batch = loader_.next();
+      if (!batch) throw std::runtime_error(annotations_ + ": no usable training images left in an epoch");
     }
-    const vision::TensorBatch tensors = vision::collate_batch(batch->samples, options.transform.size_divisible);
-    modeling::ImageBatch images_in{tensors.images, {}};
-    std::vector<vision::DetectionTargets> targets;
-    for (size_t i = 0; i < tensors.targets.size(); ++i) {
-      images_in.image_sizes.push_back(tensors.image_sizes[i]);
-      targets.push_back({tensors.targets[i].boxes, tensors.targets[i].labels, tensors.targets[i].masks});
-    }
-    const double lr = schedule.lr(iteration);
-    for (auto& group : sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-    modeling::LossCounts counts;
-    modeling::LossDict losses =
-        model->batch_losses(images_in, targets, image_generators(*batch, seed, iteration), &counts);
-    normalize_over_ranks(losses, counts);
-    at::Tensor total = at::zeros({});
-    for (const auto& [name, value] : losses) total = total + value;
-    if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, rank);
-    if (ps) {
-      servers->zero_grad();
-      total.backward();
-      clipper.clip(parameters);  // this worker's own gradient
-      servers->step();  // the servers apply SGD; the fresh weights are installed
-    } else {
-      allreduce->zero_grad();
-      total.backward();
-      allreduce->synchronize();
-      clipper.clip(parameters);
-      sgd.step();
-    }
-    ++window_steps;
+    return std::move(*batch);
+  }
 
-    const int64_t done = iteration + 1;
-    if (done % log_period == 0 || done == max_iter) {
-      // Losses averaged over the ranks: the numbers describe the global batch.
-      Scalars scalars;
-      double total_average = 0;
-      for (const auto& [name, value] : losses) {
-        const double average = libtorch::metric_average(value.item<double>(), "log." + name);
-        total_average += average;
-        scalars.emplace_back(name, average);
-      }
-      const auto now = clock::now();
-      const double window = std::chrono::duration<double>(now - window_start).count();
-      const double elapsed = std::chrono::duration<double>(now - start).count();
-      const double images_per_s = static_cast<double>(window_steps * global_batch) / window;
-      const double eta = elapsed / static_cast<double>(done - start_iter) * static_cast<double>(max_iter - done);
-      scalars.emplace_back("total_loss", total_average);
-      scalars.emplace_back("lr", lr);
-      scalars.emplace_back("images_per_s", images_per_s);
-      window_start = now;
-      window_steps = 0;
-      if (rank == 0) {
-        std::string line = "iter: " + std::to_string(done) + "/" + std::to_string(max_iter);
-        for (const auto& [name, value] : scalars) {
-          if (name == "lr" || name == "images_per_s") continue;
-          char field[64];
-          std::snprintf(field, sizeof field, "  %s: %.4f", name.c_str(), value);
-          line += field;
-        }
-        std::printf("%s  lr: %.6g  images/s: %.2f  eta: %.0f s\n", line.c_str(), lr, images_per_s, eta);
-        std::fflush(stdout);
-        log.write(done, "train", scalars);
-      }
-    }
-    const bool save = checkpoint_period > 0 && done % checkpoint_period == 0 && done != max_iter;
-    const bool eval = eval_period > 0 && done % eval_period == 0 && done != max_iter && has_data(test_data);
-    if (save || eval) average_batch_norm_statistics(*model);
-    if (rank == 0 && save) {
-      if (ps) servers->pull_parameters();  // every shard, as the servers hold it now
-      save_training_checkpoint(output_dir, checkpoint_name(done), *model, sgd, trainable, done);
-    }
-    if (eval && (!ps || rank == 0)) evaluate(*model, test_data, output_dir, done, log);
+ private:
+  vision::DataLoader& loader_;
+  std::string annotations_;  // names the data set in errors
+  uint64_t epoch_ = 0;
+};
+
+// A batch as the model takes it: images padded into one tensor, and each image's targets.
+struct ModelInputs {
+  modeling::ImageBatch images;
+  std::vector<vision::DetectionTargets> targets;
+};
+
+ModelInputs model_inputs(const vision::SampleBatch& batch, int64_t size_divisible) {
+  const vision::TensorBatch tensors = vision::collate_batch(batch.samples, size_divisible);
+  ModelInputs inputs{{tensors.images, {}}, {}};
+  for (size_t i = 0; i < tensors.targets.size(); ++i) {
+    inputs.images.image_sizes.push_back(tensors.image_sizes[i]);
+    inputs.targets.push_back({tensors.targets[i].boxes, tensors.targets[i].labels, tensors.targets[i].masks});
   }
-  if (ps) {
-    servers->finish();  // the chief waits for the other workers, then pulls the final weights
-    if (rank != 0) {
-      dtrain::shutdown();
-      return;
-    }
+  return inputs;
+}
+
+// One iteration: this rank's losses (rescaled for the global batch), backward, the gradients
+// combined as the distribution does, clipped, applied. Returns the losses.
+modeling::LossDict train_step(TrainableModel& m, const Run& run, GradientExchange& exchange,
+                              const vision::SampleBatch& batch, int64_t iteration, double lr) {
+  ModelInputs inputs = model_inputs(batch, run.options.transform.size_divisible);
+  for (auto& group : m.sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+  modeling::LossCounts counts;
+  modeling::LossDict losses = m.model->batch_losses(std::move(inputs.images), std::move(inputs.targets),
+                                                    image_generators(batch, run.seed, iteration), &counts);
+  normalize_over_ranks(losses, counts);
+  at::Tensor total = at::zeros({});
+  for (const auto& [name, value] : losses) total = total + value;
+  if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, run.placement.rank);
+  exchange.zero_grad();
+  total.backward();
+  exchange.wait_for_gradients();
+  run.clipper.clip(m.parameters);
+  exchange.apply();
+  return losses;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Every LOG_PERIOD iterations and at the end: the losses averaged over the ranks (the
+// numbers describe the global batch), the learning rate, images per second since the last
+// report and the time left, printed and logged by rank 0.
+class ProgressReport {
+ public:
+  ProgressReport(const Run& run, int64_t start_iter)
+      : steps_(run.steps), rank_(run.placement.rank), start_iter_(start_iter) {}
+
+  Clock::time_point started() const { return start_; }
+  void step_done() { ++window_steps_; }
+  bool due(int64_t done) const { return done % steps_.log_period == 0 || done == steps_.max_iter; }
+
+  void report(int64_t done, const modeling::LossDict& losses, double lr, TrainingLog& log) {
+    Scalars scalars = averaged_losses(losses);
+    const auto now = Clock::now();
+    const double window = std::chrono::duration<double>(now - window_start_).count();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double images_per_s = static_cast<double>(window_steps_ * steps_.global_batch) / window;
+    const double eta = elapsed / static_cast<double>(done - start_iter_) * static_cast<double>(steps_.max_iter - done);
+    scalars.emplace_back("lr", lr);
+    scalars.emplace_back("images_per_s", images_per_s);
+    window_start_ = now;
+    window_steps_ = 0;
+    if (rank_ != 0) return;
+    print(done, scalars, lr, images_per_s, eta);
+    log.write(done, "train", scalars);
   }
-  average_batch_norm_statistics(*model);
-  if (rank == 0) {
-    save_training_checkpoint(output_dir, "model_final.pth", *model, sgd, trainable, max_iter);
-    std::printf("Trained iterations %lld..%lld in %.1f s; model: %s\n", static_cast<long long>(start_iter),
-                static_cast<long long>(max_iter), std::chrono::duration<double>(clock::now() - start).count(),
-                (output_dir / "model_final.pth").c_str());
-    if (const char* model_dir = environment("SM_MODEL_DIR")) {
-      fs::create_directories(model_dir);
-      fs::copy_file(output_dir / "model_final.pth", fs::path(model_dir) / "model_final.pth",
-                    fs::copy_options::overwrite_existing);
-      write_model_metadata(model_dir, "model_final.pth", config, dataset.categories());
-      std::printf("Model artifact: %s (with model.json and config.yaml for dtrain serve)\n",
-                  (fs::path(model_dir) / "model_final.pth").c_str());
+
+ private:
+  // Each loss averaged over the ranks, then their sum as total_loss.
+  static Scalars averaged_losses(const modeling::LossDict& losses) {
+    Scalars scalars;
+    double total_average = 0;
+    for (const auto& [name, value] : losses) {
+      const double average = libtorch::metric_average(value.item<double>(), "log." + name);
+      total_average += average;
+      scalars.emplace_back(name, average);
     }
+    scalars.emplace_back("total_loss", total_average);
+    return scalars;
+  }
+
+  void print(int64_t done, const Scalars& scalars, double lr, double images_per_s, double eta) const {
+    std::string line = "iter: " + std::to_string(done) + "/" + std::to_string(steps_.max_iter);
+    for (const auto& [name, value] : scalars) {
+      if (name == "lr" || name == "images_per_s") continue;
+      char field[64];
+      std::snprintf(field, sizeof field, "  %s: %.4f", name.c_str(), value);
+      line += field;
+    }
+    std::printf("%s  lr: %.6g  images/s: %.2f  eta: %.0f s\n", line.c_str(), lr, images_per_s, eta);
     std::fflush(stdout);
   }
-  if (has_data(test_data)) {
-    evaluate(*model, test_data, output_dir, max_iter, log);
+
+  const StepPlan steps_;
+  const int rank_;
+  const int64_t start_iter_;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point window_start_ = start_;
+  int64_t window_steps_ = 0;
+};
+
+// After iteration `done`: a checkpoint every CHECKPOINT_PERIOD and an evaluation every
+// EVAL_PERIOD (the last iteration's are the final model's, see finish_training).
+void checkpoint_and_evaluate(TrainableModel& m, Run& run, GradientExchange& exchange, int64_t done) {
+  const StepPlan& steps = run.steps;
+  const bool save = steps.checkpoint_period > 0 && done % steps.checkpoint_period == 0 && done != steps.max_iter;
+  const bool eval =
+      steps.eval_period > 0 && done % steps.eval_period == 0 && done != steps.max_iter && has_data(run.test_data);
+  if (save || eval) average_batch_norm_statistics(*m.model);
+  if (run.placement.rank == 0 && save) {
+    exchange.before_checkpoint();
+    save_training_checkpoint(run.output_dir, checkpoint_name(done), *m.model, m.sgd, m.trainable, done);
+  }
+  if (eval && exchange.evaluates_during_training()) evaluate(*m.model, run.test_data, run.output_dir, done, run.log);
+}
+
+// Rank 0: model_final.pth and, in a job, the model artifact `dtrain serve` loads.
+void save_final_model(TrainableModel& m, const Config& config, const Run& run, const vision::CocoDataset& dataset,
+                      int64_t start_iter, Clock::time_point started) {
+  const int64_t max_iter = run.steps.max_iter;
+  save_training_checkpoint(run.output_dir, "model_final.pth", *m.model, m.sgd, m.trainable, max_iter);
+  std::printf("Trained iterations %lld..%lld in %.1f s; model: %s\n", static_cast<long long>(start_iter),
+              static_cast<long long>(max_iter), std::chrono::duration<double>(Clock::now() - started).count(),
+              (run.output_dir / "model_final.pth").c_str());
+  if (const char* model_dir = environment("SM_MODEL_DIR")) {
+    fs::create_directories(model_dir);
+    fs::copy_file(run.output_dir / "model_final.pth", fs::path(model_dir) / "model_final.pth",
+                  fs::copy_options::overwrite_existing);
+    write_model_metadata(model_dir, "model_final.pth", config, dataset.categories());
+    std::printf("Model artifact: %s (with model.json and config.yaml for dtrain serve)\n",
+                (fs::path(model_dir) / "model_final.pth").c_str());
+  }
+  std::fflush(stdout);
+}
+
+// The final model: saved by rank 0, evaluated, and the runtime shut down.
+void finish_training(TrainableModel& m, const Config& config, Run& run, const vision::CocoDataset& dataset,
+                     int64_t start_iter, Clock::time_point started) {
+  const int rank = run.placement.rank;
+  average_batch_norm_statistics(*m.model);
+  if (rank == 0) save_final_model(m, config, run, dataset, start_iter, started);
+  if (has_data(run.test_data)) {
+    evaluate(*m.model, run.test_data, run.output_dir, run.steps.max_iter, run.log);
   } else if (rank == 0) {
     std::printf("No evaluation set (DATASETS.TEST_ANNOTATIONS, DATASETS.TEST_IMAGES): skipping evaluation\n");
   }
-  if (rank == 0 && log.active()) std::printf("Metrics: %s/metrics.json; TensorBoard: %s\n", output_dir.c_str(), log.events_path().c_str());
+  if (rank == 0 && run.log.active()) {
+    std::printf("Metrics: %s/metrics.json; TensorBoard: %s\n", run.output_dir.c_str(), run.log.events_path().c_str());
+  }
   std::fflush(stdout);
   dtrain::shutdown();
+}
+
+}  // namespace
+
+void train(Config config, const TrainerSettings& settings) {
+  const std::unique_ptr<TrainingDistribution> distribution = choose_distribution(settings);
+  const dtrain::Placement placement = distribution->start();
+  use_cores(settings.threads, placement);
+  scale_to_world(config, placement.size);
+  Run run(config, settings, placement, *distribution);
+  TrainableModel m(config, run);
+  int64_t start_iter = restore(m, config, settings, run);
+  if (settings.eval_only) {
+    evaluate_only(m, run, start_iter);
+    return;
+  }
+
+  const TrainingSet training = load_training_set(config, run.options);
+  vision::DataLoader loader(training.dataset,
+                            loader_options(config, run.options, run.steps.per_rank, run.seed, placement));
+  const std::unique_ptr<GradientExchange> exchange =
+      distribution->attach(m.sgd, m.trainable, start_iter, run.clipper.enabled());
+  start_iter = exchange->start_iteration();
+  m.model->train();
+  announce_training(run, loader.items().size());
+
+  BatchStream batches(loader, run, start_iter, training.paths.annotations);
+  ProgressReport progress(run, start_iter);
+  for (int64_t iteration = start_iter; iteration < run.steps.max_iter; ++iteration) {
+    const vision::SampleBatch batch = batches.next();
+    const double lr = run.schedule.lr(iteration);
+    const modeling::LossDict losses = train_step(m, run, *exchange, batch, iteration, lr);
+    progress.step_done();
+    const int64_t done = iteration + 1;
+    if (progress.due(done)) progress.report(done, losses, lr, run.log);
+    checkpoint_and_evaluate(m, run, *exchange, done);
+  }
+  if (!exchange->finish()) {  // a parameter-server worker other than the chief: done
+    dtrain::shutdown();
+    return;
+  }
+  finish_training(m, config, run, training.dataset, start_iter, progress.started());
 }
 
 }  // namespace dtrain::maskrcnn

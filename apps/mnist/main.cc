@@ -16,12 +16,15 @@
 #include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "mnist/mnist_idx.h"
 #include "dtrain/dtrain.h"
@@ -64,14 +67,21 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options, 
   return std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
 }
 
-// Where this process sits: from the runtime, or (parameter servers) the launcher's environment.
-struct Placement {
-  int rank = 0, size = 1, local_size = 1;
-};
+// Where this process sits. Parameter-server workers do not use the runtime: their placement
+// is the launcher's.
+dtrain::Placement start(bool ps) {
+  if (ps) return dtrain::placement_from_environment();
+  dtrain::init();
+  return {dtrain::rank(),       dtrain::size(),       dtrain::local_rank(),
+          dtrain::local_size(), dtrain::cross_rank(), dtrain::cross_size()};
+}
 
-int env_int(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? std::atoi(value) : fallback;
+void use_cores(const Options& options, const dtrain::Placement& placement) {
+  const int threads =
+      options.threads > 0 ? options.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / placement.local_size);
+  dt::set_num_threads(threads);
+  dt::pin_device();
 }
 
 // `collective`: every rank scores a contiguous slice and the counts are summed; otherwise
@@ -105,137 +115,213 @@ void write_model(dtrain::mnist::MnistNet& model, const Options& options, int ran
        << "\"test_accuracy\": " << accuracy << "}\n";
 }
 
+// Parameter-server workers do not use the runtime: rank 0 restores its checkpoint alone
+// and hands the servers its weights and step.
+std::optional<dt::Checkpointer> checkpointer_for(const Options& options, bool ps, int rank) {
+  if (options.checkpoint_dir.empty()) return std::nullopt;
+  return std::make_optional<dt::Checkpointer>(options.checkpoint_dir, 3, ps ? rank : -1);
+}
+
+// --resume: where the newest checkpoint left off; otherwise the start.
+dt::TrainingProgress restore(const Options& options, const std::optional<dt::Checkpointer>& checkpointer,
+                             dtrain::mnist::MnistNet& model, torch::optim::Optimizer& optimizer, int rank) {
+  if (!options.resume) return {};
+  if (!checkpointer) throw dtrain::Error("dtrain-mnist: --resume needs --checkpoint-dir");
+  if (auto restored = checkpointer->restore(*model, optimizer)) {
+    if (rank == 0) std::printf("Resumed from step %lld (epoch %lld)\n", static_cast<long long>(restored->step),
+                               static_cast<long long>(restored->epoch));
+    return *restored;
+  }
+  if (rank == 0) std::printf("No checkpoint in %s; starting fresh\n", options.checkpoint_dir.c_str());
+  return {};
+}
+
+// The optimizer --distribution puts around Adam, chosen once: DistributedOptimizer averages
+// the gradients over the ranks; PSOptimizer pushes them to the parameter servers and installs
+// their fresh weights.
+class GradientExchange {
+ public:
+  GradientExchange(bool ps, torch::optim::Optimizer& optimizer, dtrain::mnist::MnistNet& model, std::int64_t restored_step,
+                   int rank)
+      : rank_(rank), start_step_(restored_step) {
+    if (ps) {
+      servers_.emplace(optimizer, model->named_parameters().pairs(), restored_step);
+      start_step_ = servers_->start_step();
+      if (rank == 0) {
+        std::printf("Parameter servers: %s updates\n", servers_->mode().c_str());
+        std::fflush(stdout);
+      }
+    } else {
+      allreduce_.emplace(optimizer, model->named_parameters().pairs());
+      // Start every rank from rank 0's weights and optimizer state.
+      dt::broadcast_parameters(dt::named_state(*model), 0);
+      dt::broadcast_optimizer_state(optimizer, 0);
+    }
+  }
+
+  // The step training starts at: the restored one, or the chief's (parameter servers).
+  std::int64_t start_step() const { return start_step_; }
+  void zero_grad() { servers_ ? servers_->zero_grad() : allreduce_->zero_grad(); }
+  void step() { servers_ ? servers_->step() : allreduce_->step(); }
+  // Parameter-server workers do not meet: the chief reports its own loss.
+  double reported_loss(double loss) { return servers_ ? loss : dt::metric_average(loss, "train.loss"); }
+  void before_checkpoint() {
+    if (servers_ && rank_ == 0) servers_->pull_parameters();  // every shard, as the servers hold it now
+  }
+  // After the last step; whether this rank goes on to score and write the model. The chief
+  // waits for the other parameter-server workers, then pulls the final weights.
+  bool finish() {
+    if (!servers_) return true;
+    servers_->finish();
+    return rank_ == 0;
+  }
+
+ private:
+  std::optional<dt::DistributedOptimizer> allreduce_;
+  std::optional<dt::PSOptimizer> servers_;
+  int rank_;
+  std::int64_t start_step_;
+};
+
+// The loop's length: batches per epoch of this rank's shard, and steps in all (--steps caps them).
+struct StepPlan {
+  std::int64_t per_epoch, total;
+};
+
+StepPlan step_plan(const Options& options, const dt::DistributedSampler& sampler) {
+  const auto per_epoch =
+      static_cast<std::int64_t>((sampler.num_samples() + options.batch_size - 1) / options.batch_size);
+  const std::int64_t all = per_epoch * options.epochs;
+  return {per_epoch, options.max_steps > 0 ? std::min(options.max_steps, all) : all};
+}
+
+// Every --log-every steps and at the end: the loss, images per second since the last report
+// and the time left, printed by rank 0.
+class ProgressLog {
+ public:
+  ProgressLog(const Options& options, const dtrain::Placement& placement, std::int64_t first_step,
+              const StepPlan& plan)
+      : options_(options), rank_(placement.rank), size_(placement.size), first_step_(first_step), total_(plan.total) {}
+
+  std::int64_t first_step() const { return first_step_; }
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+
+  void step_done(std::int64_t step, const at::Tensor& loss, GradientExchange& exchange) {
+    ++window_steps_;
+    if (step % options_.log_every != 0 && step != total_) return;
+    const double average_loss = exchange.reported_loss(loss.item<double>());
+    const double seconds = std::chrono::duration<double>(Clock::now() - window_start_).count();
+    const double images_per_second = static_cast<double>(window_steps_ * options_.batch_size * size_) / seconds;
+    const double eta = elapsed_s() / static_cast<double>(step - first_step_) * static_cast<double>(total_ - step);
+    if (rank_ == 0) {
+      std::printf("Step #%lld\tLoss: %.6f\timages/s: %.1f\tETA: %.0f s\n", static_cast<long long>(step), average_loss,
+                  images_per_second, eta);
+      std::fflush(stdout);
+    }
+    window_start_ = Clock::now();
+    window_steps_ = 0;
+  }
+
+ private:
+  const Options& options_;
+  const int rank_, size_;
+  const std::int64_t first_step_, total_;
+  Clock::time_point window_start_ = Clock::now();
+  std::int64_t window_steps_ = 0;
+  const Clock::time_point started_ = Clock::now();
+};
+
+// One step on the images at positions [b * batch, (b + 1) * batch) of this epoch's shard;
+// returns the loss.
+at::Tensor train_batch(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& train_set,
+                       const std::vector<std::size_t>& indices, std::int64_t b, std::int64_t batch_size,
+                       GradientExchange& exchange) {
+  const std::size_t begin = static_cast<std::size_t>(b * batch_size);
+  const std::size_t end = std::min(indices.size(), begin + static_cast<std::size_t>(batch_size));
+  std::vector<std::int64_t> batch(indices.begin() + begin, indices.begin() + end);
+  const at::Tensor index = at::tensor(batch, at::kLong);
+  const at::Tensor images = train_set.images.index_select(0, index);
+  const at::Tensor labels = train_set.labels.index_select(0, index);
+
+  exchange.zero_grad();
+  const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
+  loss.backward();
+  exchange.step();
+  return loss;
+}
+
+// At each epoch's end and every --checkpoint-every steps.
+bool checkpoint_due(const Options& options, const StepPlan& plan, std::int64_t step) {
+  const bool epoch_end = step % plan.per_epoch == 0 || step == plan.total;
+  return (options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || epoch_end;
+}
+
+void announce(const Options& options, const dtrain::Placement& placement, double lr, const StepPlan& plan) {
+  if (placement.rank != 0) return;
+  std::printf("Training on %d ranks: batch %lld per rank, learning rate %g, %lld steps per epoch, %lld steps\n",
+              placement.size, static_cast<long long>(options.batch_size), lr, static_cast<long long>(plan.per_epoch),
+              static_cast<long long>(plan.total));
+  std::fflush(stdout);
+}
+
+// Rank 0: the training time, the test accuracy (scored by every rank, or by the chief alone
+// under parameter servers) and the model.
+void score_and_write(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& test_set,
+                     const Options& options, const dtrain::Placement& placement, std::int64_t steps, double seconds) {
+  const double accuracy = test_accuracy(model, test_set, !parameter_servers(options));
+  if (placement.rank == 0) {
+    std::printf("Trained %lld steps in %.1f s (%.1f images/s)\n", static_cast<long long>(steps), seconds,
+                static_cast<double>(steps * options.batch_size * placement.size) / seconds);
+    std::printf("Test accuracy: %.4f\n", accuracy);
+    std::fflush(stdout);
+  }
+  write_model(model, options, placement.rank, accuracy);
+}
+
 int train(const Options& options) {
   const bool ps = parameter_servers(options);
-  Placement placement;
-  if (ps) {
-    placement = {env_int("DTRAIN_RANK", 0), env_int("DTRAIN_SIZE", 1), env_int("DTRAIN_LOCAL_SIZE", 1)};
-  } else {
-    dtrain::init();
-    placement = {dtrain::rank(), dtrain::size(), dtrain::local_size()};
-  }
-  const int rank = placement.rank, size = placement.size;
-  const int threads =
-      options.threads > 0 ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / placement.local_size);
-  dt::set_num_threads(threads);
-  dt::pin_device();
-
+  const dtrain::Placement placement = start(ps);
+  const int rank = placement.rank;
+  use_cores(options, placement);
   const auto train_set = dtrain::mnist::load_mnist(options.data_dir, "train");
   const auto test_set = dtrain::mnist::load_mnist(options.data_dir, "t10k");
 
   torch::manual_seed(options.seed);
   dtrain::mnist::MnistNet model;
-  const auto owned_optimizer = make_optimizer(options, model, size);
+  const auto owned_optimizer = make_optimizer(options, model, placement.size);
   torch::optim::Optimizer& optimizer = *owned_optimizer;
   const double lr = optimizer.param_groups().front().options().get_lr();
-
-  dt::TrainingProgress progress;
-  std::optional<dt::Checkpointer> checkpointer;
-  // Parameter-server workers do not use the runtime: rank 0 restores its checkpoint alone
-  // and hands the servers its weights and step.
-  if (!options.checkpoint_dir.empty()) checkpointer.emplace(options.checkpoint_dir, 3, ps ? rank : -1);
-  if (options.resume) {
-    if (!checkpointer) throw dtrain::Error("dtrain-mnist: --resume needs --checkpoint-dir");
-    if (auto restored = checkpointer->restore(*model, optimizer)) {
-      progress = *restored;
-      if (rank == 0) std::printf("Resumed from step %lld (epoch %lld)\n", static_cast<long long>(progress.step),
-                                 static_cast<long long>(progress.epoch));
-    } else if (rank == 0) {
-      std::printf("No checkpoint in %s; starting fresh\n", options.checkpoint_dir.c_str());
-    }
-  }
-  std::optional<dt::DistributedOptimizer> allreduce;
-  std::optional<dt::PSOptimizer> servers;
-  if (ps) {
-    servers.emplace(optimizer, model->named_parameters().pairs(), progress.step);
-    progress.step = servers->start_step();
-    if (rank == 0) {
-      std::printf("Parameter servers: %s updates\n", servers->mode().c_str());
-      std::fflush(stdout);
-    }
-  } else {
-    allreduce.emplace(optimizer, model->named_parameters().pairs());
-    // Start every rank from rank 0's weights and optimizer state.
-    dt::broadcast_parameters(dt::named_state(*model), 0);
-    dt::broadcast_optimizer_state(optimizer, 0);
-  }
-  auto zero_grad = [&] { ps ? servers->zero_grad() : allreduce->zero_grad(); };
-  auto step = [&] { ps ? servers->step() : allreduce->step(); };
+  std::optional<dt::Checkpointer> checkpointer = checkpointer_for(options, ps, rank);
+  dt::TrainingProgress progress = restore(options, checkpointer, model, optimizer, rank);
+  GradientExchange exchange(ps, optimizer, model, progress.step, rank);
+  progress.step = exchange.start_step();
   // Dropout differs per rank and per resumption point.
-  torch::manual_seed(options.seed + 1000 * static_cast<std::uint64_t>(rank) + static_cast<std::uint64_t>(progress.step));
+  torch::manual_seed(options.seed + 1000 * static_cast<std::uint64_t>(rank) +
+                     static_cast<std::uint64_t>(progress.step));
 
-  dt::DistributedSampler sampler(static_cast<std::size_t>(train_set.images.size(0)), size, rank, true, options.seed);
-  const auto steps_per_epoch =
-      static_cast<std::int64_t>((sampler.num_samples() + options.batch_size - 1) / options.batch_size);
-  const std::int64_t total_steps =
-      options.max_steps > 0 ? std::min(options.max_steps, steps_per_epoch * options.epochs) : steps_per_epoch * options.epochs;
-  if (rank == 0) {
-    std::printf("Training on %d ranks: batch %lld per rank, learning rate %g, %lld steps per epoch, %lld steps\n",
-                size, static_cast<long long>(options.batch_size), lr, static_cast<long long>(steps_per_epoch),
-                static_cast<long long>(total_steps));
-    std::fflush(stdout);
-  }
-
+  dt::DistributedSampler sampler(static_cast<std::size_t>(train_set.images.size(0)), placement.size, rank, true,
+                                 options.seed);
+  const StepPlan plan = step_plan(options, sampler);
+  announce(options, placement, lr, plan);
   model->train();
-  auto window_start = Clock::now();
-  std::int64_t window_steps = 0;
-  const auto started = Clock::now();
-  const std::int64_t first_step = progress.step;
-  while (progress.step < total_steps) {
-    const std::int64_t epoch = progress.step / steps_per_epoch;
-    sampler.set_epoch(epoch);
+  ProgressLog log(options, placement, progress.step, plan);
+  while (progress.step < plan.total) {
+    sampler.set_epoch(progress.step / plan.per_epoch);
     const auto indices = sampler.indices();
-    for (std::int64_t b = progress.step % steps_per_epoch; b < steps_per_epoch && progress.step < total_steps; ++b) {
-      const std::size_t begin = static_cast<std::size_t>(b * options.batch_size);
-      const std::size_t end = std::min(indices.size(), begin + static_cast<std::size_t>(options.batch_size));
-      std::vector<std::int64_t> batch(indices.begin() + begin, indices.begin() + end);
-      const at::Tensor index = at::tensor(batch, at::kLong);
-      const at::Tensor images = train_set.images.index_select(0, index);
-      const at::Tensor labels = train_set.labels.index_select(0, index);
-
-      zero_grad();
-      const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
-      loss.backward();
-      step();
+    for (std::int64_t b = progress.step % plan.per_epoch; b < plan.per_epoch && progress.step < plan.total; ++b) {
+      const at::Tensor loss = train_batch(model, train_set, indices, b, options.batch_size, exchange);
       ++progress.step;
-      ++window_steps;
-      progress.epoch = progress.step / steps_per_epoch;
-
-      if (progress.step % options.log_every == 0 || progress.step == total_steps) {
-        // Parameter-server workers do not meet: the chief reports its own loss.
-        const double average_loss = ps ? loss.item<double>() : dt::metric_average(loss.item<double>(), "train.loss");
-        const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
-        const double images_per_second = static_cast<double>(window_steps * options.batch_size * size) / seconds;
-        const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
-        const double eta = elapsed / static_cast<double>(progress.step - first_step) *
-                           static_cast<double>(total_steps - progress.step);
-        if (rank == 0) {
-          std::printf("Step #%lld\tLoss: %.6f\timages/s: %.1f\tETA: %.0f s\n", static_cast<long long>(progress.step),
-                      average_loss, images_per_second, eta);
-          std::fflush(stdout);
-        }
-        window_start = Clock::now();
-        window_steps = 0;
-      }
-      const bool epoch_end = progress.step % steps_per_epoch == 0 || progress.step == total_steps;
-      if (checkpointer && ((options.checkpoint_every > 0 && progress.step % options.checkpoint_every == 0) || epoch_end)) {
-        if (ps && rank == 0) servers->pull_parameters();  // every shard, as the servers hold it now
+      progress.epoch = progress.step / plan.per_epoch;
+      log.step_done(progress.step, loss, exchange);
+      if (checkpointer && checkpoint_due(options, plan, progress.step)) {
+        exchange.before_checkpoint();
         checkpointer->save(*model, optimizer, progress);
       }
     }
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (ps) servers->finish();  // the chief waits for the others, then pulls the final weights
-  if (ps && rank != 0) return 0;
-  const double accuracy = test_accuracy(model, test_set, !ps);
-  if (rank == 0) {
-    std::printf("Trained %lld steps in %.1f s (%.1f images/s)\n", static_cast<long long>(progress.step - first_step),
-                seconds, static_cast<double>((progress.step - first_step) * options.batch_size * size) / seconds);
-    std::printf("Test accuracy: %.4f\n", accuracy);
-    std::fflush(stdout);
-  }
-  write_model(model, options, rank, accuracy);
+  const double seconds = log.elapsed_s();
+  if (!exchange.finish()) return 0;
+  score_and_write(model, test_set, options, placement, progress.step - log.first_step(), seconds);
   if (!ps) dtrain::shutdown();
   return 0;
 }

@@ -94,6 +94,26 @@ int local_size();
 int cross_rank();
 int cross_size();
 
+// Where a process sits in the job: its rank among all, among its host's ranks (local) and
+// its host among the hosts (cross).
+struct Placement {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+};
+
+// This process's placement as the launcher set it (DTRAIN_RANK, DTRAIN_SIZE, DTRAIN_LOCAL_*,
+// DTRAIN_CROSS_*; OMPI_COMM_WORLD_* under a bare mpirun), checked as init() checks its
+// environment (a malformed or inconsistent value is an Error naming the variable), without
+// starting the runtime; a process started without a launcher is a world of one. For processes
+// that do not meet their peers through the runtime, such as parameter-server workers after
+// init_alone(). Under init(), rank(), local_size(), ... are the ones to use: the runtime
+// groups ranks by host itself, so its local and cross values may differ from the launcher's.
+Placement placement_from_environment();
+
 // Allreduce of `input` into `output` (may be the same buffer). Shapes and dtypes must match.
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const ReduceOptions& options = {});

@@ -212,6 +212,11 @@ bool is_initialized() {
   return loop != nullptr;
 }
 
+Placement placement_from_environment() {
+  const runtime::RuntimeConfig config = runtime::read_config_from_environment();
+  return {config.rank, config.size, config.local_rank, config.local_size, config.cross_rank, config.cross_size};
+}
+
 int rank() { return running_loop("rank").config().rank; }
 int size() { return running_loop("size").config().size; }
 int local_rank() { return running_loop("local_rank").config().local_rank; }

@@ -42,6 +42,14 @@ bool Coordinator::ready(const Pending& pending) const {
 
 CyclePlan Coordinator::plan(const std::vector<CycleReport>& reports, Clock::time_point now) {
   CyclePlan plan;
+  const int last_joined = record(reports, now, plan);
+  plan_ready(plan);
+  plan_join(last_joined, plan);
+  check_stalls(now, plan);
+  return plan;
+}
+
+int Coordinator::record(const std::vector<CycleReport>& reports, Clock::time_point now, CyclePlan& plan) {
   int last_joined = -1;
   for (int r = 0; r < world_size_; ++r) {
     const CycleReport& report = reports[r];
@@ -60,9 +68,11 @@ CyclePlan Coordinator::plan(const std::vector<CycleReport>& reports, Clock::time
       }
     }
   }
+  return last_joined;
+}
 
+void Coordinator::plan_ready(CyclePlan& plan) {
   // Everything every non-joined rank has submitted, in order of first arrival.
-  std::vector<std::map<std::uint64_t, std::string>::value_type> ready_names;
   std::map<std::uint64_t, std::string> by_arrival;
   std::map<std::string, int> ready_in_group;
   for (const auto& [name, pending] : table_) {
@@ -100,44 +110,45 @@ CyclePlan Coordinator::plan(const std::vector<CycleReport>& reports, Clock::time
     plan.items.push_back(std::move(item));
     table_.erase(name);
   }
+}
 
-  if (static_cast<int>(joined_.size()) == world_size_) {
-    CyclePlan::Item item;
-    item.response.type = OpType::kJoin;
-    item.response.names = {kJoinName};
-    item.response.world_size = world_size_;
-    item.response.last_joined = last_joined >= 0 ? last_joined : *joined_.rbegin();
-    plan.items.push_back(std::move(item));
-    joined_.clear();
-  }
+void Coordinator::plan_join(int last_joined, CyclePlan& plan) {
+  if (static_cast<int>(joined_.size()) != world_size_) return;
+  CyclePlan::Item item;
+  item.response.type = OpType::kJoin;
+  item.response.names = {kJoinName};
+  item.response.world_size = world_size_;
+  item.response.last_joined = last_joined >= 0 ? last_joined : *joined_.rbegin();
+  plan.items.push_back(std::move(item));
+  joined_.clear();
+}
 
+void Coordinator::check_stalls(Clock::time_point now, CyclePlan& plan) {
   // Describing every pending tensor for the stall inspector costs allocations; do it only on
   // the rare cycle when the oldest one has waited long enough to be reported.
   Clock::time_point oldest = now;
   for (const auto& [name, pending] : table_) oldest = std::min(oldest, pending.first_seen);
-  if (!table_.empty() && stall_inspector_.due(oldest, now)) {
-    std::vector<StallInspector::Pending> waiting;
-    for (const auto& [name, pending] : table_) {
-      StallInspector::Pending p;
-      p.name = name;
-      p.first_seen = pending.first_seen;
-      for (int r = 0; r < world_size_; ++r) {
-        if (pending.requests[r]) {
-          p.submitted_ranks.push_back(r);
-          p.operation = to_string(pending.requests[r]->type);
-        } else if (!joined_.contains(r)) {
-          p.missing_ranks.push_back(r);
-        }
+  if (table_.empty() || !stall_inspector_.due(oldest, now)) return;
+  std::vector<StallInspector::Pending> waiting;
+  for (const auto& [name, pending] : table_) {
+    StallInspector::Pending p;
+    p.name = name;
+    p.first_seen = pending.first_seen;
+    for (int r = 0; r < world_size_; ++r) {
+      if (pending.requests[r]) {
+        p.submitted_ranks.push_back(r);
+        p.operation = to_string(pending.requests[r]->type);
+      } else if (!joined_.contains(r)) {
+        p.missing_ranks.push_back(r);
       }
-      waiting.push_back(std::move(p));
     }
-    std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-    if (std::string reason = stall_inspector_.check(waiting, now); !reason.empty()) {
-      plan.shutdown = true;
-      plan.shutdown_reason = reason;
-    }
+    waiting.push_back(std::move(p));
   }
-  return plan;
+  std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (std::string reason = stall_inspector_.check(waiting, now); !reason.empty()) {
+    plan.shutdown = true;
+    plan.shutdown_reason = reason;
+  }
 }
 
 }  // namespace dtrain::runtime

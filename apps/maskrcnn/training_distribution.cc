@@ -1,0 +1,120 @@
+#include "apps/maskrcnn/training_distribution.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace dtrain::maskrcnn {
+namespace {
+
+class AllreduceExchange final : public GradientExchange {
+ public:
+  AllreduceExchange(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable, int64_t start_iter)
+      : sgd_(sgd), optimizer_(sgd, trainable), start_iter_(start_iter) {}
+
+  int64_t start_iteration() const override { return start_iter_; }
+  void zero_grad() override { optimizer_.zero_grad(); }
+  void wait_for_gradients() override { optimizer_.synchronize(); }
+  void apply() override { sgd_.step(); }
+  bool evaluates_during_training() const override { return true; }  // sharded over the ranks
+  bool finish() override { return true; }
+
+ private:
+  torch::optim::SGD& sgd_;
+  libtorch::DistributedOptimizer optimizer_;
+  int64_t start_iter_;
+};
+
+class AllreduceDistribution final : public TrainingDistribution {
+ public:
+  dtrain::Placement start() override {
+    dtrain::init();
+    // The runtime's own view: it groups the ranks by host itself.
+    return {dtrain::rank(),       dtrain::size(),       dtrain::local_rank(),
+            dtrain::local_size(), dtrain::cross_rank(), dtrain::cross_size()};
+  }
+
+  // Drawn by rank 0, broadcast to the others.
+  uint64_t draw_seed() override {
+    std::string drawn = dtrain::rank() == 0 ? std::to_string(std::random_device{}() & 0x7fffffff) : std::string();
+    return std::stoull(libtorch::broadcast_bytes(drawn, 0, "trainer.seed"));
+  }
+
+  std::unique_ptr<GradientExchange> attach(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
+                                           int64_t start_iter, bool /*clipping*/) override {
+    return std::make_unique<AllreduceExchange>(sgd, trainable, start_iter);
+  }
+};
+
+class ParameterServerExchange final : public GradientExchange {
+ public:
+  // Clipping needs the whole gradient first: then the pushes wait for step().
+  ParameterServerExchange(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable, int64_t start_iter,
+                          bool clipping, int rank)
+      : servers_(sgd, trainable, start_iter, push_options(clipping)), rank_(rank) {
+    if (rank_ == 0) std::printf("Parameter servers: %s updates\n", servers_.mode().c_str());
+  }
+
+  // The chief's weights (checkpoint or MODEL.WEIGHTS) and iteration went to every worker.
+  int64_t start_iteration() const override { return servers_.start_step(); }
+  void zero_grad() override { servers_.zero_grad(); }
+  void wait_for_gradients() override {}  // each worker clips its own gradient
+  void apply() override { servers_.step(); }  // the servers apply SGD; the fresh weights are installed
+  void before_checkpoint() override { servers_.pull_parameters(); }  // every shard, as the servers hold it now
+  bool evaluates_during_training() const override { return rank_ == 0; }
+  // The chief waits for the other workers, then pulls the final weights; the others are done.
+  bool finish() override {
+    servers_.finish();
+    return rank_ == 0;
+  }
+
+ private:
+  static libtorch::PSOptimizerOptions push_options(bool clipping) {
+    libtorch::PSOptimizerOptions options;
+    options.push_during_backward = !clipping;
+    return options;
+  }
+
+  libtorch::PSOptimizer servers_;
+  int rank_;
+};
+
+class ParameterServerDistribution final : public TrainingDistribution {
+ public:
+  dtrain::Placement start() override {
+    dtrain::init_alone();
+    placement_ = dtrain::placement_from_environment();
+    return placement_;
+  }
+
+  // The workers share no runtime: every one derives the seed from the job's token.
+  uint64_t draw_seed() override {
+    const char* token = std::getenv("DTRAIN_JOB_TOKEN");
+    return std::hash<std::string>{}(token ? token : "") & 0x7fffffff;
+  }
+
+  std::unique_ptr<GradientExchange> attach(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
+                                           int64_t start_iter, bool clipping) override {
+    return std::make_unique<ParameterServerExchange>(sgd, trainable, start_iter, clipping, placement_.rank);
+  }
+
+ private:
+  dtrain::Placement placement_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingDistribution> choose_distribution(const TrainerSettings& settings) {
+  if (settings.distribution != "ps") return std::make_unique<AllreduceDistribution>();
+  if (settings.eval_only) {
+    throw std::invalid_argument(
+        "--distribution ps applies to training; evaluate with `dtrain run -np N dtrain-maskrcnn eval`");
+  }
+  return std::make_unique<ParameterServerDistribution>();
+}
+
+}  // namespace dtrain::maskrcnn
