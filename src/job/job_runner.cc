@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -147,69 +149,85 @@ class JobRecorder {
   size_t samples_ = 0;
 };
 
-}  // namespace
+void announce_job(const JobSpec& spec, const RunOptions& options) {
+  std::printf("dtrain job %s: %d host%s (%s) x %d process%s\n", spec.name.c_str(), spec.instance_count,
+              spec.instance_count == 1 ? "" : "s", to_string(options.hosts).c_str(), spec.processes_per_host,
+              spec.processes_per_host == 1 ? "" : "es");
+  std::fflush(stdout);
+}
 
-int run_job(const JobSpec& spec, const RunOptions& options) {
-  if (options.hosts == HostKind::kNetns && !can_create_netns()) {
-    throw JobError::usage("--hosts netns needs root (it creates network namespaces); use --hosts process");
-  }
-  JobOutputs outputs(spec);
-  outputs.reset();
-  std::string work_dir = options.work_dir.value_or(default_work_dir(spec.name));
-  std::error_code ec;
-  fs::remove_all(work_dir + "/hosts", ec);
+// ---- staging ----
 
-  // Before any thread exists, so the feeders' threads inherit the mask.
-  launch::SignalChannel signals;
-  auto job_started = Clock::now();
+// What staging left on the hosts.
+struct StagedHosts {
+  std::vector<ChannelStaging> staging;               // one report per channel and host
+  std::vector<std::unique_ptr<PipeFeeder>> feeders;  // the Pipe-mode channels' feeders, not started
+  double seconds = 0;
+};
 
-  LocalCluster cluster(options.hosts, work_dir, spec.instance_count);
-  const std::vector<LocalHost>& hosts = cluster.hosts();
+std::vector<std::string> sorted_names(const std::vector<LocalHost>& hosts) {
   std::vector<std::string> names;
   for (const auto& h : hosts) names.push_back(h.name);
   std::sort(names.begin(), names.end());
-  std::printf("dtrain job %s: %d host%s (%s) x %d process%s\n", spec.name.c_str(),
-              spec.instance_count, spec.instance_count == 1 ? "" : "s",
-              to_string(options.hosts).c_str(), spec.processes_per_host,
-              spec.processes_per_host == 1 ? "" : "es");
-  std::fflush(stdout);
+  return names;
+}
 
-  // Each host's /opt/ml, checkpoints restored, channels staged.
-  std::vector<ChannelStaging> staging;
-  std::vector<std::unique_ptr<PipeFeeder>> feeders;
-  auto staging_started = Clock::now();
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    const LocalHost& host = hosts[i];
+// The host's /opt/ml/input/config files, as the platform writes them.
+void write_host_config(const JobSpec& spec, const LocalCluster& cluster, const std::vector<std::string>& names,
+                       const LocalHost& host, const ContainerLayout& layout) {
+  ContainerConfig config;
+  config.hyperparameters_file = hyperparameters_file_for(spec);
+  config.resource.current_host = host.name;
+  config.resource.current_instance_type = spec.instance_type;
+  config.resource.hosts = names;
+  config.resource.network_interface_name = cluster.network_interface();
+  config.input_data_config = input_data_config_for(spec);
+  write_container_config(layout, config);
+}
+
+// The host's checkpoint directory, with what an earlier run synced (checkpoint.sync_to).
+void restore_checkpoints(const JobSpec& spec, const ContainerLayout& layout) {
+  std::error_code ec;
+  std::string checkpoints = layout.container_path(spec.checkpoint.local_path);
+  fs::create_directories(checkpoints, ec);
+  if (spec.checkpoint.sync_to && fs::is_directory(*spec.checkpoint.sync_to, ec)) {
+    copy_tree(*spec.checkpoint.sync_to, checkpoints);
+  }
+}
+
+// Each host's /opt/ml, checkpoints restored, channels staged.
+StagedHosts stage_hosts(const JobSpec& spec, const LocalCluster& cluster) {
+  StagedHosts staged;
+  auto started = Clock::now();
+  const std::vector<LocalHost>& hosts = cluster.hosts();
+  const std::vector<std::string> names = sorted_names(hosts);
+  const int count = static_cast<int>(hosts.size());
+  for (int index = 0; index < count; ++index) {
+    const LocalHost& host = hosts[static_cast<size_t>(index)];
     ContainerLayout layout(host.root);
-    ContainerConfig config;
-    config.hyperparameters_file = hyperparameters_file_for(spec);
-    config.resource.current_host = host.name;
-    config.resource.current_instance_type = spec.instance_type;
-    config.resource.hosts = names;
-    config.resource.network_interface_name = cluster.network_interface();
-    config.input_data_config = input_data_config_for(spec);
-    write_container_config(layout, config);
-
-    std::string checkpoints = layout.container_path(spec.checkpoint.local_path);
-    fs::create_directories(checkpoints, ec);
-    if (spec.checkpoint.sync_to && fs::is_directory(*spec.checkpoint.sync_to, ec)) {
-      copy_tree(*spec.checkpoint.sync_to, checkpoints);
-    }
-    int index = static_cast<int>(i), count = static_cast<int>(hosts.size());
+    write_host_config(spec, cluster, names, host, layout);
+    restore_checkpoints(spec, layout);
     for (const auto& channel : spec.channels) {
       ChannelStaging report = stage_channel(channel, layout, host.name, index, count);
       std::printf("%s\n", report.describe().c_str());
-      staging.push_back(report);
+      staged.staging.push_back(report);
       if (channel.input_mode == InputMode::kPipe) {
-        feeders.push_back(std::make_unique<PipeFeeder>(
-            layout.input_data_dir(), channel.name, pipe_files_for_host(channel, index, count)));
+        staged.feeders.push_back(std::make_unique<PipeFeeder>(layout.input_data_dir(), channel.name,
+                                                              pipe_files_for_host(channel, index, count)));
       }
     }
   }
-  double staging_seconds = seconds_since(staging_started);
+  staged.seconds = seconds_since(started);
   std::fflush(stdout);
+  return staged;
+}
 
-  // Every host runs the entry point; the master launches the ranks on all.
+// ---- running the hosts ----
+
+// Every host runs the entry point; the master launches the ranks on all.
+std::vector<launch::WorkerLaunch> entrypoint_launches(const JobSpec& spec, const RunOptions& options,
+                                                      const LocalCluster& cluster) {
+  const std::vector<LocalHost>& hosts = cluster.hosts();
   int port = options.hosts == HostKind::kProcess ? free_loopback_port() : 29417;
   std::string agent = fmt::format("{} job host-exec --table {}", options.dtrain_exe, cluster.table_file());
   std::vector<std::string> parent_env = launch::current_environment();
@@ -239,10 +257,21 @@ int run_job(const JobSpec& spec, const RunOptions& options) {
     l.request.env = launch::merge_environment(parent_env, env);
     launches.push_back(std::move(l));
   }
+  return launches;
+}
 
-  JobRecorder recorder(spec, outputs, hosts);
-  std::map<std::string, int> host_exit;
+// What the supervisor saw while the hosts ran.
+struct HostsRun {
+  std::map<std::string, int> host_exit;  // exit code by host name, for the hosts that ended
   std::optional<launch::WorkerFailure> failure;
+  int supervisor_code = 0;
+  double seconds = 0;
+  int left_behind = 0;  // processes killed in the hosts after the supervisor returned
+};
+
+// Host-tagged output into the recorder, exit codes and the first failure into `ran`.
+launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOptions& options, JobRecorder& recorder,
+                                              HostsRun& ran) {
   launch::SupervisorOptions supervision;
   supervision.start_timeout_s = 0;
   supervision.kill_grace_s = options.kill_grace_s;
@@ -250,136 +279,225 @@ int run_job(const JobSpec& spec, const RunOptions& options) {
   supervision.prefix = [](const launch::RankPlacement& p, std::string_view) {
     return fmt::format("[{}] ", p.host);
   };
-  supervision.line_sink = [&recorder](const launch::RankPlacement& p, bool is_stderr,
-                                      std::string_view line) {
+  supervision.line_sink = [&recorder](const launch::RankPlacement& p, bool is_stderr, std::string_view line) {
     recorder.line(p.host, fmt::format("[{}] ", p.host), is_stderr, line);
   };
-  supervision.on_exit = [&host_exit](const launch::RankPlacement& p, int status) {
-    host_exit[p.host] = exit_code_of(status);
+  supervision.on_exit = [&ran](const launch::RankPlacement& p, int status) {
+    ran.host_exit[p.host] = exit_code_of(status);
   };
-  supervision.on_failure = [&failure](const launch::WorkerFailure& f) { failure = f; };
+  supervision.on_failure = [&ran](const launch::WorkerFailure& f) { ran.failure = f; };
+  return supervision;
+}
 
+// Runs the entry points under the launcher's supervisor, with the Pipe feeders running.
+HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster& cluster,
+                   const std::vector<std::unique_ptr<PipeFeeder>>& feeders, JobRecorder& recorder,
+                   launch::SignalChannel& signals) {
+  HostsRun ran;
+  std::vector<launch::WorkerLaunch> launches = entrypoint_launches(spec, options, cluster);
+  launch::SupervisorOptions supervision = supervision_options(spec, options, recorder, ran);
   for (auto& f : feeders) f->start();
-  auto run_started = Clock::now();
+  auto started = Clock::now();
   launch::JobSupervisor supervisor(supervision, signals);
-  int supervisor_code = supervisor.run(std::move(launches));
-  double run_seconds = seconds_since(run_started);
+  ran.supervisor_code = supervisor.run(std::move(launches));
+  ran.seconds = seconds_since(started);
   for (auto& f : feeders) f->stop();
-  int left_behind = cluster.kill_remaining_processes();
-  if (left_behind > 0) spdlog::warn("killed {} process(es) left in the job's hosts", left_behind);
+  ran.left_behind = cluster.kill_remaining_processes();
+  if (ran.left_behind > 0) spdlog::warn("killed {} process(es) left in the job's hosts", ran.left_behind);
+  return ran;
+}
 
-  // The outcome: the master's exit code and reason decide.
-  const LocalHost& master = hosts.front();
-  ContainerLayout master_layout(master.root);
-  bool timed_out = failure && failure->placement.rank < 0 &&
-                   failure->description.starts_with("time limit");
-  int master_code = host_exit.count(master.name) ? host_exit[master.name] : 1;
-  int code = master_code;
-  if (code == 0) {
-    for (const auto& [name, c] : host_exit) {
-      if (c != 0 && code == 0) code = c;
-    }
-    if (host_exit.size() < hosts.size() || supervisor_code != 0) code = code ? code : 1;
+// ---- the outcome ----
+
+struct JobOutcome {
+  int code = 0;        // the job's exit code
+  std::string reason;  // empty when the job completed
+};
+
+// The master's exit code decides; when it is 0, any other host's failure, a host that never
+// ended or a failed supervision still fails the job.
+int job_exit_code(const std::vector<LocalHost>& hosts, const HostsRun& ran) {
+  const auto master = ran.host_exit.find(hosts.front().name);
+  const int master_code = master != ran.host_exit.end() ? master->second : 1;
+  if (master_code != 0) return master_code;
+  for (const auto& [name, code] : ran.host_exit) {
+    if (code != 0) return code;
   }
-  std::string reason;
+  return ran.host_exit.size() < hosts.size() || ran.supervisor_code != 0 ? 1 : 0;
+}
+
+// The master's failure file, else the supervisor's description, else any host's file.
+std::string failure_reason(const std::vector<LocalHost>& hosts, const HostsRun& ran, int code) {
+  std::string reason = read_if_exists(ContainerLayout(hosts.front().root).failure_file());
+  if (reason.empty() && ran.failure) reason = ran.failure->description;
+  if (reason.empty()) {
+    for (const auto& h : hosts) {
+      reason = read_if_exists(ContainerLayout(h.root).failure_file());
+      if (!reason.empty()) break;
+    }
+  }
+  if (reason.empty()) reason = fmt::format("the job failed with status {}", code);
+  return reason;
+}
+
+JobOutcome judge_outcome(const JobSpec& spec, const std::vector<LocalHost>& hosts, const HostsRun& ran) {
+  JobOutcome outcome{job_exit_code(hosts, ran), ""};
+  const bool timed_out =
+      ran.failure && ran.failure->placement.rank < 0 && ran.failure->description.starts_with("time limit");
   if (timed_out) {
-    reason = fmt::format("MaxRuntimeExceeded: the job ran longer than max_run_seconds ({} s) and was stopped",
-                         launch::format_env_number(spec.max_run_seconds));
-    if (code == 0) code = 1;
-  } else if (code != 0) {
-    reason = read_if_exists(master_layout.failure_file());
-    if (reason.empty() && failure) reason = failure->description;
-    if (reason.empty()) {
-      for (const auto& h : hosts) {
-        reason = read_if_exists(ContainerLayout(h.root).failure_file());
-        if (!reason.empty()) break;
-      }
-    }
-    if (reason.empty()) reason = fmt::format("the job failed with status {}", code);
+    outcome.reason = fmt::format("MaxRuntimeExceeded: the job ran longer than max_run_seconds ({} s) and was stopped",
+                                 launch::format_env_number(spec.max_run_seconds));
+    if (outcome.code == 0) outcome.code = 1;
+  } else if (outcome.code != 0) {
+    outcome.reason = failure_reason(hosts, ran, outcome.code);
   }
-  if (supervisor_code > 128 && !failure) {
-    reason = fmt::format("Stopped: the job runner caught {}", launch::signal_name(supervisor_code - 128));
-    code = supervisor_code;
+  if (ran.supervisor_code > 128 && !ran.failure) {
+    outcome.reason = fmt::format("Stopped: the job runner caught {}", launch::signal_name(ran.supervisor_code - 128));
+    outcome.code = ran.supervisor_code;
   }
+  return outcome;
+}
 
-  // Artifacts.
-  Json artifacts = Json::object();
-  std::string artifact_error;
+// ---- artifacts and summary ----
+
+struct Artifacts {
+  Json paths = Json::object();  // the summary's "artifacts"
+  std::string error;            // why packing stopped, if it did
+};
+
+// model.tar.gz and output.tar.gz from the master; every host's checkpoints synced.
+Artifacts collect_artifacts(const JobSpec& spec, const JobOutputs& outputs, const std::vector<LocalHost>& hosts) {
+  Artifacts artifacts;
+  ContainerLayout master_layout(hosts.front().root);
   try {
     pack_directory(master_layout.model_dir(), outputs.model_archive);
-    artifacts["model"] = outputs.model_archive;
+    artifacts.paths["model"] = outputs.model_archive;
     pack_directory(master_layout.output_data_dir(), outputs.output_archive);
-    artifacts["output"] = outputs.output_archive;
+    artifacts.paths["output"] = outputs.output_archive;
     if (spec.checkpoint.sync_to) {
       // Every host's checkpoints into one place, the master's last so its files win.
       for (auto it = hosts.rbegin(); it != hosts.rend(); ++it) {
-        copy_tree(ContainerLayout(it->root).container_path(spec.checkpoint.local_path),
-                  *spec.checkpoint.sync_to);
+        copy_tree(ContainerLayout(it->root).container_path(spec.checkpoint.local_path), *spec.checkpoint.sync_to);
       }
-      artifacts["checkpoints"] = *spec.checkpoint.sync_to;
+      artifacts.paths["checkpoints"] = *spec.checkpoint.sync_to;
     }
   } catch (const std::exception& e) {
-    artifact_error = e.what();
-    spdlog::error("packing artifacts: {}", artifact_error);
+    artifacts.error = e.what();
+    spdlog::error("packing artifacts: {}", artifacts.error);
   }
-  artifacts["logs"] = outputs.logs_dir;
-  artifacts["metrics"] = outputs.metrics_file;
+  artifacts.paths["logs"] = outputs.logs_dir;
+  artifacts.paths["metrics"] = outputs.metrics_file;
+  return artifacts;
+}
 
-  Json summary;
-  summary["job_name"] = spec.name;
-  summary["status"] = code == 0 ? "Completed" : "Failed";
-  summary["failure_reason"] = code == 0 ? Json(nullptr) : Json(limit_failure_reason(reason));
-  summary["exit_code"] = code;
-  summary["hosts_backend"] = to_string(options.hosts);
-  summary["instance_count"] = spec.instance_count;
-  summary["processes_per_host"] = spec.processes_per_host;
+// Everything the summary reports, gathered as the job went.
+struct JobResults {
+  const StagedHosts& staged;
+  const HostsRun& ran;
+  const JobOutcome& outcome;
+  const Artifacts& artifacts;
+  const JobRecorder& recorder;
+  Clock::time_point started;
+};
+
+Json host_summaries(const std::vector<LocalHost>& hosts, const JobResults& results) {
   Json host_list = Json::array();
   for (const auto& h : hosts) {
     Json entry;
     entry["name"] = h.name;
     entry["address"] = h.address;
-    entry["exit_code"] = host_exit.count(h.name) ? Json(host_exit[h.name]) : Json(nullptr);
+    const auto exit = results.ran.host_exit.find(h.name);
+    entry["exit_code"] = exit != results.ran.host_exit.end() ? Json(exit->second) : Json(nullptr);
     std::string host_failure = read_if_exists(ContainerLayout(h.root).failure_file());
     entry["failure"] = host_failure.empty() ? Json(nullptr) : Json(host_failure);
     Json channels = Json::array();
-    for (const auto& s : staging) {
+    for (const auto& s : results.staged.staging) {
       if (s.host == h.name) channels.push_back(s.to_json());
     }
     entry["staging"] = channels;
     host_list.push_back(entry);
   }
-  summary["hosts"] = host_list;
-  Json final_metrics = Json::object();
-  for (const auto& [name, value] : recorder.final_metrics()) final_metrics[name] = value;
-  summary["final_metrics"] = final_metrics;
-  summary["metric_samples"] = recorder.samples();
+  return host_list;
+}
+
+Json pipe_summaries(const std::vector<std::unique_ptr<PipeFeeder>>& feeders) {
   Json pipes = Json::array();
   for (const auto& f : feeders) {
     pipes.push_back({{"channel", f->channel()},
                      {"epochs_completed", f->epochs_completed()},
                      {"bytes_written", f->bytes_written()}});
   }
-  if (!pipes.empty()) summary["pipe_channels"] = pipes;
-  summary["staging_seconds"] = staging_seconds;
-  summary["run_seconds"] = run_seconds;
-  summary["total_seconds"] = seconds_since(job_started);
-  summary["processes_left_behind"] = left_behind;
-  summary["artifacts"] = artifacts;
-  if (!artifact_error.empty()) summary["artifact_error"] = artifact_error;
+  return pipes;
+}
+
+// output_path/<name>/summary.json.
+void write_summary(const JobSpec& spec, const RunOptions& options, const JobOutputs& outputs,
+                   const std::vector<LocalHost>& hosts, const JobResults& results) {
+  const JobOutcome& outcome = results.outcome;
+  Json summary;
+  summary["job_name"] = spec.name;
+  summary["status"] = outcome.code == 0 ? "Completed" : "Failed";
+  summary["failure_reason"] = outcome.code == 0 ? Json(nullptr) : Json(limit_failure_reason(outcome.reason));
+  summary["exit_code"] = outcome.code;
+  summary["hosts_backend"] = to_string(options.hosts);
+  summary["instance_count"] = spec.instance_count;
+  summary["processes_per_host"] = spec.processes_per_host;
+  summary["hosts"] = host_summaries(hosts, results);
+  Json final_metrics = Json::object();
+  for (const auto& [name, value] : results.recorder.final_metrics()) final_metrics[name] = value;
+  summary["final_metrics"] = final_metrics;
+  summary["metric_samples"] = results.recorder.samples();
+  if (Json pipes = pipe_summaries(results.staged.feeders); !pipes.empty()) summary["pipe_channels"] = pipes;
+  summary["staging_seconds"] = results.staged.seconds;
+  summary["run_seconds"] = results.ran.seconds;
+  summary["total_seconds"] = seconds_since(results.started);
+  summary["processes_left_behind"] = results.ran.left_behind;
+  summary["artifacts"] = results.artifacts.paths;
+  if (!results.artifacts.error.empty()) summary["artifact_error"] = results.artifacts.error;
   write_text_file(outputs.summary_file, summary.dump(2) + "\n");
+}
+
+void report_end(const JobSpec& spec, const JobOutcome& outcome, double run_seconds, const JobOutputs& outputs) {
+  if (outcome.code == 0) {
+    std::printf("dtrain job %s: Completed in %.1f s; artifacts in %s\n", spec.name.c_str(), run_seconds,
+                outputs.dir.c_str());
+  } else {
+    std::fprintf(stderr, "dtrain job %s: Failed (exit %d): %s\n", spec.name.c_str(), outcome.code,
+                 limit_failure_reason(outcome.reason).c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_job(const JobSpec& spec, const RunOptions& options) {
+  if (options.hosts == HostKind::kNetns && !can_create_netns()) {
+    throw JobError::usage("--hosts netns needs root (it creates network namespaces); use --hosts process");
+  }
+  JobOutputs outputs(spec);
+  outputs.reset();
+  std::string work_dir = options.work_dir.value_or(default_work_dir(spec.name));
+  std::error_code ec;
+  fs::remove_all(work_dir + "/hosts", ec);
+
+  // Before any thread exists, so the feeders' threads inherit the mask.
+  launch::SignalChannel signals;
+  auto job_started = Clock::now();
+
+  LocalCluster cluster(options.hosts, work_dir, spec.instance_count);
+  const std::vector<LocalHost>& hosts = cluster.hosts();
+  announce_job(spec, options);
+  StagedHosts staged = stage_hosts(spec, cluster);
+  JobRecorder recorder(spec, outputs, hosts);
+  const HostsRun ran = run_hosts(spec, options, cluster, staged.feeders, recorder, signals);
+  const JobOutcome outcome = judge_outcome(spec, hosts, ran);
+  const Artifacts artifacts = collect_artifacts(spec, outputs, hosts);
+  write_summary(spec, options, outputs, hosts, {staged, ran, outcome, artifacts, recorder, job_started});
 
   cluster.teardown();
   if (!options.keep_work_dir) fs::remove_all(work_dir, ec);
-
-  if (code == 0) {
-    std::printf("dtrain job %s: Completed in %.1f s; artifacts in %s\n", spec.name.c_str(),
-                run_seconds, outputs.dir.c_str());
-  } else {
-    std::fprintf(stderr, "dtrain job %s: Failed (exit %d): %s\n", spec.name.c_str(), code,
-                 limit_failure_reason(reason).c_str());
-  }
-  std::fflush(stdout);
-  return code;
+  report_end(spec, outcome, ran.seconds, outputs);
+  return outcome.code;
 }
 
 }  // namespace dtrain::job
