@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -251,21 +252,10 @@ void parse_channel(const std::string& name, const YAML::Node& node, const std::s
   spec.channels.push_back(std::move(channel));
 }
 
-JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& problems) {
-  JobSpec spec;
-  if (!root.IsMap()) {
-    problems.add("(top level)", "the spec must be a YAML mapping of fields");
-    return spec;
-  }
-  check_keys(root, "",
-             {"name", "command", "instance_count", "instance_type", "processes_per_host",
-              "hyperparameters", "channels", "distribution", "metric_definitions", "checkpoint",
-              "output_path", "max_run_seconds", "environment"},
-             problems);
-
-  if (!root["name"]) {
+void parse_name(const YAML::Node& node, JobSpec& spec, Problems& problems) {
+  if (!node) {
     problems.add("name", "required: 1-63 characters of A-Z a-z 0-9 and -, starting with a letter or digit");
-  } else if (auto name = get_string(root["name"], "name", problems)) {
+  } else if (auto name = get_string(node, "name", problems)) {
     if (!std::regex_match(*name, kJobName)) {
       problems.add("name", fmt::format("must be 1-63 characters of A-Z a-z 0-9 and -, not starting "
                                        "or ending with -, got {}",
@@ -273,19 +263,22 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
     }
     spec.name = *name;
   }
+}
 
-  if (!root["command"]) {
+// A list of words, or one string split at spaces.
+void parse_command(const YAML::Node& node, const std::string& base_dir, JobSpec& spec, Problems& problems) {
+  if (!node) {
     problems.add("command", "required: the algorithm's program and arguments (a list of strings)");
-  } else if (root["command"].IsSequence() && root["command"].size() > 0) {
-    for (const auto& word : root["command"]) {
+  } else if (node.IsSequence() && node.size() > 0) {
+    for (const auto& word : node) {
       if (word.IsScalar()) {
         spec.command.push_back(word.Scalar());
       } else {
         problems.add("command", fmt::format("every element must be a string{}", where(word)));
       }
     }
-  } else if (root["command"].IsScalar() && !root["command"].Scalar().empty()) {
-    std::stringstream words(root["command"].Scalar());
+  } else if (node.IsScalar() && !node.Scalar().empty()) {
+    std::stringstream words(node.Scalar());
     for (std::string w; words >> w;) spec.command.push_back(w);
   } else {
     problems.add("command", "must be a non-empty list of strings (program, then arguments)");
@@ -296,7 +289,10 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
       fs::path(spec.command[0]).is_relative()) {
     spec.command[0] = absolute_path(spec.command[0], base_dir);
   }
+}
 
+// instance_count, instance_type, processes_per_host.
+void parse_instances(const YAML::Node& root, JobSpec& spec, Problems& problems) {
   if (root["instance_count"]) {
     spec.instance_count = static_cast<int>(
         get_int(root["instance_count"], "instance_count", 1, 200, problems).value_or(1));
@@ -308,175 +304,205 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
     spec.processes_per_host = static_cast<int>(
         get_int(root["processes_per_host"], "processes_per_host", 1, 1024, problems).value_or(1));
   }
+}
 
-  if (YAML::Node hps = root["hyperparameters"]) {
-    if (!hps.IsMap()) {
-      problems.add("hyperparameters", fmt::format("must be a mapping of name: value{}", where(hps)));
+void parse_hyperparameters(const YAML::Node& hps, JobSpec& spec, Problems& problems) {
+  if (!hps.IsMap()) {
+    problems.add("hyperparameters", fmt::format("must be a mapping of name: value{}", where(hps)));
+    return;
+  }
+  for (const auto& item : hps) {
+    std::string key = item.first.Scalar();
+    if (key.empty()) {
+      problems.add("hyperparameters", "empty hyperparameter name");
+      continue;
+    }
+    spec.hyperparameters[key] = to_json(item.second);
+  }
+}
+
+void parse_channels(const YAML::Node& channels, const std::string& base_dir, JobSpec& spec, Problems& problems) {
+  if (!channels.IsMap()) {
+    problems.add("channels",
+                 fmt::format("must be a mapping of channel name: {{source, ...}}{}", where(channels)));
+    return;
+  }
+  for (const auto& item : channels) parse_channel(item.first.Scalar(), item.second, base_dir, spec, problems);
+  std::sort(spec.channels.begin(), spec.channels.end(),
+            [](const ChannelSpec& a, const ChannelSpec& b) { return a.name < b.name; });
+}
+
+void parse_distribution(const YAML::Node& dist, JobSpec& spec, Problems& problems) {
+  if (!dist.IsMap()) {
+    problems.add("distribution", "must be a mapping with engine and custom_mpi_options");
+    return;
+  }
+  check_keys(dist, "distribution", {"engine", "custom_mpi_options"}, problems);
+  if (dist["engine"]) {
+    spec.engine = get_enum<Engine>(dist["engine"], "distribution.engine",
+                                   {{"gloo", Engine::kGloo},
+                                    {"mpi", Engine::kMpi},
+                                    {"parameter_server", Engine::kParameterServer}},
+                                   problems)
+                      .value_or(Engine::kGloo);
+  }
+  if (dist["custom_mpi_options"]) {
+    if (dist["custom_mpi_options"].IsScalar()) {
+      spec.custom_mpi_options = dist["custom_mpi_options"].Scalar();
     } else {
-      for (const auto& item : hps) {
-        std::string key = item.first.Scalar();
-        if (key.empty()) {
-          problems.add("hyperparameters", "empty hyperparameter name");
-          continue;
-        }
-        spec.hyperparameters[key] = to_json(item.second);
+      problems.add("distribution.custom_mpi_options", "must be a string of mpirun options");
+    }
+  }
+}
+
+// A regular expression with a group around the value.
+bool check_metric_regex(const std::string& regex, const std::string& field, Problems& problems) {
+  try {
+    std::regex compiled(regex);
+    if (compiled.mark_count() < 1) {
+      problems.add(field, "needs a capture group around the value, e.g. 'loss: ([0-9.eE+-]+)'");
+      return false;
+    }
+  } catch (const std::regex_error& e) {
+    problems.add(field, fmt::format("not a valid regular expression ({}): {}", e.what(), regex));
+    return false;
+  }
+  return true;
+}
+
+// One {name, regex} entry; nothing when it is unusable. A duplicate name is reported but kept.
+std::optional<MetricDefinition> parse_metric_definition(const YAML::Node& m, const std::string& field,
+                                                        std::set<std::string>& seen, Problems& problems) {
+  if (!m.IsMap()) {
+    problems.add(field, fmt::format("must be a mapping with name and regex{}", where(m)));
+    return std::nullopt;
+  }
+  check_keys(m, field, {"name", "regex"}, problems);
+  MetricDefinition def;
+  bool ok = true;
+  if (!m["name"]) {
+    problems.add(field + ".name", "required");
+    ok = false;
+  } else if (auto name = get_string(m["name"], field + ".name", problems)) {
+    def.name = *name;
+    if (!seen.insert(def.name).second) {
+      problems.add(field + ".name", fmt::format("duplicate metric name {}", single_quoted(def.name)));
+    }
+  } else {
+    ok = false;
+  }
+  if (!m["regex"]) {
+    problems.add(field + ".regex", "required: a regular expression whose first group is the value");
+    ok = false;
+  } else if (auto regex = get_string(m["regex"], field + ".regex", problems)) {
+    def.regex = *regex;
+    ok = check_metric_regex(def.regex, field + ".regex", problems) && ok;
+  } else {
+    ok = false;
+  }
+  return ok ? std::optional<MetricDefinition>(def) : std::nullopt;
+}
+
+void parse_metric_definitions(const YAML::Node& metrics, JobSpec& spec, Problems& problems) {
+  if (!metrics.IsSequence()) {
+    problems.add("metric_definitions", "must be a list of {name, regex}");
+    return;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const std::string field = fmt::format("metric_definitions[{}]", i);
+    if (auto def = parse_metric_definition(metrics[i], field, seen, problems)) spec.metric_definitions.push_back(*def);
+  }
+}
+
+void parse_checkpoint(const YAML::Node& ckpt, const std::string& base_dir, JobSpec& spec, Problems& problems) {
+  if (!ckpt.IsMap()) {
+    problems.add("checkpoint", "must be a mapping with local_path and sync_to");
+    return;
+  }
+  check_keys(ckpt, "checkpoint", {"local_path", "sync_to"}, problems);
+  if (ckpt["local_path"]) {
+    if (auto path = get_string(ckpt["local_path"], "checkpoint.local_path", problems)) {
+      std::string normal = fs::path(*path).lexically_normal().string();
+      if (!normal.starts_with("/opt/ml/") || normal.find("..") != std::string::npos) {
+        problems.add("checkpoint.local_path",
+                     fmt::format("must be a directory under /opt/ml (the host's root), got {}", single_quoted(*path)));
+      } else {
+        spec.checkpoint.local_path = normal;
       }
     }
   }
-
-  if (YAML::Node channels = root["channels"]) {
-    if (!channels.IsMap()) {
-      problems.add("channels", fmt::format("must be a mapping of channel name: {{source, ...}}{}",
-                                           where(channels)));
-    } else {
-      for (const auto& item : channels) {
-        parse_channel(item.first.Scalar(), item.second, base_dir, spec, problems);
-      }
-      std::sort(spec.channels.begin(), spec.channels.end(),
-                [](const ChannelSpec& a, const ChannelSpec& b) { return a.name < b.name; });
+  if (ckpt["sync_to"]) {
+    if (auto path = get_string(ckpt["sync_to"], "checkpoint.sync_to", problems)) {
+      spec.checkpoint.sync_to = absolute_path(*path, base_dir);
     }
   }
+}
 
-  if (YAML::Node dist = root["distribution"]) {
-    if (!dist.IsMap()) {
-      problems.add("distribution", "must be a mapping with engine and custom_mpi_options");
-    } else {
-      check_keys(dist, "distribution", {"engine", "custom_mpi_options"}, problems);
-      if (dist["engine"]) {
-        spec.engine = get_enum<Engine>(dist["engine"], "distribution.engine",
-                                       {{"gloo", Engine::kGloo}, {"mpi", Engine::kMpi}, {"parameter_server", Engine::kParameterServer}},
-                                       problems)
-                          .value_or(Engine::kGloo);
-      }
-      if (dist["custom_mpi_options"]) {
-        if (dist["custom_mpi_options"].IsScalar()) {
-          spec.custom_mpi_options = dist["custom_mpi_options"].Scalar();
-        } else {
-          problems.add("distribution.custom_mpi_options", "must be a string of mpirun options");
-        }
-      }
-    }
-  }
-
-  if (YAML::Node metrics = root["metric_definitions"]) {
-    if (!metrics.IsSequence()) {
-      problems.add("metric_definitions", "must be a list of {name, regex}");
-    } else {
-      std::set<std::string> seen;
-      for (size_t i = 0; i < metrics.size(); ++i) {
-        std::string field = fmt::format("metric_definitions[{}]", i);
-        const YAML::Node m = metrics[i];
-        if (!m.IsMap()) {
-          problems.add(field, fmt::format("must be a mapping with name and regex{}", where(m)));
-          continue;
-        }
-        check_keys(m, field, {"name", "regex"}, problems);
-        MetricDefinition def;
-        bool ok = true;
-        if (!m["name"]) {
-          problems.add(field + ".name", "required");
-          ok = false;
-        } else if (auto name = get_string(m["name"], field + ".name", problems)) {
-          def.name = *name;
-          if (!seen.insert(def.name).second) {
-            problems.add(field + ".name", fmt::format("duplicate metric name {}", single_quoted(def.name)));
-          }
-        } else {
-          ok = false;
-        }
-        if (!m["regex"]) {
-          problems.add(field + ".regex", "required: a regular expression whose first group is the value");
-          ok = false;
-        } else if (auto regex = get_string(m["regex"], field + ".regex", problems)) {
-          def.regex = *regex;
-          try {
-            std::regex compiled(def.regex);
-            if (compiled.mark_count() < 1) {
-              problems.add(field + ".regex",
-                           "needs a capture group around the value, e.g. 'loss: ([0-9.eE+-]+)'");
-              ok = false;
-            }
-          } catch (const std::regex_error& e) {
-            problems.add(field + ".regex",
-                         fmt::format("not a valid regular expression ({}): {}", e.what(), def.regex));
-            ok = false;
-          }
-        } else {
-          ok = false;
-        }
-        if (ok) spec.metric_definitions.push_back(def);
-      }
-    }
-  }
-
-  if (YAML::Node ckpt = root["checkpoint"]) {
-    if (!ckpt.IsMap()) {
-      problems.add("checkpoint", "must be a mapping with local_path and sync_to");
-    } else {
-      check_keys(ckpt, "checkpoint", {"local_path", "sync_to"}, problems);
-      if (ckpt["local_path"]) {
-        if (auto path = get_string(ckpt["local_path"], "checkpoint.local_path", problems)) {
-          std::string normal = fs::path(*path).lexically_normal().string();
-          if (!normal.starts_with("/opt/ml/") || normal.find("..") != std::string::npos) {
-            problems.add("checkpoint.local_path",
-                         fmt::format("must be a directory under /opt/ml (the host's root), got {}",
-                                     single_quoted(*path)));
-          } else {
-            spec.checkpoint.local_path = normal;
-          }
-        }
-      }
-      if (ckpt["sync_to"]) {
-        if (auto path = get_string(ckpt["sync_to"], "checkpoint.sync_to", problems)) {
-          spec.checkpoint.sync_to = absolute_path(*path, base_dir);
-        }
-      }
-    }
-  }
-
+// Relative to the spec when given, else dtrain-jobs in the current directory.
+void parse_output_path(const YAML::Node& node, const std::string& base_dir, JobSpec& spec, Problems& problems) {
   std::error_code ec;
   std::string cwd = fs::current_path(ec).string();
   spec.output_path = absolute_path("dtrain-jobs", cwd);
-  if (root["output_path"]) {
-    if (auto path = get_string(root["output_path"], "output_path", problems)) {
-      spec.output_path = absolute_path(*path, base_dir);
+  if (node) {
+    if (auto path = get_string(node, "output_path", problems)) spec.output_path = absolute_path(*path, base_dir);
+  }
+}
+
+void parse_max_run_seconds(const YAML::Node& max_run, JobSpec& spec, Problems& problems) {
+  if (max_run.IsScalar()) {
+    auto value = scalar_to_json(max_run);
+    if (value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>())) {
+      spec.max_run_seconds = value.get<double>();
+      return;
     }
   }
+  problems.add("max_run_seconds",
+               fmt::format("must be a number of seconds > 0, got {}{}",
+                           max_run.IsScalar() ? single_quoted(max_run.Scalar()) : "a collection", where(max_run)));
+}
 
-  if (YAML::Node max_run = root["max_run_seconds"]) {
-    bool ok = false;
-    if (max_run.IsScalar()) {
-      auto value = scalar_to_json(max_run);
-      if (value.is_number() && value.get<double>() > 0 && std::isfinite(value.get<double>())) {
-        spec.max_run_seconds = value.get<double>();
-        ok = true;
-      }
-    }
-    if (!ok) {
-      problems.add("max_run_seconds",
-                   fmt::format("must be a number of seconds > 0, got {}{}",
-                               max_run.IsScalar() ? single_quoted(max_run.Scalar()) : "a collection",
-                               where(max_run)));
-    }
+void parse_environment(const YAML::Node& env, JobSpec& spec, Problems& problems) {
+  if (!env.IsMap()) {
+    problems.add("environment", "must be a mapping of NAME: value");
+    return;
   }
-
-  if (YAML::Node env = root["environment"]) {
-    if (!env.IsMap()) {
-      problems.add("environment", "must be a mapping of NAME: value");
+  for (const auto& item : env) {
+    std::string key = item.first.Scalar();
+    if (!std::regex_match(key, kEnvName)) {
+      problems.add("environment." + key, "names are letters, digits and _, not starting with a digit");
+    } else if (!item.second.IsScalar()) {
+      problems.add("environment." + key, "must be a string, number or boolean");
     } else {
-      for (const auto& item : env) {
-        std::string key = item.first.Scalar();
-        if (!std::regex_match(key, kEnvName)) {
-          problems.add("environment." + key, "names are letters, digits and _, not starting with a digit");
-        } else if (!item.second.IsScalar()) {
-          problems.add("environment." + key, "must be a string, number or boolean");
-        } else {
-          spec.environment.emplace_back(key, item.second.Scalar());
-        }
-      }
-      std::sort(spec.environment.begin(), spec.environment.end());
+      spec.environment.emplace_back(key, item.second.Scalar());
     }
   }
+  std::sort(spec.environment.begin(), spec.environment.end());
+}
+
+// The spec's fields in order, every problem collected.
+JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& problems) {
+  JobSpec spec;
+  if (!root.IsMap()) {
+    problems.add("(top level)", "the spec must be a YAML mapping of fields");
+    return spec;
+  }
+  check_keys(root, "",
+             {"name", "command", "instance_count", "instance_type", "processes_per_host",
+              "hyperparameters", "channels", "distribution", "metric_definitions", "checkpoint",
+              "output_path", "max_run_seconds", "environment"},
+             problems);
+  parse_name(root["name"], spec, problems);
+  parse_command(root["command"], base_dir, spec, problems);
+  parse_instances(root, spec, problems);
+  if (const YAML::Node hps = root["hyperparameters"]) parse_hyperparameters(hps, spec, problems);
+  if (const YAML::Node channels = root["channels"]) parse_channels(channels, base_dir, spec, problems);
+  if (const YAML::Node dist = root["distribution"]) parse_distribution(dist, spec, problems);
+  if (const YAML::Node metrics = root["metric_definitions"]) parse_metric_definitions(metrics, spec, problems);
+  if (const YAML::Node ckpt = root["checkpoint"]) parse_checkpoint(ckpt, base_dir, spec, problems);
+  parse_output_path(root["output_path"], base_dir, spec, problems);
+  if (const YAML::Node max_run = root["max_run_seconds"]) parse_max_run_seconds(max_run, spec, problems);
+  if (const YAML::Node env = root["environment"]) parse_environment(env, spec, problems);
   return spec;
 }
 
