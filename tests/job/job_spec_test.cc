@@ -36,7 +36,7 @@ output_path: out
 max_run_seconds: 600
 environment: {OMP_NUM_THREADS: 1, B: x}
 )y";
-  JobSpec spec = parse_job_spec(yaml, "spec.yaml", dir.path());
+  JobSpec spec = parse_job_spec(yaml, "spec.yaml", dir.path().string());
   EXPECT_EQ(spec.name, "mnist-2x1");
   EXPECT_EQ(spec.command, (std::vector<std::string>{"dtrain-mnist", "--steps", "20"}));
   EXPECT_EQ(spec.instance_count, 2);
@@ -137,7 +137,7 @@ TEST(JobSpec, SharedChannelsCannotBeShardedOrPiped) {
   std::filesystem::create_directories(dir / "d");
   try {
     parse_job_spec("name: a\ncommand: [x]\nchannels:\n  c: {source: d, shared: true, distribution: ShardedByKey}\n",
-                   "s", dir.path());
+                   "s", dir.path().string());
     FAIL();
   } catch (const JobError& e) {
     EXPECT_NE(std::string(e.what()).find("channels.c.shared"), std::string::npos) << e.what();

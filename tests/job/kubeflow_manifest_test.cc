@@ -34,7 +34,7 @@ std::map<std::string, std::string> env_of(const YAML::Node& container) {
 
 TEST(KubeflowManifest, EngineMpiLaunchesWithMpirunAndTheCustomOptions) {
   TempDir dir;
-  JobSpec spec = sample_spec(dir.path());
+  JobSpec spec = sample_spec(dir.path().string());
   spec.engine = Engine::kMpi;
   spec.custom_mpi_options = "-x NCCL_DEBUG=INFO";
   YAML::Node m = YAML::Load(render_mpijob(spec, KubeflowOptions{}));
@@ -48,7 +48,7 @@ TEST(KubeflowManifest, EngineMpiLaunchesWithMpirunAndTheCustomOptions) {
 
 TEST(KubeflowManifest, EngineParameterServerLaunchesWithPs) {
   TempDir dir;
-  JobSpec spec = sample_spec(dir.path());
+  JobSpec spec = sample_spec(dir.path().string());
   spec.engine = Engine::kParameterServer;
   YAML::Node m = YAML::Load(render_mpijob(spec, KubeflowOptions{}));
   const YAML::Node lc = m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
@@ -64,7 +64,7 @@ TEST(KubeflowManifest, RendersAnMpiJobV2beta1FieldByField) {
   options.image = "registry.example/dtrain:1.0";
   options.namespace_name = "training";
   options.gpus_per_worker = 1;
-  YAML::Node m = YAML::Load(render_mpijob(sample_spec(dir.path()), options));
+  YAML::Node m = YAML::Load(render_mpijob(sample_spec(dir.path().string()), options));
 
   EXPECT_EQ(m["apiVersion"].as<std::string>(), "kubeflow.org/v2beta1");
   EXPECT_EQ(m["kind"].as<std::string>(), "MPIJob");

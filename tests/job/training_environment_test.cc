@@ -70,7 +70,7 @@ TEST(ContainerLayout, JobSpecBecomesConfigFiles) {
   JobSpec spec = parse_job_spec(
       "name: j\ncommand: [x]\nprocesses_per_host: 4\nhyperparameters: {lr: 0.1, opt: adam, n: \"3\"}\n"
       "channels:\n  train: {source: d, input_mode: Pipe, distribution: ShardedByKey}\n",
-      "s", dir.path());
+      "s", dir.path().string());
   Json hp = hyperparameters_file_for(spec);
   EXPECT_EQ(hp["lr"], "0.1");
   EXPECT_EQ(hp["opt"], "\"adam\"");

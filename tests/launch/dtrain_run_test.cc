@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "tests/launch/child_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::launch {
 namespace {
@@ -210,8 +211,8 @@ TEST(DtrainRun, ReportsACommandThatCannotBeExecuted) {
 }
 
 TEST(DtrainRun, WritesRawOutputFiles) {
-  std::string dir = ::testing::TempDir() + "/dtrain-output-" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
+  const dtrain::testing::TempDir temp;
+  const std::string dir = temp / "output";
   auto r = run_dtrain({"--output-filename", dir, "-np", "2", "sh", "-c",
                        "printf 'line\\r\\n\\377tail'; printf \"err $DTRAIN_RANK\" >&2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -222,7 +223,6 @@ TEST(DtrainRun, WritesRawOutputFiles) {
   }
   EXPECT_TRUE(has_line(r.out, "[1]<stdout>:line\r"));
   EXPECT_TRUE(has_line(r.out, "[1]<stdout>:\xfftail"));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(DtrainRun, LongLinesArriveWhole) {
@@ -260,9 +260,9 @@ TEST_P(DtrainRunUsage, ExitsTwoWithOneLine) {
 // Written when the test cases are registered (every run of this binary, listing included),
 // and removed when the process exits, so runs leave nothing behind in the temp directory.
 struct BadHostfile {
-  std::string path = ::testing::TempDir() + "/dtrain-bad-hostfile-" + std::to_string(::getpid());
+  dtrain::testing::TempDir dir;
+  std::string path = dir / "hostfile";
   BadHostfile() { std::ofstream(path) << "# ok\nlocalhost slots=2\nnode2 slots=two\n"; }
-  ~BadHostfile() { std::remove(path.c_str()); }
 };
 
 std::string bad_hostfile() {
@@ -349,8 +349,6 @@ TEST(DtrainRun, UnreachableHostFailsBeforeAnythingStarts) {
 class DtrainRunOverSsh : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/dtrain-fake-ssh-" + std::to_string(::getpid());
-    std::filesystem::create_directories(dir_);
     std::ofstream script(dir_ + "/ssh");
     script << "#!/bin/sh\n"
               "while [ $# -gt 0 ]; do\n"
@@ -362,13 +360,13 @@ class DtrainRunOverSsh : public ::testing::Test {
     script.close();
     std::filesystem::permissions(dir_ + "/ssh", std::filesystem::perms::owner_all);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   ChildResult run(std::vector<std::string> args, double timeout_s = 60) {
     return run_dtrain(std::move(args), timeout_s, {"PATH=" + dir_ + ":" + std::getenv("PATH")});
   }
 
-  std::string dir_;
+  const dtrain::testing::TempDir temp_;
+  const std::string dir_ = temp_.path().string();
 };
 
 TEST_F(DtrainRunOverSsh, PlacesRanksOnRemoteHostsAndAdvertisesAReachableAddress) {

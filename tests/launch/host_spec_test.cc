@@ -7,6 +7,7 @@
 #include <string>
 
 #include "launch/launch_error.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::launch {
 namespace {
@@ -100,7 +101,8 @@ TEST(Hostfile, RejectsEmptyFileAndDuplicates) {
 }
 
 TEST(Hostfile, ReadsFromDiskAndReportsMissingFile) {
-  std::string path = ::testing::TempDir() + "/dtrain_hostfile_test.txt";
+  const dtrain::testing::TempDir dir;
+  const std::string path = dir / "hostfile";
   {
     std::ofstream out(path);
     out << "x slots=3\ny slots=1\n";

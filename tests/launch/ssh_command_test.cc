@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "tests/launch/child_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::launch {
 namespace {
@@ -88,12 +89,10 @@ class RemoteScript : public ::testing::Test {
                          double grace = 1) {
     return remote_shell_command(remote_worker_script(dir_, env, command, grace));
   }
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/dtrain remote cwd " + std::to_string(::getpid());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  // A space in the path: the script must quote the directory.
+  void SetUp() override { std::filesystem::create_directories(dir_); }
+  const dtrain::testing::TempDir temp_;
+  const std::string dir_ = temp_ / "dtrain remote cwd";
 };
 
 TEST_F(RemoteScript, RunsInDirectoryWithEnvironmentAndArguments) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/command_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain {
 namespace {
@@ -21,7 +22,8 @@ const std::string kLauncher = DTRAIN_CLI;
 const std::string kCollectives = COLLECTIVES_MP_TEST;
 
 TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
-  const auto path = std::filesystem::temp_directory_path() / ("dtrain_job_timeline_" + std::to_string(getpid()) + ".json");
+  const testing::TempDir dir;
+  const std::filesystem::path path = dir.path() / "timeline.json";
   // Gloo alone packs fused tensors into the fusion buffer (the shared-memory path reduces
   // them in place), so the timeline shows the packing too.
   const auto result = run_job("env DTRAIN_SHM=0 " + kLauncher + " run -np 2 --timeline-filename " + path.string() +
@@ -30,7 +32,6 @@ TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
   std::ifstream in(path);
   nlohmann::json events;
   ASSERT_NO_THROW(events = nlohmann::json::parse(in)) << "timeline is not valid JSON";
-  std::filesystem::remove(path);
   std::set<std::string> activities, tensors;
   for (const auto& e : events) {
     if (e.contains("name") && e["ph"] != "M") activities.insert(e["name"].get<std::string>());

@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "dtrain/dtrain.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::runtime {
 namespace {
 
 TEST(Timeline, WritesChromeTraceJsonWithOneTrackPerTensor) {
-  const auto path = std::filesystem::temp_directory_path() / ("dtrain_timeline_" + std::to_string(getpid()) + ".json");
+  const dtrain::testing::TempDir dir;
+  const std::filesystem::path path = dir.path() / "timeline.json";
   {
     Timeline timeline(path.string());
     timeline.begin("grad/w", "NEGOTIATE_ALLREDUCE");
@@ -29,7 +31,6 @@ TEST(Timeline, WritesChromeTraceJsonWithOneTrackPerTensor) {
   }
   std::ifstream in(path);
   const auto events = nlohmann::json::parse(in);  // throws if the file is not valid JSON
-  std::filesystem::remove(path);
   ASSERT_TRUE(events.is_array());
   std::map<std::string, int> tracks;
   int begins = 0, ends = 0;

@@ -10,11 +10,13 @@
 #include <set>
 
 #include "dtrain/torch.h"
+#include "tests/support/temp_dir.h"
 
 namespace dtrain::libtorch {
 namespace {
 
 namespace fs = std::filesystem;
+using dtrain::testing::TempDir;
 
 class WorldOfOne : public ::testing::Test {
  protected:
@@ -25,13 +27,6 @@ class WorldOfOne : public ::testing::Test {
   }
   void TearDown() override { shutdown(); }
 };
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("dtrain_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 TEST(TensorView, MapsDtypesAndRefusesWhatItCannotViewInPlace) {
   for (auto type : {at::kByte, at::kInt, at::kLong, at::kHalf, at::kBFloat16, at::kFloat, at::kDouble}) {
@@ -85,7 +80,8 @@ TEST(Sampler, ReshufflesPerEpochFromTheSharedSeed) {
 }
 
 TEST_F(WorldOfOne, CheckpointRoundTripKeepsTheLastK) {
-  const fs::path dir = fresh_dir("ckpt");
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   torch::manual_seed(0);
   torch::nn::Linear model(4, 3);
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
@@ -113,15 +109,14 @@ TEST_F(WorldOfOne, CheckpointRoundTripKeepsTheLastK) {
   const auto& options = static_cast<torch::optim::SGDOptions&>(fresh.param_groups()[0].options());
   EXPECT_EQ(options.lr(), 0.1);
   EXPECT_EQ(options.momentum(), 0.9);
-  fs::remove_all(dir);
 }
 
 TEST_F(WorldOfOne, EmptyDirectoryRestoresNothing) {
-  const fs::path dir = fresh_dir("ckpt_empty");
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   torch::nn::Linear model(2, 2);
   torch::optim::SGD sgd(model->parameters(), 0.1);
   EXPECT_FALSE(Checkpointer(dir.string()).restore(*model, sgd).has_value());
-  fs::remove_all(dir);
 }
 
 std::string error_restoring(const fs::path& dir) {
@@ -136,7 +131,8 @@ std::string error_restoring(const fs::path& dir) {
 }
 
 TEST_F(WorldOfOne, DamagedOrTruncatedCheckpointIsNamedAndRefused) {
-  const fs::path dir = fresh_dir("ckpt_bad");
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   torch::nn::Linear model(4, 3);
   torch::optim::SGD sgd(model->parameters(), 0.1);
   Checkpointer(dir.string()).save(*model, sgd, {0, 5});
@@ -152,17 +148,16 @@ TEST_F(WorldOfOne, DamagedOrTruncatedCheckpointIsNamedAndRefused) {
   fs::resize_file(path, fs::file_size(path) / 2);
   message = error_restoring(dir);
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
-  fs::remove_all(dir);
 }
 
 TEST_F(WorldOfOne, CheckpointOfAnotherModelIsRefusedByName) {
-  const fs::path dir = fresh_dir("ckpt_other");
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   torch::nn::Linear small(2, 2);
   torch::optim::SGD sgd(small->parameters(), 0.1);
   Checkpointer(dir.string()).save(*small, sgd, {0, 1});
   const std::string message = error_restoring(dir);
   EXPECT_NE(message.find("model.weight"), std::string::npos) << message;
-  fs::remove_all(dir);
 }
 
 }  // namespace

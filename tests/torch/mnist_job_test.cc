@@ -16,11 +16,13 @@
 
 #include "tests/support/command_runner.h"
 #include "mnist/mnist_net.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using dtrain::testing::TempDir;
 
 const std::string kLauncher = DTRAIN_CLI;
 const std::string kMnist = DTRAIN_MNIST;
@@ -54,11 +56,11 @@ long newest_checkpoint_step(const fs::path& dir) {
 }
 
 TEST(MnistJob, ResumesAfterRankZeroIsKilledMidEpoch) {
-  const fs::path dir = fs::temp_directory_path() / ("dtrain_resume_" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  const TempDir temp;
+  const fs::path dir = temp.path() / "checkpoints";
   const std::string args = " -- " + kMnist + " --data-dir " + kData + " --steps 120 --batch-size 32 --threads 1" +
                            " --checkpoint-every 10 --log-every 10 --checkpoint-dir " + dir.string();
-  const std::string log = (dir.string() + ".log");
+  const std::string log = temp / "log";
 
   // First run, in the background; kill rank 0 once a few checkpoints exist.
   const pid_t launcher = fork();
@@ -97,8 +99,6 @@ TEST(MnistJob, ResumesAfterRankZeroIsKilledMidEpoch) {
       << second.output;
   EXPECT_NE(second.output.find("Step #120\t"), std::string::npos) << second.output;
   EXPECT_EQ(newest_checkpoint_step(dir), 120);
-  fs::remove_all(dir);
-  fs::remove(log);
 }
 
 TEST(MnistJob, MissingDataIsNamed) {
@@ -126,8 +126,8 @@ std::map<std::string, at::Tensor> weights_in(const fs::path& dir) {
 // about tenfold per step after the fifth (2.3e-5 after 10 steps, 1.6e-3 after 20), so a late
 // comparison measures the chaos (and the CPU), not the servers.
 TEST(MnistParameterServers, SyncModeReproducesAllreduceAfterFiveSteps) {
-  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_sync_" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   const std::string args =
       " --data-dir " + kData + " --optimizer sgd --steps 5 --batch-size 32 --threads 1 --log-every 5";
   const auto allreduce =
@@ -149,13 +149,11 @@ TEST(MnistParameterServers, SyncModeReproducesAllreduceAfterFiveSteps) {
   EXPECT_LE(largest, 1e-6) << "parameter servers in sync mode and allreduce disagree";
   RecordProperty("largest_difference", std::to_string(largest));
   EXPECT_GT(moved, 0.0);
-  fs::remove_all(dir);
 }
 
 TEST(MnistParameterServers, AsyncTrainingFinishesWhenAWorkerIsKilled) {
-  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_kill_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   const std::string log = (dir / "log").string();
   const pid_t launcher = fork();
   if (launcher == 0) {
@@ -186,12 +184,11 @@ TEST(MnistParameterServers, AsyncTrainingFinishesWhenAWorkerIsKilled) {
   EXPECT_NE(text.find("Step #150\t"), std::string::npos) << text;
   EXPECT_NE(text.find("Test accuracy: 0.9"), std::string::npos) << text;
   EXPECT_TRUE(fs::exists(dir / "model" / "model.pt"));
-  fs::remove_all(dir);
 }
 
 TEST(MnistParameterServers, TheChiefResumesFromItsCheckpointAndTheOthersFollow) {
-  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_resume_" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  const TempDir temp;
+  const fs::path dir = temp.path() / "checkpoints";
   const std::string command = kLauncher + " run --ps -np 2 -- " + kMnist + " --data-dir " + kData +
                               " --distribution ps --batch-size 32 --threads 1 --log-every 10 --checkpoint-every 10" +
                               " --checkpoint-dir " + dir.string();
@@ -203,13 +200,11 @@ TEST(MnistParameterServers, TheChiefResumesFromItsCheckpointAndTheOthersFollow) 
   EXPECT_NE(second.output.find("Resumed from step 30"), std::string::npos) << second.output;
   EXPECT_NE(second.output.find("Trained 20 steps"), std::string::npos) << second.output;
   EXPECT_EQ(newest_checkpoint_step(dir), 50);
-  fs::remove_all(dir);
 }
 
 TEST(MnistParameterServers, TwoHostJobWithAServerAndAWorkerEachReaches98PercentInTwoEpochs) {
-  const fs::path dir = fs::temp_directory_path() / ("dtrain_ps_job_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const TempDir temp;
+  const fs::path& dir = temp.path();
   std::ofstream(dir / "spec.yaml") << "name: mnist-ps\ncommand: [" << kMnist << "]\ninstance_count: 2\nprocesses_per_host: 1\n"
                                    << "hyperparameters: {distribution: ps, epochs: 2, threads: 1, log-every: 100}\n"
                                    << "channels: {training: {source: " << kData << "}}\n"
@@ -227,7 +222,6 @@ TEST(MnistParameterServers, TwoHostJobWithAServerAndAWorkerEachReaches98PercentI
   ASSERT_TRUE(std::regex_search(summary, accuracy, std::regex(R"("accuracy":\s*([0-9.]+))"))) << summary;
   EXPECT_GE(std::stod(accuracy[1]), 0.98) << summary;
   EXPECT_TRUE(fs::exists(dir / "out/mnist-ps/model.tar.gz"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -4,10 +4,8 @@
 // model), so its scores are low: MODEL.ROI_HEADS.SCORE_THRESH_TEST 0.0 keeps
 // every detection, which is all these tests need.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -18,6 +16,7 @@
 
 #include "tests/support/command_runner.h"
 #include "tests/apps/maskrcnn/model_weights_file.h"
+#include "tests/support/temp_dir.h"
 #include "vision/data/image_codec.h"
 #include "vision/data/synthetic_shapes.h"
 #include "vision/coco/rle_string.h"
@@ -28,31 +27,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using dtrain::testing::CommandOutcome;
+using dtrain::testing::TempDir;
 using dtrain::testing::read_file;
 using dtrain::testing::run_capturing;
 
 const std::string kKeepAll = "MODEL.ROI_HEADS.SCORE_THRESH_TEST 0.0";
 const std::string kPrefix = "dtrain-maskrcnn predict: ";
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("dtrain-maskrcnn-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
@@ -61,7 +41,7 @@ std::string quoted(const std::string& s) { return "'" + s + "'"; }
 CommandOutcome predict(const TempDir& scratch, const std::string& arguments) {
   const std::string command =
       std::string(DTRAIN_MASKRCNN) + " predict --config-file " + quoted(SHAPES_CONFIG) + " --threads 1 " + arguments;
-  return run_capturing(command, scratch.str());
+  return run_capturing(command, scratch.path().string());
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -191,8 +171,8 @@ TEST(MaskRcnnPredict, WritesCocoResultsAndDrawingsForEveryImageOfADirectory) {
   const vision::RgbImage scene = vision::read_image(dir / "scene.jpg");
   vision::write_file_bytes(dir / "notes.txt", std::vector<uint8_t>{'h', 'i'});
 
-  const CommandOutcome run = predict(scratch, "--input " + quoted(dir.str()) + " --output " + quoted(out / "new") +
-                                                  " --visualize " + kKeepAll);
+  const CommandOutcome run = predict(scratch, "--input " + quoted(dir.path().string()) + " --output " +
+                                                  quoted(out / "new") + " --visualize " + kKeepAll);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<std::string> warnings = lines_of(run.err);
   ASSERT_EQ(warnings.size(), 1u) << run.err;
@@ -252,8 +232,8 @@ TEST(MaskRcnnPredict, RefusesWeightsOfAnotherArchitectureNamingTheFile) {
   write_shapes_png(dir / "1.png", 64, 64, 4);
   const std::string thin = dir / "fpn32.pth";
   testing::save_model_weights(SHAPES_CONFIG, {"MODEL.FPN.OUT_CHANNELS", "32"}, 0, thin);
-  const CommandOutcome run =
-      predict(scratch, "--weights " + quoted(thin) + " --input " + quoted(dir / "1.png") + " --output " + quoted(out.str()));
+  const CommandOutcome run = predict(scratch, "--weights " + quoted(thin) + " --input " + quoted(dir / "1.png") +
+                                                  " --output " + quoted(out.path().string()));
   expect_one_line_error(run, 1, {thin, "not weights of this model"});
   EXPECT_FALSE(fs::exists(out / "1.json"));
 }
@@ -263,8 +243,8 @@ TEST(MaskRcnnPredict, RefusesWeightsTrainedForAnotherNumberOfClasses) {
   write_shapes_png(dir / "1.png", 64, 64, 4);
   const std::string five = dir / "five_classes.pth";
   testing::save_model_weights(SHAPES_CONFIG, {"MODEL.ROI_HEADS.NUM_CLASSES", "5"}, 0, five);
-  const CommandOutcome run =
-      predict(scratch, "--weights " + quoted(five) + " --input " + quoted(dir / "1.png") + " --output " + quoted(out.str()));
+  const CommandOutcome run = predict(scratch, "--weights " + quoted(five) + " --input " + quoted(dir / "1.png") +
+                                                  " --output " + quoted(out.path().string()));
   expect_one_line_error(run, 1, {five, "NUM_CLASSES 4"});
 }
 
@@ -272,14 +252,15 @@ TEST(MaskRcnnPredict, MissingWeightsFileIsARuntimeError) {
   TempDir dir, out, scratch;
   write_shapes_png(dir / "1.png", 64, 64, 4);
   const CommandOutcome run = predict(scratch, "--weights " + quoted(dir / "nope.pth") + " --input " +
-                                                  quoted(dir / "1.png") + " --output " + quoted(out.str()));
+                                                  quoted(dir / "1.png") + " --output " + quoted(out.path().string()));
   expect_one_line_error(run, 1, {dir / "nope.pth"});
 }
 
 TEST(MaskRcnnPredict, AFileThatIsNotAnImageIsNamed) {
   TempDir dir, out, scratch;
   vision::write_file_bytes(dir / "readme.txt", std::vector<uint8_t>{'n', 'o', 't', '\n'});
-  const CommandOutcome run = predict(scratch, "--input " + quoted(dir / "readme.txt") + " --output " + quoted(out.str()));
+  const CommandOutcome run =
+      predict(scratch, "--input " + quoted(dir / "readme.txt") + " --output " + quoted(out.path().string()));
   expect_one_line_error(run, 1, {dir / "readme.txt", "not a JPEG or PNG"});
 }
 
@@ -289,7 +270,8 @@ TEST(MaskRcnnPredict, AnUndecodableImageInADirectoryStopsTheRunNamingIt) {
   std::vector<uint8_t> truncated = vision::encode_jpeg(vision::generate_shapes_image(64, 64, 6).image);
   truncated.resize(40);
   vision::write_file_bytes(dir / "b_broken.jpg", truncated);
-  const CommandOutcome run = predict(scratch, "--input " + quoted(dir.str()) + " --output " + quoted(out.str()) + " " + kKeepAll);
+  const CommandOutcome run = predict(
+      scratch, "--input " + quoted(dir.path().string()) + " --output " + quoted(out.path().string()) + " " + kKeepAll);
   expect_one_line_error(run, 1, {"b_broken.jpg"});
   EXPECT_TRUE(fs::exists(out / "a_good.json"));  // the images before it are done
   EXPECT_FALSE(fs::exists(out / "b_broken.json"));
@@ -298,13 +280,15 @@ TEST(MaskRcnnPredict, AnUndecodableImageInADirectoryStopsTheRunNamingIt) {
 TEST(MaskRcnnPredict, UsageErrorsExitWithTwoAndOneLine) {
   TempDir dir, out, scratch;
   write_shapes_png(dir / "1.png", 64, 64, 4);
-  const std::string input = " --input " + quoted(dir / "1.png") + " --output " + quoted(out.str());
+  const std::string input = " --input " + quoted(dir / "1.png") + " --output " + quoted(out.path().string());
 
-  expect_one_line_error(predict(scratch, "--input " + quoted(dir / "missing.png") + " --output " + quoted(out.str())), 2,
-                        {dir / "missing.png", "no such file"});
+  expect_one_line_error(
+      predict(scratch, "--input " + quoted(dir / "missing.png") + " --output " + quoted(out.path().string())), 2,
+      {dir / "missing.png", "no such file"});
   TempDir empty;
-  expect_one_line_error(predict(scratch, "--input " + quoted(empty.str()) + " --output " + quoted(out.str())), 2,
-                        {empty.str(), "no *.jpg"});
+  expect_one_line_error(
+      predict(scratch, "--input " + quoted(empty.path().string()) + " --output " + quoted(out.path().string())), 2,
+      {empty.path().string(), "no *.jpg"});
   expect_one_line_error(predict(scratch, input + " MODEL.ROI_HEADS.SCORE_THRESH 0.5"), 2,
                         {"MODEL.ROI_HEADS.SCORE_THRESH"});
   expect_one_line_error(predict(scratch, input + " MODEL.ROI_HEADS.SCORE_THRESH_TEST"), 2,
@@ -312,14 +296,15 @@ TEST(MaskRcnnPredict, UsageErrorsExitWithTwoAndOneLine) {
   expect_one_line_error(predict(scratch, "--input " + quoted(dir / "1.png")), 2, {"--output"});
   expect_one_line_error(predict(scratch, input + " --no-such-flag"), 2, {"--no-such-flag"});
   // Drawings next to the inputs would replace 1.png.
-  expect_one_line_error(predict(scratch, "--input " + quoted(dir.str()) + " --output " + quoted(dir.str()) + " --visualize"),
+  expect_one_line_error(predict(scratch, "--input " + quoted(dir.path().string()) + " --output " +
+                                             quoted(dir.path().string()) + " --visualize"),
                         2, {"overwrite", "1.png"});
   EXPECT_EQ(read_file(dir / "1.png").substr(1, 3), "PNG");
   TempDir config_dir;
   const std::string bad_config = config_dir / "bad.yaml";
   vision::write_file_bytes(bad_config, std::vector<uint8_t>{'F', 'O', 'O', ':', ' ', '1', '\n'});
   expect_one_line_error(run_capturing(std::string(DTRAIN_MASKRCNN) + " predict --config-file " + quoted(bad_config) + input,
-                                      scratch.str()),
+                                      scratch.path().string()),
                         2, {"FOO", bad_config});
 }
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/command_runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -25,18 +26,12 @@ std::string slurp(const std::string& path) { return dtrain::testing::read_file(p
 
 class CocoEvalCli : public testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/dtrain-coco-eval-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-
   Outcome run(const std::string& args) {
     return dtrain::testing::run_capturing(std::string(DTRAIN_BINARY) + " coco-eval " + args, dir_);
   }
 
-  std::string dir_;
+  const dtrain::testing::TempDir temp_;
+  const std::string dir_ = temp_.path().string();
 };
 
 std::string printed_summary(const std::string& type) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "vision/modeling/mask_rcnn.h"
+#include "tests/support/temp_dir.h"
 #include "vision/modeling/model_weights.h"
 
 namespace dtrain::vision::modeling {
@@ -159,15 +160,8 @@ TEST(MaskRcnn, BadTargetsAreRefusedNamingTheImageAndTheProblem) {
 
 class WeightsFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dtrain-weights-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  fs::path dir_;
+  const dtrain::testing::TempDir temp_;
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(WeightsFiles, SavedWeightsLoadIntoAFreshModelWithIdenticalOutputs) {

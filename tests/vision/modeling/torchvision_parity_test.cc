@@ -11,6 +11,7 @@
 #include <string>
 
 #include "vision/torch_save/torch_checkpoint.h"
+#include "tests/support/temp_dir.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
 
@@ -57,17 +58,12 @@ class TorchvisionParity : public ::testing::TestWithParam<int64_t> {
     if (std::system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1") != 0) {
       GTEST_SKIP() << "python3-torchvision is not installed (scripts/setup installs it)";
     }
-    dir_ = fs::temp_directory_path() / ("dtrain-parity-" + std::to_string(::getpid()) + "-" + std::to_string(GetParam()));
-    fs::create_directories(dir_);
     const std::string command = "/usr/bin/python3 " DTRAIN_TORCHVISION_REFERENCE " " + dir_.string() + " " +
                                 std::to_string(GetParam()) + " 91";
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
   }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  fs::path dir_;
+  const dtrain::testing::TempDir temp_;
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_P(TorchvisionParity, InferenceAndTrainingMatchTorchvision) {
