@@ -112,6 +112,13 @@ pid_t find_rank_on_host(const std::string& marker, const std::string& host) {
   return -1;
 }
 
+// A sleep argument no other process has (`whole`.<pid><n>): a marker to find a job's ranks by
+// and to check that none is left.
+std::string unique_sleep_seconds(const std::string& whole) {
+  static int counter = 0;
+  return whole + "." + std::to_string(::getpid()) + std::to_string(counter++);
+}
+
 TEST(ProcessHosts, RunsAJobWithArgumentsMetricsAndArtifacts) {
   TempDir dir;
   write_file(dir / "data/a.txt", "alpha");
@@ -156,19 +163,6 @@ output_path: out
   EXPECT_EQ(read_file(dir / "work/hosts/algo-2/output/data/args-2"), "--amp|True|--lr|0.5|--opt|adam|");
   EXPECT_TRUE(fs::exists(dir / "work/hosts/algo-1/output/success"));
   EXPECT_TRUE(fs::exists(dir / "work/hosts/algo-2/output/success"));
-}
-
-TEST(ProcessHosts, MaxRunSecondsStopsAndFailsTheJob) {
-  TempDir dir;
-  write_file(dir / "spec.yaml",
-             "name: slow\ncommand: [sleep, '3000.4242']\ninstance_count: 2\nmax_run_seconds: 1.5\noutput_path: out\n");
-  ChildResult r = run_job(dir / "spec.yaml", {"--kill-grace-s", "2"}, 60);
-  ASSERT_TRUE(r.exited);
-  EXPECT_NE(r.exit_code, 0);
-  Json summary = read_json(dir / "out/slow/summary.json");
-  EXPECT_EQ(summary["status"], "Failed");
-  EXPECT_TRUE(summary["failure_reason"].get<std::string>().starts_with("MaxRuntimeExceeded")) << summary;
-  EXPECT_EQ(launch::testing::wait_for_no_marker("3000.4242", 5), 0);
 }
 
 // engine mpi on process hosts: the master runs mpirun, whose daemons start on algo-1 and
@@ -237,23 +231,6 @@ output_path: out
   expect_no_shm_dirs(runner);
 }
 
-TEST(ProcessHosts, MpiEngineMaxRunSecondsStopsMpirunAndItsRanks) {
-  TempDir dir;
-  write_file(dir / "spec.yaml",
-             "name: mpi-slow\ncommand: [sleep, '3000.5151']\ninstance_count: 2\nmax_run_seconds: 1.5\n"
-             "distribution: {engine: mpi}\noutput_path: out\n");
-  // mpirun takes 1-2 s to stop its ranks after SIGTERM (Open MPI's odls_base_sigkill_timeout
-  // is 1 s); with 5 s of grace the master sees it end and reports SIGTERM (143), not SIGKILL.
-  ChildResult r = run_job(dir / "spec.yaml", {"--kill-grace-s", "5", "--work-dir", dir / "work"}, 60);
-  ASSERT_TRUE(r.exited);
-  EXPECT_EQ(r.exit_code, 143) << r.out << r.err;
-  Json summary = read_json(dir / "out/mpi-slow/summary.json");
-  EXPECT_EQ(summary["status"], "Failed");
-  EXPECT_TRUE(summary["failure_reason"].get<std::string>().starts_with("MaxRuntimeExceeded")) << summary;
-  EXPECT_EQ(launch::testing::wait_for_no_marker("3000.5151", 5), 0);
-  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
-}
-
 TEST(ProcessHosts, BadSpecListsEveryBadFieldAndExits2) {
   TempDir dir;
   write_file(dir / "bad.yaml", R"y(
@@ -303,165 +280,6 @@ TEST(Entrypoint, AsRankExportsTheToolkitEnvironmentAndArguments) {
                     "\"quoted_number\":\"5\",\"use_amp\":true,\"x\":1.0}")}) {
     EXPECT_NE(env.find("\n" + line + "\n"), std::string::npos) << line;
   }
-}
-
-TEST(NetnsHosts, ThreeHostCollectivesJobProducesModelMetricsAndSummary) {
-  SKIP_UNLESS_ROOT();
-  TempDir dir;
-  write_file(dir / "spec.yaml", std::string(R"y(
-name: collectives-3x1
-command: ["sh", "-c", ")y") + DTRAIN_COLLECTIVES_DEMO + R"y( && echo trained > $SM_MODEL_DIR/model.txt && ip -o -4 addr show eth0 > $SM_OUTPUT_DATA_DIR/address", "algo"]
-instance_count: 3
-processes_per_host: 1
-metric_definitions:
-  - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
-  - {name: broadcast, regex: "broadcast from rank [0-9]+ -> ([0-9]+)"}
-output_path: out
-)y");
-  pid_t runner = 0;
-  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns"}, 90, &runner);
-  ASSERT_TRUE(r.exited) << r.out << r.err;
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_NE(r.out.find("[algo-" + std::to_string(rank + 1) + ":" + std::to_string(rank) +
-                         "]<stdout>:rank " + std::to_string(rank) + ": all collectives correct"),
-              std::string::npos)
-        << r.out;
-  }
-  std::string out = dir / "out/collectives-3x1";
-  auto model = tar_listing(out + "/model.tar.gz");
-  EXPECT_NE(std::find(model.begin(), model.end(), "./model.txt"), model.end());
-  auto output = tar_listing(out + "/output.tar.gz");
-  EXPECT_NE(std::find(output.begin(), output.end(), "./address"), output.end());
-  Json summary = read_json(out + "/summary.json");
-  EXPECT_EQ(summary["status"], "Completed");
-  EXPECT_EQ(summary["hosts_backend"], "netns");
-  EXPECT_EQ(summary["hosts"][2]["address"], "10.213.0.3");
-  EXPECT_EQ(summary["final_metrics"]["allreduce_sum"], 6.0);
-  EXPECT_EQ(summary["final_metrics"]["broadcast"], 4242.0);
-  EXPECT_EQ(summary["processes_left_behind"], 0);
-  EXPECT_GT(summary["run_seconds"].get<double>(), 0);
-  auto metrics = lines_in(out + "/metrics.jsonl");
-  EXPECT_EQ(metrics.size(), 6u);  // two definitions x three ranks
-  expect_no_network_leftovers(runner);
-}
-
-TEST(NetnsHosts, KillingOneHostsRankFailsTheJobWithinThirtySeconds) {
-  SKIP_UNLESS_ROOT();
-  TempDir dir;
-  std::string marker = "3000." + std::to_string(::getpid());
-  write_file(dir / "spec.yaml", "name: killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " +
-                                    marker + "', algo]\ninstance_count: 3\noutput_path: out\n");
-  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
-                     dir / "work", "--keep-work-dir"});
-  pid_t runner = child.pid();
-  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
-
-  // The rank on algo-2: the sleeper whose environment says so.
-  pid_t victim = find_rank_on_host(marker, "algo-2");
-  ASSERT_GT(victim, 0);
-  ::kill(victim, SIGKILL);
-  ChildResult r = child.finish(60);
-  ASSERT_TRUE(r.exited) << r.err;
-  EXPECT_EQ(r.exit_code, 137) << r.err;
-  std::string failure = read_file(dir / "work/hosts/algo-1/output/failure");
-  EXPECT_NE(failure.find("rank 1 (host algo-2)"), std::string::npos) << failure;
-  EXPECT_NE(failure.find("137"), std::string::npos) << failure;
-  EXPECT_LE(failure.size(), 1024u);
-  Json summary = read_json(dir / "out/killed/summary.json");
-  EXPECT_EQ(summary["status"], "Failed");
-  EXPECT_EQ(summary["failure_reason"], failure);
-  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 5), 0);
-  expect_no_network_leftovers(runner);
-}
-
-// engine mpi on three namespaces: mpirun runs in algo-1's, its daemons start in algo-2's and
-// algo-3's through the agent, and the ranks' data moves over Open MPI on eth0.
-TEST(NetnsHosts, MpiEngineThreeHostCollectivesJobProducesModelMetricsAndSummary) {
-  SKIP_UNLESS_ROOT();
-  TempDir dir;
-  write_file(dir / "spec.yaml", std::string(R"y(
-name: mpi-3x1
-command: ["sh", "-c", "echo \"mpi world $OMPI_COMM_WORLD_SIZE rank $OMPI_COMM_WORLD_RANK at $(ip -o -4 addr show eth0 | awk '{print $4}') custom $CUSTOM_OPTION\" && )y") +
-                                    DTRAIN_COLLECTIVES_DEMO + R"y( && echo trained > $SM_MODEL_DIR/model.txt", "algo"]
-instance_count: 3
-processes_per_host: 1
-distribution: {engine: mpi, custom_mpi_options: "-x CUSTOM_OPTION=seen"}
-environment: {DTRAIN_LOG_LEVEL: info}
-metric_definitions:
-  - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
-  - {name: broadcast, regex: "broadcast from rank [0-9]+ -> ([0-9]+)"}
-output_path: out
-)y");
-  pid_t runner = 0;
-  auto started = std::chrono::steady_clock::now();
-  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work"}, 90, &runner);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_TRUE(r.exited) << r.out << r.err;
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::printf("mpi job on 3 netns hosts: %.2f s\n", seconds);
-  for (int rank = 0; rank < 3; ++rank) {
-    std::string host = "algo-" + std::to_string(rank + 1);
-    std::string tag = "[algo-1] [" + host + ":" + std::to_string(rank) + "]<stdout>:";
-    // Each rank runs in its own host's namespace (its eth0 address), started by mpirun.
-    EXPECT_NE(r.out.find(tag + "mpi world 3 rank " + std::to_string(rank) + " at 10.213.0." +
-                         std::to_string(rank + 1) + "/24 custom seen"),
-              std::string::npos)
-        << r.out;
-    EXPECT_NE(r.out.find(tag + "rank " + std::to_string(rank) + ": all collectives correct"), std::string::npos)
-        << r.out;
-    EXPECT_NE(r.err.find(engine_line(rank, host, "MPI")), std::string::npos) << r.err;
-  }
-  std::string out = dir / "out/mpi-3x1";
-  auto model = tar_listing(out + "/model.tar.gz");
-  EXPECT_NE(std::find(model.begin(), model.end(), "./model.txt"), model.end());
-  Json summary = read_json(out + "/summary.json");
-  EXPECT_EQ(summary["status"], "Completed");
-  EXPECT_EQ(summary["final_metrics"]["allreduce_sum"], 6.0);
-  EXPECT_EQ(summary["final_metrics"]["broadcast"], 4242.0);
-  EXPECT_EQ(summary["processes_left_behind"], 0);
-  std::set<std::pair<std::string, int>> seen;
-  for (const auto& line : lines_in(out + "/metrics.jsonl")) {
-    Json m = Json::parse(line);
-    seen.insert({m["host"].get<std::string>(), m["rank"].get<int>()});
-  }
-  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"algo-1", 0}, {"algo-2", 1}, {"algo-3", 2}}));
-  EXPECT_EQ(lines_in(out + "/metrics.jsonl").size(), 6u);
-  expect_no_network_leftovers(runner);
-  expect_no_shm_dirs(runner);
-}
-
-TEST(NetnsHosts, MpiEngineKillingOneHostsRankFailsTheJobWithinThirtySeconds) {
-  SKIP_UNLESS_ROOT();
-  TempDir dir;
-  std::string marker = "3000.6" + std::to_string(::getpid());
-  write_file(dir / "spec.yaml", "name: mpi-killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " +
-                                    marker + "', algo]\ninstance_count: 3\ndistribution: {engine: mpi}\noutput_path: out\n");
-  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
-                     dir / "work", "--keep-work-dir"});
-  pid_t runner = child.pid();
-  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
-
-  pid_t victim = find_rank_on_host(marker, "algo-2");
-  ASSERT_GT(victim, 0);
-  auto killed_at = std::chrono::steady_clock::now();
-  ::kill(victim, SIGKILL);
-  ChildResult r = child.finish(60);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  std::printf("mpi job: killed rank to job end: %.2f s\n", seconds);
-  ASSERT_TRUE(r.exited) << r.err;
-  EXPECT_EQ(r.exit_code, 137) << r.out << r.err;
-  std::string failure = read_file(dir / "work/hosts/algo-1/output/failure");
-  EXPECT_EQ(failure, "AlgorithmError: rank 1 (host algo-2) was killed by signal 9 (SIGKILL); mpirun exited with status 137");
-  Json summary = read_json(dir / "out/mpi-killed/summary.json");
-  EXPECT_EQ(summary["status"], "Failed");
-  EXPECT_EQ(summary["failure_reason"], failure);
-  EXPECT_EQ(summary["processes_left_behind"], 0);
-  EXPECT_EQ(read_file(dir / "work/hosts/algo-3/output/failure"), failure);  // told by the master
-  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 5), 0);
-  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
-  expect_no_network_leftovers(runner);
-  expect_no_shm_dirs(runner);
 }
 
 TEST(NetnsHosts, ChannelsShardedReplicatedAndShared) {
@@ -536,11 +354,6 @@ output_path: out
   expect_no_network_leftovers(runner);
 }
 
-}  // namespace
-}  // namespace dtrain::job
-
-namespace dtrain::job {
-namespace {
 
 TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
   SKIP_UNLESS_ROOT();
@@ -566,6 +379,152 @@ TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
   expect_no_shm_dirs(next_pid);
   EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 10), 0);
 }
+
+// The same jobs with each engine the ranks can move data with: a test of this kind runs once
+// per engine and is named after it, e.g.
+// Engines/NetnsHostsWithEngine.KillingOneHostsRankEndsTheJobNamingTheRank/mpi.
+struct EngineCase {
+  std::string engine;               // distribution.engine, and the test's name
+  std::string world;                // shell words for a rank's world size and rank, as its launcher sets them
+  std::string engine_log;           // what the runtime's "engine: ..." log line names
+  std::string custom_option;        // what custom_mpi_options' -x CUSTOM_OPTION=seen delivers
+  std::string killed_rank_failure;  // the master's failure when rank 1 (on algo-2) is SIGKILLed
+};
+
+std::string engine_name(const ::testing::TestParamInfo<EngineCase>& info) { return info.param.engine; }
+void PrintTo(const EngineCase& e, std::ostream* out) { *out << e.engine; }
+
+const auto kEngines = ::testing::Values(
+    EngineCase{"gloo", "$DTRAIN_SIZE rank $DTRAIN_RANK", "Gloo", "",  // the options are mpirun's
+               "AlgorithmError: rank 1 (host algo-2) exited with status 137"},
+    EngineCase{"mpi", "$OMPI_COMM_WORLD_SIZE rank $OMPI_COMM_WORLD_RANK", "MPI", "seen",
+               "AlgorithmError: rank 1 (host algo-2) was killed by signal 9 (SIGKILL); mpirun exited with status 137"});
+
+class ProcessHostsWithEngine : public ::testing::TestWithParam<EngineCase> {};
+
+TEST_P(ProcessHostsWithEngine, MaxRunSecondsStopsTheJobAndItsRanks) {
+  const EngineCase& e = GetParam();
+  TempDir dir;
+  const std::string marker = unique_sleep_seconds("3000");
+  write_file(dir / "spec.yaml", "name: slow\ncommand: [sleep, '" + marker +
+                                    "']\ninstance_count: 2\nmax_run_seconds: 1.5\ndistribution: {engine: " + e.engine +
+                                    "}\noutput_path: out\n");
+  // mpirun takes 1-2 s to stop its ranks after SIGTERM (Open MPI's odls_base_sigkill_timeout
+  // is 1 s); with 5 s of grace the master sees it end and reports SIGTERM (143), not SIGKILL.
+  // The job ending at all (run_job's limit is 60 s) shows the sleepers were stopped.
+  ChildResult r = run_job(dir / "spec.yaml", {"--kill-grace-s", "5", "--work-dir", dir / "work"}, 60);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 143) << r.out << r.err;
+  Json summary = read_json(dir / "out/slow/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_TRUE(summary["failure_reason"].get<std::string>().starts_with("MaxRuntimeExceeded")) << summary;
+  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 5), 0);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ProcessHostsWithEngine, kEngines, engine_name);
+
+class NetnsHostsWithEngine : public ::testing::TestWithParam<EngineCase> {};
+
+// Each rank runs in its own host's namespace (its eth0 address) and the collectives cross them:
+// with engine mpi, mpirun runs in algo-1's namespace and its daemons start in algo-2's and
+// algo-3's through the agent.
+TEST_P(NetnsHostsWithEngine, ThreeHostCollectivesJobProducesModelMetricsAndSummary) {
+  SKIP_UNLESS_ROOT();
+  const EngineCase& e = GetParam();
+  TempDir dir;
+  write_file(dir / "spec.yaml", std::string(R"y(
+name: collectives-3x1
+command: ["sh", "-c", "echo \"world )y") + e.world + R"y( at $(ip -o -4 addr show eth0 | awk '{print $4}') custom $CUSTOM_OPTION\" && )y" +
+                                    DTRAIN_COLLECTIVES_DEMO + R"y( && echo trained > $SM_MODEL_DIR/model.txt && ip -o -4 addr show eth0 > $SM_OUTPUT_DATA_DIR/address", "algo"]
+instance_count: 3
+processes_per_host: 1
+distribution: {engine: )y" + e.engine + R"y(, custom_mpi_options: "-x CUSTOM_OPTION=seen"}
+environment: {DTRAIN_LOG_LEVEL: info}
+metric_definitions:
+  - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
+  - {name: broadcast, regex: "broadcast from rank [0-9]+ -> ([0-9]+)"}
+output_path: out
+)y");
+  pid_t runner = 0;
+  auto started = std::chrono::steady_clock::now();
+  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work"}, 90, &runner);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::printf("%s job on 3 netns hosts: %.2f s\n", e.engine.c_str(), seconds);
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string host = "algo-" + std::to_string(rank + 1);
+    std::string tag = "[algo-1] [" + host + ":" + std::to_string(rank) + "]<stdout>:";
+    EXPECT_NE(r.out.find(tag + "world 3 rank " + std::to_string(rank) + " at 10.213.0." + std::to_string(rank + 1) +
+                         "/24 custom " + e.custom_option + "\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find(tag + "rank " + std::to_string(rank) + ": all collectives correct"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find(engine_line(rank, host, e.engine_log)), std::string::npos) << r.err;
+  }
+  std::string out = dir / "out/collectives-3x1";
+  auto model = tar_listing(out + "/model.tar.gz");
+  EXPECT_NE(std::find(model.begin(), model.end(), "./model.txt"), model.end());
+  auto output = tar_listing(out + "/output.tar.gz");
+  EXPECT_NE(std::find(output.begin(), output.end(), "./address"), output.end());
+  Json summary = read_json(out + "/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["hosts_backend"], "netns");
+  EXPECT_EQ(summary["hosts"][2]["address"], "10.213.0.3");
+  EXPECT_EQ(summary["final_metrics"]["allreduce_sum"], 6.0);
+  EXPECT_EQ(summary["final_metrics"]["broadcast"], 4242.0);
+  EXPECT_EQ(summary["processes_left_behind"], 0);
+  EXPECT_GT(summary["run_seconds"].get<double>(), 0);
+  std::set<std::pair<std::string, int>> seen;
+  for (const auto& line : lines_in(out + "/metrics.jsonl")) {
+    Json m = Json::parse(line);
+    seen.insert({m["host"].get<std::string>(), m["rank"].get<int>()});
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"algo-1", 0}, {"algo-2", 1}, {"algo-3", 2}}));
+  EXPECT_EQ(lines_in(out + "/metrics.jsonl").size(), 6u);  // two definitions x three ranks
+  expect_no_network_leftovers(runner);
+  expect_no_shm_dirs(runner);
+}
+
+TEST_P(NetnsHostsWithEngine, KillingOneHostsRankEndsTheJobNamingTheRank) {
+  SKIP_UNLESS_ROOT();
+  const EngineCase& e = GetParam();
+  TempDir dir;
+  const std::string marker = unique_sleep_seconds("3000");
+  write_file(dir / "spec.yaml",
+             "name: killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " + marker +
+                 "', algo]\ninstance_count: 3\ndistribution: {engine: " + e.engine + "}\noutput_path: out\n");
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
+                     dir / "work", "--keep-work-dir"});
+  pid_t runner = child.pid();
+  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
+
+  // The rank on algo-2: the sleeper whose environment says so.
+  pid_t victim = find_rank_on_host(marker, "algo-2");
+  ASSERT_GT(victim, 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  ChildResult r = child.finish(60);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  std::printf("%s job: killed rank to job end: %.2f s\n", e.engine.c_str(), seconds);
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.exit_code, 137) << r.out << r.err;
+  std::string failure = read_file(dir / "work/hosts/algo-1/output/failure");
+  EXPECT_EQ(failure, e.killed_rank_failure);
+  Json summary = read_json(dir / "out/killed/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_EQ(summary["failure_reason"], failure);
+  EXPECT_EQ(summary["processes_left_behind"], 0);
+  EXPECT_EQ(read_file(dir / "work/hosts/algo-3/output/failure"), failure);  // told by the master
+  EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 5), 0);
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "work", 5), 0);
+  expect_no_network_leftovers(runner);
+  expect_no_shm_dirs(runner);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, NetnsHostsWithEngine, kEngines, engine_name);
 
 }  // namespace
 }  // namespace dtrain::job
