@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -42,15 +41,10 @@ struct Options {
   int slow_rank = -1;
 };
 
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? std::atoi(value) : 0;
-}
-
 int run(const Options& options) {
   const bool ps = options.distribution == "ps";
   if (!ps) dtrain::init();
-  const int rank = ps ? env_int("DTRAIN_RANK") : dtrain::rank();
+  const int rank = ps ? dtrain::placement_from_environment().rank : dtrain::rank();
   dt::set_num_threads(1);
   torch::manual_seed(1);
 
