@@ -312,9 +312,9 @@ TrainingLog open_log(int rank, const fs::path& output_dir) {
 
 // The config resolved once for this world and job (in this order: the seed is a collective
 // under allreduce), and rank 0's log.
-struct Run {
-  Run(const Config& config, const TrainerSettings& settings, const dtrain::Placement& where,
-      TrainingDistribution& distribution)
+struct TrainingRun {
+  TrainingRun(const Config& config, const TrainerSettings& settings, const dtrain::Placement& where,
+              TrainingDistribution& distribution)
       : placement(where),
         options(vision::config::to_model_options(config)),
         steps(step_plan(config, where.size)),
@@ -336,7 +336,7 @@ struct Run {
   TrainingLog log;
 };
 
-modeling::MaskRcnn build_model(const Config& config, const Run& run) {
+modeling::MaskRcnn build_model(const Config& config, const TrainingRun& run) {
   // The same initialisation everywhere; rank 0's weights are broadcast anyway.
   torch::manual_seed(run.seed);
   modeling::MaskRcnn model(run.options);
@@ -363,7 +363,7 @@ std::vector<at::Tensor> tensors_of(const libtorch::NamedTensors& named) {
 
 // The model and the SGD that steps its trainable parameters.
 struct TrainableModel {
-  TrainableModel(const Config& config, const Run& run)
+  TrainableModel(const Config& config, const TrainingRun& run)
       : model(build_model(config, run)),
         trainable(trainable_parameters(*model)),
         parameters(tensors_of(trainable)),
@@ -380,7 +380,7 @@ struct TrainableModel {
 // Where to start: the last checkpoint (--resume), else MODEL.WEIGHTS. Rank 0 reads the files;
 // the broadcasts below hand them to the others, which on other hosts need not see OUTPUT_DIR
 // at all. Returns the iteration to start at.
-int64_t restore(TrainableModel& m, const Config& config, const TrainerSettings& settings, const Run& run) {
+int64_t restore(TrainableModel& m, const Config& config, const TrainerSettings& settings, const TrainingRun& run) {
   const int rank = run.placement.rank;
   int64_t start_iter = 0;
   std::string started_from;
@@ -404,7 +404,7 @@ int64_t restore(TrainableModel& m, const Config& config, const TrainerSettings& 
 }
 
 // dtrain-maskrcnn eval: the restored model on the evaluation set.
-void evaluate_only(TrainableModel& m, Run& run, int64_t iteration) {
+void evaluate_only(TrainableModel& m, TrainingRun& run, int64_t iteration) {
   if (!has_data(run.test_data)) {
     throw std::invalid_argument("no evaluation data: set DATASETS.TEST_ANNOTATIONS and DATASETS.TEST_IMAGES");
   }
@@ -434,7 +434,7 @@ TrainingSet load_training_set(const Config& config, const modeling::MaskRcnnOpti
   return {std::move(paths), std::move(dataset)};
 }
 
-void announce_training(const Run& run, size_t images) {
+void announce_training(const TrainingRun& run, size_t images) {
   if (run.placement.rank != 0) return;
   std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
               "%zu images, seed %llu, output %s\n",
@@ -448,7 +448,7 @@ void announce_training(const Run& run, size_t images) {
 // the interrupted run stopped.
 class BatchStream {
  public:
-  BatchStream(vision::DataLoader& loader, const Run& run, int64_t start_iter, std::string annotations)
+  BatchStream(vision::DataLoader& loader, const TrainingRun& run, int64_t start_iter, std::string annotations)
       : loader_(loader), annotations_(std::move(annotations)) {
     const size_t batches_per_epoch = loader_.items().size() / static_cast<size_t>(run.placement.size) /
                                      static_cast<size_t>(run.steps.per_rank);
@@ -493,7 +493,7 @@ ModelInputs model_inputs(const vision::SampleBatch& batch, int64_t size_divisibl
 
 // One iteration: this rank's losses (rescaled for the global batch), backward, the gradients
 // combined as the distribution does, clipped, applied. Returns the losses.
-modeling::LossDict train_step(TrainableModel& m, const Run& run, GradientExchange& exchange,
+modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, GradientExchange& exchange,
                               const vision::SampleBatch& batch, int64_t iteration, double lr) {
   ModelInputs inputs = model_inputs(batch, run.options.transform.size_divisible);
   for (auto& group : m.sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
@@ -519,7 +519,7 @@ using Clock = std::chrono::steady_clock;
 // report and the time left, printed and logged by rank 0.
 class ProgressReport {
  public:
-  ProgressReport(const Run& run, int64_t start_iter)
+  ProgressReport(const TrainingRun& run, int64_t start_iter)
       : steps_(run.steps), rank_(run.placement.rank), start_iter_(start_iter) {}
 
   Clock::time_point started() const { return start_; }
@@ -578,7 +578,7 @@ class ProgressReport {
 
 // After iteration `done`: a checkpoint every CHECKPOINT_PERIOD and an evaluation every
 // EVAL_PERIOD (the last iteration's are the final model's, see finish_training).
-void checkpoint_and_evaluate(TrainableModel& m, Run& run, GradientExchange& exchange, int64_t done) {
+void checkpoint_and_evaluate(TrainableModel& m, TrainingRun& run, GradientExchange& exchange, int64_t done) {
   const StepPlan& steps = run.steps;
   const bool save = steps.checkpoint_period > 0 && done % steps.checkpoint_period == 0 && done != steps.max_iter;
   const bool eval =
@@ -592,8 +592,8 @@ void checkpoint_and_evaluate(TrainableModel& m, Run& run, GradientExchange& exch
 }
 
 // Rank 0: model_final.pth and, in a job, the model artifact `dtrain serve` loads.
-void save_final_model(TrainableModel& m, const Config& config, const Run& run, const vision::CocoDataset& dataset,
-                      int64_t start_iter, Clock::time_point started) {
+void save_final_model(TrainableModel& m, const Config& config, const TrainingRun& run,
+                      const vision::CocoDataset& dataset, int64_t start_iter, Clock::time_point started) {
   const int64_t max_iter = run.steps.max_iter;
   save_training_checkpoint(run.output_dir, "model_final.pth", *m.model, m.sgd, m.trainable, max_iter);
   std::printf("Trained iterations %lld..%lld in %.1f s; model: %s\n", static_cast<long long>(start_iter),
@@ -611,7 +611,7 @@ void save_final_model(TrainableModel& m, const Config& config, const Run& run, c
 }
 
 // The final model: saved by rank 0, evaluated, and the runtime shut down.
-void finish_training(TrainableModel& m, const Config& config, Run& run, const vision::CocoDataset& dataset,
+void finish_training(TrainableModel& m, const Config& config, TrainingRun& run, const vision::CocoDataset& dataset,
                      int64_t start_iter, Clock::time_point started) {
   const int rank = run.placement.rank;
   average_batch_norm_statistics(*m.model);
@@ -635,7 +635,7 @@ void train(Config config, const TrainerSettings& settings) {
   const dtrain::Placement placement = distribution->start();
   use_cores(settings.threads, placement);
   scale_to_world(config, placement.size);
-  Run run(config, settings, placement, *distribution);
+  TrainingRun run(config, settings, placement, *distribution);
   TrainableModel m(config, run);
   int64_t start_iter = restore(m, config, settings, run);
   if (settings.eval_only) {
