@@ -112,6 +112,11 @@ int JobCommand::validate() const {
               spec.name.c_str(), spec.instance_count, spec.instance_count == 1 ? "" : "s",
               spec.processes_per_host, spec.processes_per_host == 1 ? "" : "es",
               spec.channels.size(), spec.channels.size() == 1 ? "" : "s");
+  // A spec is valid without its channel sources on this machine (a rendered job reads its
+  // channels from its own volume), but a local run stages them from here: say so now.
+  for (const auto& missing : job::missing_channel_sources(spec)) {
+    std::fprintf(stderr, "dtrain job: note: %s (needed by dtrain job run)\n", missing.c_str());
+  }
   return 0;
 }
 

@@ -474,6 +474,11 @@ int run_job(const JobSpec& spec, const RunOptions& options) {
   if (options.hosts == HostKind::kNetns && !can_create_netns()) {
     throw JobError::usage("--hosts netns needs root (it creates network namespaces); use --hosts process");
   }
+  // The spec does not check its channel sources (a rendered job needs none here); a local run
+  // stages them from this machine, so they must be here.
+  if (auto missing = missing_channel_sources(spec); !missing.empty()) {
+    throw JobError::usage(fmt::format("{}", fmt::join(missing, "; ")));
+  }
   JobOutputs outputs(spec);
   outputs.reset();
   std::string work_dir = options.work_dir.value_or(default_work_dir(spec.name));

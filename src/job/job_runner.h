@@ -23,7 +23,7 @@ struct RunOptions {
 // (model.tar.gz, output.tar.gz), syncs checkpoints and writes the summary
 // under output_path/<name>/, and removes the hosts. Returns the job's exit
 // code (the algorithm's; 0 on success). Throws JobError for problems before
-// any host started.
+// any host started, such as a channel source missing on this machine.
 int run_job(const JobSpec& spec, const RunOptions& options);
 
 }  // namespace dtrain::job

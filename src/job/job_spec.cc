@@ -217,11 +217,8 @@ void parse_channel(const std::string& name, const YAML::Node& node, const std::s
   if (!node["source"]) {
     problems.add(field + ".source", "required: the directory holding the channel's files");
   } else if (auto source = get_string(node["source"], field + ".source", problems)) {
+    // Whether it exists is not the spec's concern: see missing_channel_sources.
     channel.source = absolute_path(*source, base_dir);
-    std::error_code ec;
-    if (!fs::is_directory(channel.source, ec)) {
-      problems.add(field + ".source", fmt::format("no such directory: {}", channel.source));
-    }
   }
   if (node["input_mode"]) {
     channel.input_mode = get_enum<InputMode>(node["input_mode"], field + ".input_mode",
@@ -540,6 +537,18 @@ JobSpec load_job_spec(const std::string& path, const std::vector<std::string>& o
   std::error_code ec;
   fs::path absolute = fs::absolute(path, ec);
   return parse_job_spec(text.str(), path, absolute.parent_path().string(), overrides);
+}
+
+std::vector<std::string> missing_channel_sources(const JobSpec& spec) {
+  std::vector<std::string> missing;
+  for (const auto& channel : spec.channels) {
+    std::error_code ec;
+    if (!fs::is_directory(channel.source, ec)) {
+      missing.push_back(fmt::format("channels.{}.source: no such directory on this machine: {}",
+                                    channel.name, channel.source));
+    }
+  }
+  return missing;
 }
 
 std::string to_string(InputMode mode) { return mode == InputMode::kFile ? "File" : "Pipe"; }

@@ -15,8 +15,9 @@ enum class InputMode { kFile, kPipe };
 enum class Distribution { kFullyReplicated, kShardedByKey };
 enum class Engine { kGloo, kMpi, kParameterServer };
 
-// One input data channel: a directory on this machine made available to
-// every host as input/data/<name> (or as FIFOs in Pipe mode).
+// One input data channel: a directory made available to every host as
+// input/data/<name> (or as FIFOs in Pipe mode). `dtrain job run` stages it
+// from this machine; a rendered job mounts its own copy instead.
 struct ChannelSpec {
   std::string name;
   std::string source;  // absolute path
@@ -66,6 +67,12 @@ JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin,
 
 // Reads a spec file and parses it (base_dir: the file's directory).
 JobSpec load_job_spec(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// One line per channel whose source is not a directory on this machine
+// ("channels.training.source: no such directory on this machine: /data/x").
+// Parsing leaves this out because only `dtrain job run` reads the sources
+// here; a rendered Kubernetes job reads its channels from its own volume.
+std::vector<std::string> missing_channel_sources(const JobSpec& spec);
 
 std::string to_string(InputMode mode);          // "File", "Pipe"
 std::string to_string(Distribution distribution);  // "FullyReplicated", "ShardedByKey"

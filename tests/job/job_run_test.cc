@@ -254,6 +254,60 @@ unknown_field: 1
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
+// A spec whose channel lives elsewhere (on the Kubernetes job's volume), not on this machine.
+void write_spec_with_remote_channel(const std::string& path) {
+  write_file(path, R"y(
+name: remote-channel
+command: [sh, -c, "exit 0"]
+instance_count: 2
+channels:
+  training: {source: /no/such/dtrain-channel, shared: true}
+output_path: out
+)y");
+}
+
+TEST(JobCommands, RenderNeedsNoChannelSourceOnThisMachine) {
+  TempDir dir;
+  write_spec_with_remote_channel(dir / "spec.yaml");
+  ChildRunner render({DTRAIN_BINARY, "job", "render", "--target", "kubeflow", dir / "spec.yaml"});
+  ChildResult r = render.finish(30);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kind: MPIJob"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/data/channels/training"), std::string::npos) << r.out;
+
+  // Every other check of the spec still applies.
+  ChildRunner bad({DTRAIN_BINARY, "job", "render", dir / "spec.yaml", "--set", "instance_count=0"});
+  ChildResult refused = bad.finish(30);
+  ASSERT_TRUE(refused.exited);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("  instance_count: must be an integer in 1..200"), std::string::npos) << refused.err;
+}
+
+TEST(JobCommands, RunRefusesAMissingChannelSourceInOneLine) {
+  TempDir dir;
+  write_spec_with_remote_channel(dir / "spec.yaml");
+  ChildResult r = run_job(dir / "spec.yaml", {"--work-dir", dir / "work"}, 30);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "dtrain job: channels.training.source: no such directory on this machine: "
+                   "/no/such/dtrain-channel\n");
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  EXPECT_FALSE(fs::exists(dir / "work"));
+}
+
+TEST(JobCommands, ValidateAcceptsAMissingChannelSourceWithANote) {
+  TempDir dir;
+  write_spec_with_remote_channel(dir / "spec.yaml");
+  ChildRunner validate({DTRAIN_BINARY, "job", "validate", dir / "spec.yaml"});
+  ChildResult r = validate.finish(30);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("valid job remote-channel"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "dtrain job: note: channels.training.source: no such directory on this machine: "
+                   "/no/such/dtrain-channel (needed by dtrain job run)\n");
+}
+
 TEST(Entrypoint, AsRankExportsTheToolkitEnvironmentAndArguments) {
   TempDir dir;
   ContainerLayout layout(dir / "opt/ml");
