@@ -2,8 +2,9 @@
 //
 // A process calls dtrain::init() once (the `dtrain run` launcher provides rank, size and
 // rendezvous through the environment; a process started alone is a world of size 1), then
-// submits named collectives on plain memory described by TensorView. Every operation is
-// asynchronous and returns a Handle; the blocking forms wait on it. A background thread
+// submits named collectives on plain memory described by TensorView. Every operation has an
+// asynchronous form returning a Handle and a blocking form that waits on it and returns the
+// result (a CollectiveResult for allgather, alltoall and reducescatter). A background thread
 // negotiates which names are ready on every rank, so ranks may submit in different orders;
 // any disagreement between ranks (dtype, shape, op, root, ...) fails that operation on every
 // rank with one message naming the tensor and the ranks that differ.
@@ -42,7 +43,8 @@ struct TensorView {
 
 // For operations whose output shape is only known after negotiation (allgather, alltoall,
 // reducescatter): returns memory for a tensor of `shape` and the operation's dtype, which the
-// caller owns (e.g. a framework tensor). Without one the runtime keeps the output in the Handle.
+// caller owns (e.g. a framework tensor). Without one the runtime owns the output's memory,
+// which lives as long as the operation's Handle or CollectiveResult (or a copy of either).
 using OutputAllocator = std::function<void*(const std::vector<std::int64_t>& shape)>;
 
 struct ReduceOptions {
@@ -75,6 +77,24 @@ class Handle {
 
  private:
   std::shared_ptr<detail::OpState> state_;
+};
+
+// What a blocking allgather, alltoall or reducescatter returns: the finished operation's
+// output. Holds the operation, so memory the runtime allocated for the output (no
+// OutputAllocator given) stays valid as long as this result or a copy of it. Cheap to copy.
+class CollectiveResult {
+ public:
+  // Waits for `operation` (an allgather, alltoall or reducescatter); throws dtrain::Error if
+  // it failed. The blocking forms build their result this way; so may a caller of _async.
+  explicit CollectiveResult(Handle operation);
+
+  const TensorView& output() const { return output_; }
+  // alltoall: the rows received from each rank. Empty for allgather and reducescatter.
+  const std::vector<std::int64_t>& received_splits() const { return operation_.received_splits(); }
+
+ private:
+  Handle operation_;
+  TensorView output_;
 };
 
 // Lifecycle. init() may be called again after shutdown().
@@ -128,7 +148,7 @@ void grouped_allreduce(const std::vector<std::string>& names, const std::vector<
 
 // Concatenation along the first dimension; ranks may differ in the first dimension only.
 Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
-Handle allgather(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
+CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
 
 // In place: `tensor` on `root` is copied into `tensor` on every other rank.
 Handle broadcast_async(const std::string& name, const TensorView& tensor, int root);
@@ -138,15 +158,15 @@ void broadcast(const std::string& name, const TensorView& tensor, int root);
 // Empty splits: the first dimension divided evenly (it must be divisible by size()).
 Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
                       OutputAllocator allocate = {});
-Handle alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
-                OutputAllocator allocate = {});
+CollectiveResult alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
+                          OutputAllocator allocate = {});
 
 // Reduces across ranks, then rank r keeps its share of the first dimension: first/size rows,
 // the first (first % size) ranks one more.
 Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
                            OutputAllocator allocate = {});
-Handle reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
-                     OutputAllocator allocate = {});
+CollectiveResult reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
+                               OutputAllocator allocate = {});
 
 void barrier();
 

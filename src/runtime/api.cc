@@ -99,6 +99,9 @@ int Handle::last_joined_rank() const {
   return state_->last_joined_rank;
 }
 
+CollectiveResult::CollectiveResult(Handle operation)
+    : operation_(std::move(operation)), output_(operation_.output()) {}
+
 // ---- lifecycle ----
 
 namespace {
@@ -284,10 +287,8 @@ Handle allgather_async(const std::string& name, const TensorView& input, OutputA
   return submit_one(std::move(entry));
 }
 
-Handle allgather(const std::string& name, const TensorView& input, OutputAllocator allocate) {
-  Handle h = allgather_async(name, input, std::move(allocate));
-  h.wait();
-  return h;
+CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+  return CollectiveResult(allgather_async(name, input, std::move(allocate)));
 }
 
 Handle broadcast_async(const std::string& name, const TensorView& tensor, int root) {
@@ -339,11 +340,9 @@ Handle alltoall_async(const std::string& name, const TensorView& input, std::vec
   return submit_one(std::move(entry));
 }
 
-Handle alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
-                OutputAllocator allocate) {
-  Handle h = alltoall_async(name, input, std::move(splits), std::move(allocate));
-  h.wait();
-  return h;
+CollectiveResult alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
+                          OutputAllocator allocate) {
+  return CollectiveResult(alltoall_async(name, input, std::move(splits), std::move(allocate)));
 }
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options,
@@ -360,11 +359,9 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
   return submit_one(std::move(entry));
 }
 
-Handle reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options,
-                     OutputAllocator allocate) {
-  Handle h = reducescatter_async(name, input, options, std::move(allocate));
-  h.wait();
-  return h;
+CollectiveResult reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options,
+                               OutputAllocator allocate) {
+  return CollectiveResult(reducescatter_async(name, input, options, std::move(allocate)));
 }
 
 void barrier() {

@@ -302,10 +302,10 @@ TEST(Broadcast, FromEveryRoot) {
 TEST(Alltoall, DefaultSplits) {
   Tensor t(DataType::kFloat32, {2 * size(), 2});
   for (std::size_t i = 0; i < t.size(); ++i) t.set(i, rank() * 100 + static_cast<double>(i));
-  auto h = alltoall("a2a.default", t.view);
-  const TensorView out = h.output();
+  auto exchanged = alltoall("a2a.default", t.view);
+  const TensorView out = exchanged.output();
   ASSERT_EQ(out.shape, (std::vector<std::int64_t>{2 * size(), 2}));
-  EXPECT_EQ(h.received_splits(), std::vector<std::int64_t>(size(), 2));
+  EXPECT_EQ(exchanged.received_splits(), std::vector<std::int64_t>(size(), 2));
   // From rank r this rank receives rows [2*rank, 2*rank + 2) of r's input.
   for (int r = 0; r < size(); ++r) {
     for (std::size_t k = 0; k < 4; ++k) {
@@ -324,11 +324,11 @@ TEST(Alltoall, ExplicitUnevenSplits) {
   for (int j = 0; j < size(); ++j) {
     for (std::int64_t k = 0; k < splits[j]; ++k) t.set(i++, 1000 * rank() + j);
   }
-  auto h = alltoall("a2a.explicit", t.view, splits);
+  auto exchanged = alltoall("a2a.explicit", t.view, splits);
   std::vector<std::int64_t> expected_splits(size());
   for (int r = 0; r < size(); ++r) expected_splits[r] = r + rank();
-  EXPECT_EQ(h.received_splits(), expected_splits);
-  const TensorView out = h.output();
+  EXPECT_EQ(exchanged.received_splits(), expected_splits);
+  const TensorView out = exchanged.output();
   std::size_t row = 0;
   for (int r = 0; r < size(); ++r) {
     for (std::int64_t k = 0; k < expected_splits[r]; ++k) {
@@ -354,8 +354,8 @@ TEST(Reducescatter, EvenAndUnevenFirstDimensions) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
       Tensor t(DataType::kFloat32, {rows, 2});
       for (std::size_t i = 0; i < t.size(); ++i) t.set(i, contribution(rank(), i));
-      auto h = reducescatter("rs." + std::to_string(rows) + "." + to_string(op), t.view, {op});
-      const TensorView out = h.output();
+      auto scattered = reducescatter("rs." + std::to_string(rows) + "." + to_string(op), t.view, {op});
+      const TensorView out = scattered.output();
       std::int64_t first_row = 0;
       for (int r = 0; r < rank(); ++r) first_row += rows / size() + (r < rows % size() ? 1 : 0);
       const std::int64_t my_rows = rows / size() + (rank() < rows % size() ? 1 : 0);

@@ -112,12 +112,26 @@ TEST_F(SingleProcess, OutputAllocatorReceivesTheNegotiatedShape) {
   Tensor t(DataType::kInt64, {2, 2});
   std::vector<std::int64_t> seen;
   std::vector<std::int64_t> storage(16);
-  auto h = allgather("alloc", t.view, [&](const std::vector<std::int64_t>& shape) {
+  auto gathered = allgather("alloc", t.view, [&](const std::vector<std::int64_t>& shape) {
     seen = shape;
     return storage.data();
   });
   EXPECT_EQ(seen, (std::vector<std::int64_t>{2, 2}));
-  EXPECT_EQ(h.output().data, storage.data());
+  EXPECT_EQ(gathered.output().data, storage.data());
+}
+
+TEST_F(SingleProcess, ABlockingResultOwnsTheRuntimesOutputInEveryCopy) {
+  Tensor t(DataType::kInt32, {3});
+  for (int i = 0; i < 3; ++i) t.set(i, 7 + i);
+  // The result is returned from the scope that made it: its output must outlive that scope.
+  CollectiveResult kept = [&] {
+    CollectiveResult gathered = allgather("kept", t.view);
+    return CollectiveResult(gathered);
+  }();
+  ASSERT_EQ(kept.output().shape, (std::vector<std::int64_t>{3}));
+  ASSERT_NE(kept.output().data, t.view.data);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(testing::load(DataType::kInt32, kept.output().data, i), 7.0 + i);
+  EXPECT_TRUE(kept.received_splits().empty());
 }
 
 TEST_F(SingleProcess, ShutdownFailsNothingThatFinished) {
