@@ -82,10 +82,20 @@ void use_cores(const Options& options, const dtrain::Placement& placement) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / placement.local_size);
   dt::set_num_threads(threads);
   dt::pin_device();
+  // Large activations freed by one step or scoring chunk are kept for the next, instead of
+  // glibc returning them to the kernel and faulting them in again.
+  dt::retain_freed_memory();
 }
+
+// Images scored at once. Measured with one thread, a 5-step run that scores the 10,000 test
+// images: 45 s in chunks of 1000 (activations of ~100 MB; 20 s in the kernel, mapping fresh
+// memory at every chunk), 12 s with freed blocks kept (retain_freed_memory), 6 s in chunks
+// of 200 with blocks kept.
+constexpr std::int64_t kScoringChunk = 200;
 
 // `collective`: every rank scores a contiguous slice and the counts are summed; otherwise
 // this process scores the whole set.
+
 double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& test, bool collective) {
   model->eval();
   torch::NoGradGuard no_grad;
@@ -93,8 +103,8 @@ double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistT
   const int rank = collective ? dtrain::rank() : 0, size = collective ? dtrain::size() : 1;
   const std::int64_t begin = n * rank / size, end = n * (rank + 1) / size;
   std::int64_t correct = 0;
-  for (std::int64_t i = begin; i < end; i += 1000) {
-    const std::int64_t j = std::min(end, i + 1000);
+  for (std::int64_t i = begin; i < end; i += kScoringChunk) {
+    const std::int64_t j = std::min(end, i + kScoringChunk);
     const at::Tensor predicted = model->forward(test.images.slice(0, i, j)).argmax(1);
     correct += predicted.eq(test.labels.slice(0, i, j)).sum().item<std::int64_t>();
   }
