@@ -1,6 +1,5 @@
 #include "job/entrypoint.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +18,7 @@
 #include "job/job_spec.h"
 #include "launch/launch_error.h"
 #include "launch/launch_job.h"
+#include "launch/local_spawner.h"
 #include "launch/signal_channel.h"
 #include "job/training_environment.h"
 
@@ -70,12 +70,6 @@ std::string mpirun_options(const std::string& custom) {
   std::string options = custom.find("bind-to") == std::string::npos ? "--bind-to none" : "";
   if (!custom.empty()) options += (options.empty() ? "" : " ") + custom;
   return options;
-}
-
-int exit_code_of(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
 }
 
 // The master cannot start the algorithm: it still tells every other host (so they exit
@@ -151,7 +145,7 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
   try {
     code = launch::launch_job(launch);
     if (code != 0 && failure) {
-      if (failure->wait_status) code = exit_code_of(*failure->wait_status);
+      if (failure->wait_status) code = launch::exit_code_of(*failure->wait_status);
       reason = fmt::format("AlgorithmError: {}", failure->description);
     } else if (code != 0) {
       reason = code > 128 ? fmt::format("AlgorithmError: the job was stopped by {}",

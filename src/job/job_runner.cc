@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "job/entrypoint.h"
 #include "job/job_error.h"
 #include "launch/job_supervisor.h"
+#include "launch/local_spawner.h"
 #include "launch/signal_channel.h"
 #include "launch/worker_env.h"
 #include "job/metric_extractor.h"
@@ -66,12 +66,6 @@ int free_loopback_port() {
   }
   if (fd >= 0) ::close(fd);
   return port;
-}
-
-int exit_code_of(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
 }
 
 std::string default_work_dir(const std::string& name) {
@@ -283,7 +277,7 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
     recorder.line(p.host, fmt::format("[{}] ", p.host), is_stderr, line);
   };
   supervision.on_exit = [&ran](const launch::RankPlacement& p, int status) {
-    ran.host_exit[p.host] = exit_code_of(status);
+    ran.host_exit[p.host] = launch::exit_code_of(status);
   };
   supervision.on_failure = [&ran](const launch::WorkerFailure& f) { ran.failure = f; };
   return supervision;

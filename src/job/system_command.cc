@@ -53,7 +53,7 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = launch::exit_code_of(status);
   if (child.exec_errno != 0) result.exit_code = -1;
   return result;
 }

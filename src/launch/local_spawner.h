@@ -37,4 +37,8 @@ SpawnedChild spawn_child(const SpawnRequest& request);
 // Closes `fd` if it is open and sets it to -1.
 void close_fd(int& fd);
 
+// What a shell would report for a waitpid() status: the exit status, or 128 + the signal
+// that killed the process.
+int exit_code_of(int wait_status);
+
 }  // namespace dtrain::launch

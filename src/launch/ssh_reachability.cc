@@ -98,7 +98,7 @@ void run_batch(std::vector<Probe>& batch, double timeout_s) {
     do {
       r = ::waitpid(p.child.pid, &status, 0);
     } while (r < 0 && errno == EINTR);
-    if (r == p.child.pid) p.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r == p.child.pid) p.status = exit_code_of(status);
   }
 }
 

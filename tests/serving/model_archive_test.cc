@@ -21,12 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using dtrain::testing::read_file;
 using dtrain::testing::TempDir;
+using dtrain::testing::write_text;
 using testing::TarBuilder;
-
-void write_text(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // Unpacks `archive` into a fresh directory and returns ModelError's message, or "" when it succeeded.
 std::string unpack_error(const TempDir& scratch, const std::string& archive, const ArchiveLimits& limits = {}) {

@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "serving/model_error.h"
 #include "tests/support/temp_dir.h"
 
@@ -14,8 +12,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using dtrain::testing::TempDir;
-
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using dtrain::testing::write_text;
 
 std::string error_of(const fs::path& directory) {
   try {

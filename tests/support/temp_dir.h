@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace dtrain::testing {
@@ -31,5 +32,11 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Writes `text` to `path` (typically inside a TempDir), creating its parent directories.
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 }  // namespace dtrain::testing

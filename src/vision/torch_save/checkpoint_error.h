@@ -13,4 +13,9 @@ class CheckpointError : public std::runtime_error {
   explicit CheckpointError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Throws the CheckpointError for `what` is wrong with the checkpoint at `path`.
+[[noreturn]] inline void fail_checkpoint(const std::string& path, const std::string& what) {
+  throw CheckpointError("checkpoint '" + path + "': " + what);
+}
+
 }  // namespace dtrain::vision::torch_save

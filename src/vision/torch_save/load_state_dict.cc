@@ -21,28 +21,24 @@
 namespace dtrain::vision::torch_save {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw CheckpointError("checkpoint '" + path + "': " + what);
-}
-
 // miniz would also refuse these files, but with "failed finding central
 // directory"; saying what the file is instead helps the person holding it.
 void check_is_zip(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    fail(path, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
+    fail_checkpoint(path, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!in) fail_checkpoint(path, std::string("cannot open: ") + std::strerror(errno));
   std::array<char, 4> magic{};
   in.read(magic.data(), magic.size());
   if (in.gcount() == 4 && std::memcmp(magic.data(), "PK\x03\x04", 4) == 0) return;
   if (in.gcount() >= 1 && static_cast<unsigned char>(magic[0]) == 0x80) {
     // The legacy format is a bare pickle stream (PROTO first).
-    fail(path, "legacy torch.save format (PyTorch < 1.6 or _use_new_zipfile_serialization=False); "
+    fail_checkpoint(path, "legacy torch.save format (PyTorch < 1.6 or _use_new_zipfile_serialization=False); "
                "re-save it with torch.save from PyTorch >= 1.6");
   }
-  fail(path, in.gcount() == 0 ? "empty file, not a zip archive" : "not a zip archive (torch.save >= 1.6 writes one)");
+  fail_checkpoint(path, in.gcount() == 0 ? "empty file, not a zip archive" : "not a zip archive (torch.save >= 1.6 writes one)");
 }
 
 // The directory inside the archive that holds data.pkl, relative to the
@@ -54,7 +50,7 @@ std::string find_pickle_dir(const std::string& path, caffe2::serialize::PyTorchS
   try {
     records = reader.getAllRecords();
   } catch (const std::exception& e) {
-    fail(path, "damaged zip archive: " + torch_error_message(e));
+    fail_checkpoint(path, "damaged zip archive: " + torch_error_message(e));
   }
   const std::string* best = nullptr;
   for (const std::string& r : records) {
@@ -62,7 +58,7 @@ std::string find_pickle_dir(const std::string& path, caffe2::serialize::PyTorchS
       if (best == nullptr || r.size() < best->size()) best = &r;
     }
   }
-  if (best == nullptr) fail(path, "no data.pkl record: not a torch.save archive");
+  if (best == nullptr) fail_checkpoint(path, "no data.pkl record: not a torch.save archive");
   return best->substr(0, best->size() - kPickle.size());
 }
 
@@ -73,7 +69,7 @@ void read_record(const std::string& path, caffe2::serialize::PyTorchStreamReader
   try {
     std::tie(data, size) = reader.getRecord(name);
   } catch (const std::exception& e) {
-    fail(path, "cannot read record '" + name + "': " + torch_error_message(e));
+    fail_checkpoint(path, "cannot read record '" + name + "': " + torch_error_message(e));
   }
 }
 
@@ -87,20 +83,20 @@ class StorageTable {
     const std::string name = "data/" + ref.key;
     if (const auto it = loaded_.find(ref.key); it != loaded_.end()) {
       if (it->second.ref.dtype != ref.dtype || it->second.ref.numel != ref.numel) {
-        fail(path_, "storage record '" + name + "' is described twice, differently (" +
+        fail_checkpoint(path_, "storage record '" + name + "' is described twice, differently (" +
                         at::toString(it->second.ref.dtype) + "[" + std::to_string(it->second.ref.numel) + "] and " +
                         at::toString(ref.dtype) + "[" + std::to_string(ref.numel) + "])");
       }
       return it->second.storage;
     }
-    if (!reader_.hasRecord(dir_ + name)) fail(path_, "missing storage record '" + name + "'");
+    if (!reader_.hasRecord(dir_ + name)) fail_checkpoint(path_, "missing storage record '" + name + "'");
     at::DataPtr data;
     std::size_t size = 0;
     read_record(path_, reader_, dir_ + name, data, size);
     std::uint64_t expected = 0;
     if (__builtin_mul_overflow(static_cast<std::uint64_t>(ref.numel), c10::elementSize(ref.dtype), &expected) ||
         size < expected) {
-      fail(path_, "storage record '" + name + "' holds " + std::to_string(size) + " bytes, " +
+      fail_checkpoint(path_, "storage record '" + name + "' holds " + std::to_string(size) + " bytes, " +
                       std::to_string(ref.numel) + " " + at::toString(ref.dtype) + " elements expected");
     }
     at::Storage storage(at::Storage::use_byte_size_t(), size, std::move(data), /*allocator=*/nullptr,
@@ -129,7 +125,7 @@ std::string what_is(const PickleValue& v) {
 // "model" or "state_dict" key (a training script's wrapper).
 const PickleContainer& locate_state_dict(const std::string& path, const PickleGraph& graph) {
   if (graph.root.kind != PickleKind::kDict) {
-    fail(path, "the pickled object is " + what_is(graph.root) + ", not a dict of tensors" +
+    fail_checkpoint(path, "the pickled object is " + what_is(graph.root) + ", not a dict of tensors" +
                    (graph.root.kind == PickleKind::kObject ? " (a whole module saved instead of its state_dict()?)" : ""));
   }
   const PickleContainer& root = graph.container(graph.root);
@@ -151,7 +147,7 @@ StateDict load_state_dict(const std::string& path) {
   try {
     reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
   } catch (const std::exception& e) {
-    fail(path, "damaged or truncated zip archive: " + torch_error_message(e));
+    fail_checkpoint(path, "damaged or truncated zip archive: " + torch_error_message(e));
   }
   const std::string dir = find_pickle_dir(path, *reader);
 
@@ -162,7 +158,7 @@ StateDict load_state_dict(const std::string& path) {
   try {
     graph = read_pickle(static_cast<const std::uint8_t*>(pickle_data.get()), pickle_size);
   } catch (const CheckpointError& e) {
-    fail(path, std::string("data.pkl: ") + e.what());
+    fail_checkpoint(path, std::string("data.pkl: ") + e.what());
   }
 
   const PickleContainer& dict = locate_state_dict(path, graph);
@@ -171,18 +167,18 @@ StateDict load_state_dict(const std::string& path) {
   state.reserve(dict.entries.size());
   for (const auto& [key, value] : dict.entries) {
     if (key.kind != PickleKind::kString) {
-      fail(path, "state dict key #" + std::to_string(state.size()) + " is " + what_is(key) + ", not a str");
+      fail_checkpoint(path, "state dict key #" + std::to_string(state.size()) + " is " + what_is(key) + ", not a str");
     }
-    if (value.kind != PickleKind::kTensor) fail(path, "value of '" + key.text + "' is " + what_is(value) + ", not a tensor");
+    if (value.kind != PickleKind::kTensor) fail_checkpoint(path, "value of '" + key.text + "' is " + what_is(value) + ", not a tensor");
     const TensorRef& view = graph.tensors[value.index];
     const StorageRef& ref = graph.storages[view.storage];
     const at::Storage& storage = storages.get(ref);
     try {
       state.push_back({key.text, view_of_storage(storage, ref.dtype, ref.numel, view)});
     } catch (const CheckpointError& e) {
-      fail(path, "tensor '" + key.text + "': " + e.what());
+      fail_checkpoint(path, "tensor '" + key.text + "': " + e.what());
     } catch (const std::exception& e) {
-      fail(path, "tensor '" + key.text + "': " + torch_error_message(e));
+      fail_checkpoint(path, "tensor '" + key.text + "': " + torch_error_message(e));
     }
   }
   return state;

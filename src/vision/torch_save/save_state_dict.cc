@@ -21,10 +21,6 @@
 namespace dtrain::vision::torch_save {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw CheckpointError("checkpoint '" + path + "': " + what);
-}
-
 // Python decodes BINUNICODE as strict UTF-8; a name that is not would make
 // torch.load fail far from here.
 bool is_utf8(const std::string& s) {
@@ -71,16 +67,16 @@ std::vector<PreparedTensor> prepare(const std::string& path, const StateDict& st
   std::unordered_set<std::string> seen;
   for (const NamedTensor& entry : state) {
     const std::string& name = entry.name;
-    if (!seen.insert(name).second) fail(path, "tensor name '" + name + "' appears twice");
-    if (!is_utf8(name)) fail(path, "tensor name '" + name + "' is not valid UTF-8");
+    if (!seen.insert(name).second) fail_checkpoint(path, "tensor name '" + name + "' appears twice");
+    if (!is_utf8(name)) fail_checkpoint(path, "tensor name '" + name + "' is not valid UTF-8");
     const at::Tensor& t = entry.tensor;
-    if (!t.defined()) fail(path, "tensor '" + name + "' is undefined");
+    if (!t.defined()) fail_checkpoint(path, "tensor '" + name + "' is undefined");
     if (t.layout() != at::kStrided || t.is_quantized()) {
-      fail(path, "tensor '" + name + "' is not a dense tensor; only strided, unquantized tensors are written");
+      fail_checkpoint(path, "tensor '" + name + "' is not a dense tensor; only strided, unquantized tensors are written");
     }
     auto storage_class = storage_class_of_dtype(t.scalar_type());
     if (!storage_class) {
-      fail(path, "tensor '" + name + "' has dtype " + at::toString(t.scalar_type()) + ", which has no torch storage class here");
+      fail_checkpoint(path, "tensor '" + name + "' has dtype " + at::toString(t.scalar_type()) + ", which has no torch storage class here");
     }
     out.push_back({&name, t.detach().to(at::kCPU).contiguous(), std::move(*storage_class), t.requires_grad()});
   }
@@ -153,7 +149,7 @@ class TemporaryFile {
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
       if (fd_ < 0 && errno != EEXIST) break;
     }
-    if (fd_ < 0) fail(target, "cannot create a temporary file next to it: " + std::string(std::strerror(errno)));
+    if (fd_ < 0) fail_checkpoint(target, "cannot create a temporary file next to it: " + std::string(std::strerror(errno)));
   }
   ~TemporaryFile() {
     if (fd_ >= 0) ::close(fd_);
@@ -183,9 +179,9 @@ class TemporaryFile {
     if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
     if (::close(fd_) != 0 && error_ == 0) error_ = errno;
     fd_ = -1;
-    if (error_ != 0) fail(target, "write failed: " + std::string(std::strerror(error_)));
+    if (error_ != 0) fail_checkpoint(target, "write failed: " + std::string(std::strerror(error_)));
     if (::rename(path_.c_str(), target.c_str()) != 0) {
-      fail(target, "cannot rename the temporary file over it: " + std::string(std::strerror(errno)));
+      fail_checkpoint(target, "cannot rename the temporary file over it: " + std::string(std::strerror(errno)));
     }
     renamed_ = true;
     std::filesystem::path dir = std::filesystem::path(target).parent_path();
@@ -226,7 +222,7 @@ void save_state_dict(const std::string& path, const StateDict& state) {
     }
     writer.writeEndOfFile();  // also writes the "version" record
   } catch (const std::exception& e) {
-    fail(path, "cannot write the archive: " + torch_error_message(e));
+    fail_checkpoint(path, "cannot write the archive: " + torch_error_message(e));
   }
   file.commit(path);
 }

@@ -32,7 +32,7 @@ std::string base64_of(const std::string& bytes) {
   return serving::encode_base64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
-std::pair<int, std::string> error_of(const InvocationRequest& request, uint64_t max_pixels = kMaxPixels) {
+std::pair<int, std::string> maskrcnn_error_of(const InvocationRequest& request, uint64_t max_pixels = kMaxPixels) {
   try {
     decode_maskrcnn_request(request, max_pixels);
   } catch (const InvocationError& e) {
@@ -62,20 +62,20 @@ TEST(MaskRcnnPayload, ImageBytesAndBase64JsonDecodeToTheSamePixels) {
 
 TEST(MaskRcnnPayload, BadRequestsGet4xxNamingTheProblem) {
   const std::string png = png_of(20, 30);
-  EXPECT_EQ(error_of({"text/plain", "x", {}}).first, 415);
-  EXPECT_EQ(error_of({"image/png", "", {}}).first, 400);
-  EXPECT_EQ(error_of({"image/png", png.substr(0, png.size() / 2), {}}).first, 400);
-  EXPECT_NE(error_of({"image/jpeg", "\xff\xd8\xff garbage", {}}).second.find("cannot decode the image"), std::string::npos);
-  EXPECT_EQ(error_of({"image/png", png, {{"score_threshold", "high"}}}),
+  EXPECT_EQ(maskrcnn_error_of({"text/plain", "x", {}}).first, 415);
+  EXPECT_EQ(maskrcnn_error_of({"image/png", "", {}}).first, 400);
+  EXPECT_EQ(maskrcnn_error_of({"image/png", png.substr(0, png.size() / 2), {}}).first, 400);
+  EXPECT_NE(maskrcnn_error_of({"image/jpeg", "\xff\xd8\xff garbage", {}}).second.find("cannot decode the image"), std::string::npos);
+  EXPECT_EQ(maskrcnn_error_of({"image/png", png, {{"score_threshold", "high"}}}),
             std::make_pair(400, std::string("parameter score_threshold must be a number in [0.0, 1.0], got 'high'")));
-  EXPECT_EQ(error_of({"application/json", R"({"img": "x"})", {}}).second,
+  EXPECT_EQ(maskrcnn_error_of({"application/json", R"({"img": "x"})", {}}).second,
             "JSON body must be an object with \"image\": a base64 JPEG or PNG");
-  EXPECT_EQ(error_of({"application/json", R"({"image": "a$b"})", {}}).second,
+  EXPECT_EQ(maskrcnn_error_of({"application/json", R"({"image": "a$b"})", {}}).second,
             "\"image\": base64: unexpected '$' at offset 1");
-  EXPECT_EQ(error_of({"application/json", json{{"image", base64_of(png)}, {"score_threshold", 2}}.dump(), {}}).second,
+  EXPECT_EQ(maskrcnn_error_of({"application/json", json{{"image", base64_of(png)}, {"score_threshold", 2}}.dump(), {}}).second,
             "\"score_threshold\" must be a number in [0, 1], got 2");
   // Over the pixel limit: refused from the header, before decoding.
-  EXPECT_EQ(error_of({"image/png", png, {}}, 599),
+  EXPECT_EQ(maskrcnn_error_of({"image/png", png, {}}, 599),
             std::make_pair(413, std::string("image is 30x20 = 600 pixels; the server accepts at most 599 (--max-image-pixels)")));
 }
 

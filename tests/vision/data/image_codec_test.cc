@@ -24,7 +24,7 @@ RgbImage pattern(uint32_t h, uint32_t w) {
   return image;
 }
 
-std::string error_of(const std::vector<uint8_t>& bytes) {
+std::string decode_error_of(const std::vector<uint8_t>& bytes) {
   try {
     decode_image(bytes, "img/17.jpg");
   } catch (const CocoError& e) {
@@ -94,17 +94,17 @@ TEST(ImageCodec, GrayJpegBecomesRgb) {
 }
 
 TEST(ImageCodec, CorruptOrUnknownDataNamesTheFile) {
-  EXPECT_EQ(error_of({1, 2, 3, 4}), "img/17.jpg: not a JPEG or PNG image");
-  EXPECT_EQ(error_of({}), "img/17.jpg: empty file, not an image");
+  EXPECT_EQ(decode_error_of({1, 2, 3, 4}), "img/17.jpg: not a JPEG or PNG image");
+  EXPECT_EQ(decode_error_of({}), "img/17.jpg: empty file, not an image");
   std::vector<uint8_t> jpeg = encode_jpeg(pattern(64, 64), 90);
   jpeg.resize(jpeg.size() / 2);
-  EXPECT_EQ(error_of(jpeg).rfind("img/17.jpg: corrupt JPEG: ", 0), 0u) << error_of(jpeg);
+  EXPECT_EQ(decode_error_of(jpeg).rfind("img/17.jpg: corrupt JPEG: ", 0), 0u) << decode_error_of(jpeg);
   std::vector<uint8_t> png = encode_png(pattern(64, 64));
   png.resize(png.size() / 2);
-  EXPECT_EQ(error_of(png).rfind("img/17.jpg: corrupt PNG: ", 0), 0u) << error_of(png);
+  EXPECT_EQ(decode_error_of(png).rfind("img/17.jpg: corrupt PNG: ", 0), 0u) << decode_error_of(png);
   std::vector<uint8_t> garbled = encode_png(pattern(8, 8));
   for (size_t i = 40; i < garbled.size(); ++i) garbled[i] ^= 0x5A;
-  EXPECT_EQ(error_of(garbled).rfind("img/17.jpg: corrupt PNG: ", 0), 0u) << error_of(garbled);
+  EXPECT_EQ(decode_error_of(garbled).rfind("img/17.jpg: corrupt PNG: ", 0), 0u) << decode_error_of(garbled);
 }
 
 TEST(ImageCodec, ReadsFilesAndNamesMissingOnes) {
