@@ -14,17 +14,17 @@ namespace {
 class AllreduceExchange final : public GradientExchange {
  public:
   AllreduceExchange(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable, int64_t start_iter)
-      : sgd_(sgd), optimizer_(sgd, trainable), start_iter_(start_iter) {}
+      : optimizer_(sgd, trainable), start_iter_(start_iter) {}
 
   int64_t start_iteration() const override { return start_iter_; }
   void zero_grad() override { optimizer_.zero_grad(); }
+  // The trainer clips between the two; step() does not reduce the gradients again.
   void wait_for_gradients() override { optimizer_.synchronize(); }
-  void apply() override { sgd_.step(); }
+  void apply() override { optimizer_.step(); }
   bool evaluates_during_training() const override { return true; }  // sharded over the ranks
   bool finish() override { return true; }
 
  private:
-  torch::optim::SGD& sgd_;
   libtorch::DistributedOptimizer optimizer_;
   int64_t start_iter_;
 };

@@ -118,6 +118,13 @@ struct DistributedOptimizerOptions {
 // Wraps any torch::optim::Optimizer. A hook on each parameter's gradient accumulator starts
 // the allreduce of that gradient the moment backward has produced it, so communication
 // overlaps the rest of backward; step() waits for the outstanding ones, then steps.
+//
+// Every parameter the optimizer updates must be in `named_parameters` (the constructor and
+// each synchronize() refuse one that requires a gradient but is missing, naming where it
+// sits in param_groups(): left out, it would train on each rank alone and the replicas
+// would drift apart). A named parameter takes part while it requires a gradient, so
+// freezing or unfreezing one during training is followed (the same on every rank). Sparse
+// gradients (an embedding built with sparse(true)) are reduced as dense tensors.
 class DistributedOptimizer {
  public:
   DistributedOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
@@ -127,12 +134,32 @@ class DistributedOptimizer {
   DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
 
   // Finishes every gradient's allreduce (starting those whose hook did not fire: a parameter
-  // that got no gradient on this rank is reduced as zeros, so ranks never deadlock).
+  // that got no gradient on this rank is reduced as zeros, so ranks never deadlock). Until
+  // the next backward pass, calling it again does nothing: gradients are reduced once.
   void synchronize();
-  // synchronize(), then the wrapped optimizer's step().
+  // synchronize() unless it already ran since the last backward pass, then the wrapped
+  // optimizer's step(). So Horovod's gradient clipping pattern reduces once:
+  //   optimizer.synchronize(); clip(...); optimizer.step();
+  // (Horovod's step() reduces again here, and only warns; hence its skip_synchronize().)
   void step();
   void zero_grad();
   torch::optim::Optimizer& optimizer() { return optimizer_; }
+
+  // Horovod's `with optimizer.skip_synchronize(): optimizer.step()`, for code written that
+  // way: while the returned guard lives, step() only steps. step() then refuses to run
+  // with allreduces in flight (a backward pass after the last synchronize()), since they
+  // would write into the gradients while the optimizer reads them.
+  class SkipSynchronize {
+   public:
+    explicit SkipSynchronize(DistributedOptimizer& owner);
+    ~SkipSynchronize();
+    SkipSynchronize(const SkipSynchronize&) = delete;
+    SkipSynchronize& operator=(const SkipSynchronize&) = delete;
+
+   private:
+    DistributedOptimizer& owner_;
+  };
+  [[nodiscard]] SkipSynchronize skip_synchronize() { return SkipSynchronize(*this); }
 
  private:
   struct Impl;

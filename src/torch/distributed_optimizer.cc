@@ -2,11 +2,17 @@
 // post hook: when backward has added this pass's gradient into param.grad, the hook counts
 // the pass and, on the last declared pass, starts an asynchronous allreduce of the gradient
 // in place. step() waits for all of them. This is where PyTorch DDP's reducer hooks in too.
+//
+// `synchronized` is what keeps a gradient from being reduced twice: synchronize() sets it,
+// and only what changes the gradients clears it (a backward pass, step(), zero_grad()).
+// step() and zero_grad() clear it on every rank alike, so a rank that ran no backward pass
+// this step still reduces (zeros) and meets the ranks that did.
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <functional>
+#include <sstream>
 #include <unordered_set>
 
 #include "dtrain/torch.h"
@@ -27,11 +33,50 @@ struct DistributedOptimizer::Impl {
   };
 
   DistributedOptimizerOptions options;
-  std::vector<Slot> slots;
+  std::vector<Slot> slots;  // one per named parameter, whether or not it requires a gradient now
+  std::unordered_set<const void*> named;  // the named parameters' TensorImpls
+  bool synchronized = false;
+  int skipping = 0;  // live SkipSynchronize guards
+
+  // Hooks the parameter's gradient accumulator, once it requires a gradient.
+  void attach_hook(std::size_t index) {
+    Slot& slot = slots[index];
+    if (slot.accumulator || !slot.parameter.requires_grad()) return;
+    slot.accumulator = torch::autograd::impl::grad_accumulator(slot.parameter);
+    if (!slot.accumulator) {
+      throw Error("dtrain::DistributedOptimizer: parameter '" + slot.name + "' is not a leaf tensor");
+    }
+    slot.hook_key = slot.accumulator->add_post_hook(
+        std::make_unique<GradientReadyHook>([this, index] { on_gradient_ready(index); }));
+  }
+
+  // A parameter the optimizer updates but nobody reduces trains on each rank alone.
+  void require_trainable_parameters_named(torch::optim::Optimizer& optimizer) const {
+    std::ostringstream missing;
+    int count = 0;
+    const auto& groups = optimizer.param_groups();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const auto& parameters = groups[g].params();
+      for (std::size_t i = 0; i < parameters.size(); ++i) {
+        const at::Tensor& parameter = parameters[i];
+        if (!parameter.requires_grad() || named.count(parameter.unsafeGetTensorImpl())) continue;
+        if (++count <= 8) missing << (count > 1 ? ", " : "") << "param_groups()[" << g << "][" << i << "] of shape " << parameter.sizes();
+      }
+    }
+    if (count == 0) return;
+    throw Error("dtrain::DistributedOptimizer: " + std::to_string(count) + " parameter" + (count > 1 ? "s" : "") +
+                " of the optimizer " + (count > 1 ? "are" : "is") + " missing from named_parameters (" + missing.str() +
+                (count > 8 ? ", ..." : "") +
+                "): left out, it would train on each rank alone; pass every parameter the optimizer updates, "
+                "e.g. module->named_parameters().pairs()");
+  }
 
   void start(Slot& slot) {
     at::Tensor& grad = slot.parameter.mutable_grad();
     if (!grad.defined()) grad = at::zeros_like(slot.parameter);  // no gradient here: contribute zeros
+    // An embedding's sparse gradient is reduced as dense (Horovod's sparse_as_dense): exact
+    // and right for every optimizer, at the cost of the whole table on the wire.
+    if (grad.is_sparse()) grad = grad.to_dense();
     if (options.compression == Compression::kFp16 && grad.is_floating_point() && grad.scalar_type() != at::kHalf) {
       slot.wire = grad.to(at::kCPU, at::kHalf).contiguous();
     } else if (!grad.is_cpu() || !grad.is_contiguous()) {
@@ -52,6 +97,7 @@ struct DistributedOptimizer::Impl {
 
   void on_gradient_ready(std::size_t index) {
     Slot& slot = slots[index];
+    synchronized = false;  // this gradient changed: it has not been reduced
     ++slot.passes;
     if (slot.passes > options.backward_passes_per_step) {
       throw Error("dtrain::DistributedOptimizer: gradient of '" + slot.name + "' computed " +
@@ -81,29 +127,20 @@ DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, c
   }
   impl_->options = std::move(options);
   std::unordered_set<std::string> names;
-  std::unordered_set<const void*> tensors;
   for (const auto& [name, parameter] : named_parameters) {
     if (!names.insert(name).second) {
       throw Error("dtrain::DistributedOptimizer: parameter name '" + name + "' appears twice; names must be unique");
     }
-    if (!tensors.insert(parameter.unsafeGetTensorImpl()).second) {
+    if (!impl_->named.insert(parameter.unsafeGetTensorImpl()).second) {
       throw Error("dtrain::DistributedOptimizer: parameter '" + name + "' is the same tensor as an earlier one");
     }
-    if (!parameter.requires_grad()) continue;
     Impl::Slot slot;
     slot.name = impl_->options.name_prefix + name;
     slot.parameter = parameter;
     impl_->slots.push_back(std::move(slot));
   }
-  for (std::size_t i = 0; i < impl_->slots.size(); ++i) {
-    auto& slot = impl_->slots[i];
-    slot.accumulator = torch::autograd::impl::grad_accumulator(slot.parameter);
-    if (!slot.accumulator) {
-      throw Error("dtrain::DistributedOptimizer: parameter '" + slot.name + "' is not a leaf tensor");
-    }
-    slot.hook_key = slot.accumulator->add_post_hook(
-        std::make_unique<GradientReadyHook>([impl = impl_.get(), i] { impl->on_gradient_ready(i); }));
-  }
+  impl_->require_trainable_parameters_named(optimizer_);
+  for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
 }
 
 DistributedOptimizer::~DistributedOptimizer() {
@@ -119,30 +156,57 @@ DistributedOptimizer::~DistributedOptimizer() {
 }
 
 void DistributedOptimizer::synchronize() {
+  impl_->require_trainable_parameters_named(optimizer_);
+  if (impl_->synchronized) return;  // reduced already, and no backward pass since
   for (auto& slot : impl_->slots) {
-    if (!slot.started) impl_->start(slot);
+    if (!slot.started && slot.parameter.requires_grad()) impl_->start(slot);
   }
   std::string first_error;
   for (auto& slot : impl_->slots) {
-    try {
-      slot.handle.wait();
-      at::Tensor& grad = slot.parameter.mutable_grad();
-      if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
-    } catch (const std::exception& e) {
-      if (first_error.empty()) first_error = e.what();
+    if (slot.started) {
+      try {
+        slot.handle.wait();
+        at::Tensor& grad = slot.parameter.mutable_grad();
+        if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
+      } catch (const std::exception& e) {
+        if (first_error.empty()) first_error = e.what();
+      }
     }
     slot.wire = at::Tensor();
     slot.started = false;
     slot.passes = 0;
   }
   if (!first_error.empty()) throw Error(first_error);
+  // Parameters unfrozen since the last step: their first gradient was reduced above; from
+  // now on their hooks overlap it with backward.
+  for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
+  impl_->synchronized = true;
 }
 
 void DistributedOptimizer::step() {
-  synchronize();
+  if (impl_->skipping > 0) {
+    for (const auto& slot : impl_->slots) {
+      if (slot.started) {
+        throw Error("dtrain::DistributedOptimizer: step() inside skip_synchronize() while the allreduce of '" +
+                    slot.name + "' is in flight (a backward pass ran after synchronize()); call synchronize() first");
+      }
+    }
+  } else {
+    synchronize();
+  }
   optimizer_.step();
+  impl_->synchronized = false;
 }
 
-void DistributedOptimizer::zero_grad() { optimizer_.zero_grad(); }
+void DistributedOptimizer::zero_grad() {
+  optimizer_.zero_grad();
+  impl_->synchronized = false;
+}
+
+DistributedOptimizer::SkipSynchronize::SkipSynchronize(DistributedOptimizer& owner) : owner_(owner) {
+  ++owner_.impl_->skipping;
+}
+
+DistributedOptimizer::SkipSynchronize::~SkipSynchronize() { --owner_.impl_->skipping; }
 
 }  // namespace dtrain::libtorch

@@ -1,10 +1,19 @@
 // The LibTorch adapter across real processes (ctest runs it under `dtrain run -np 2` and
 // `-np 3`, with and without tensor fusion). Every rank runs the same tests in order.
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
+
+#include <functional>
+#include <memory>
 
 #include "dtrain/torch.h"
 #include "mnist/mnist_net.h"
@@ -145,6 +154,135 @@ TEST(DistributedOptimizer, DuplicateParameterNamesAreRefused) {
   EXPECT_NE(message.find("'w' appears twice"), std::string::npos) << message;
 }
 
+// A layer whose weight starts at zero on every rank, and an SGD with learning rate 1 over it.
+struct ZeroLayer {
+  explicit ZeroLayer(std::int64_t n) : layer(torch::nn::LinearOptions(n, 1).bias(false)), sgd(layer->parameters(), 1.0) {
+    torch::NoGradGuard no_grad;
+    layer->weight.zero_();
+  }
+  torch::nn::Linear layer;
+  torch::optim::SGD sgd;
+};
+
+DistributedOptimizerOptions summing(const std::string& prefix) {
+  DistributedOptimizerOptions options;
+  options.op = ReduceOp::kSum;  // a second reduction would multiply the gradient by size()
+  options.name_prefix = prefix;
+  return options;
+}
+
+// Horovod's gradient clipping recipe, without its skip_synchronize(): step() after
+// synchronize() must not reduce the already-reduced gradients again.
+TEST(DistributedOptimizer, StepAfterSynchronizeReducesOnce) {
+  ZeroLayer model(3);
+  DistributedOptimizer optimizer(model.sgd, model.layer->named_parameters().pairs(), summing("clip."));
+  const double sum_of_ranks = mean_of_ranks() * size();
+  for (int iteration = 1; iteration <= 2; ++iteration) {
+    optimizer.zero_grad();
+    model.layer->forward(rank_input(3)).sum().backward();
+    optimizer.synchronize();
+    optimizer.synchronize();  // a second call changes nothing either
+    EXPECT_TRUE(model.layer->weight.grad().allclose(at::full({1, 3}, sum_of_ranks)));
+    {
+      torch::NoGradGuard no_grad;
+      model.layer->weight.mutable_grad().mul_(0.5);  // "clipping", on the reduced gradient
+    }
+    optimizer.step();
+    EXPECT_TRUE(model.layer->weight.allclose(at::full({1, 3}, -0.5 * sum_of_ranks * iteration))) << iteration;
+  }
+}
+
+TEST(DistributedOptimizer, SkipSynchronizeStepsWithoutReducing) {
+  ZeroLayer model(2);
+  DistributedOptimizer optimizer(model.sgd, model.layer->named_parameters().pairs(), summing("skip."));
+  model.layer->forward(rank_input(2)).sum().backward();
+  optimizer.synchronize();
+  {
+    auto skip = optimizer.skip_synchronize();
+    optimizer.step();
+  }
+  EXPECT_TRUE(model.layer->weight.allclose(at::full({1, 2}, -mean_of_ranks() * size())));
+
+  // A backward pass after synchronize() starts allreduces that would land mid-step.
+  optimizer.zero_grad();
+  model.layer->forward(rank_input(2)).sum().backward();
+  const std::string message = error_of([&] {
+    auto skip = optimizer.skip_synchronize();
+    optimizer.step();
+  });
+  EXPECT_NE(message.find("'skip.weight' is in flight"), std::string::npos) << message;
+  optimizer.synchronize();  // what the message asks for; it drains the allreduce everywhere
+  EXPECT_TRUE(model.layer->weight.grad().allclose(at::full({1, 2}, mean_of_ranks() * size())));
+}
+
+// Horovod's missing_named_parameters: a parameter nobody reduces trains on each rank alone.
+TEST(DistributedOptimizer, TrainableParameterMissingFromNamedParametersIsRefused) {
+  torch::nn::Linear layer(4, 2);
+  torch::optim::SGD sgd(layer->parameters(), 1.0);
+  const std::string message = error_of([&] { DistributedOptimizer o(sgd, {{"weight", layer->weight}}); });
+  EXPECT_NE(message.find("1 parameter of the optimizer is missing from named_parameters "
+                         "(param_groups()[0][1] of shape [2])"),
+            std::string::npos)
+      << message;
+
+  // A frozen parameter may be left out, until it is unfrozen.
+  layer->bias.set_requires_grad(false);
+  DistributedOptimizerOptions options;
+  options.name_prefix = "missing.";
+  DistributedOptimizer optimizer(sgd, {{"weight", layer->weight}}, options);
+  layer->bias.set_requires_grad(true);
+  const std::string later = error_of([&] { optimizer.synchronize(); });
+  EXPECT_NE(later.find("param_groups()[0][1] of shape [2]"), std::string::npos) << later;
+}
+
+// A parameter frozen when the optimizer was built and unfrozen later is reduced from then on
+// (first at synchronize(), afterwards by its hook during backward); frozen again, it is left be.
+TEST(DistributedOptimizer, FollowsParametersFrozenAndUnfrozenDuringTraining) {
+  ZeroLayer always(2), late(2);
+  std::vector<at::Tensor> parameters = {always.layer->weight, late.layer->weight};
+  torch::optim::SGD sgd(parameters, 1.0);
+  late.layer->weight.set_requires_grad(false);
+  DistributedOptimizer optimizer(sgd, {{"always", always.layer->weight}, {"late", late.layer->weight}},
+                                 summing("unfreeze."));
+  auto train_step = [&] {
+    optimizer.zero_grad();
+    (always.layer->forward(rank_input(2)) + late.layer->forward(rank_input(2))).sum().backward();
+    optimizer.step();
+  };
+  const double sum_of_ranks = mean_of_ranks() * size();
+  train_step();
+  EXPECT_FALSE(late.layer->weight.grad().defined());
+  late.layer->weight.set_requires_grad(true);
+  for (int unfrozen_steps = 1; unfrozen_steps <= 2; ++unfrozen_steps) {
+    train_step();
+    EXPECT_TRUE(late.layer->weight.grad().allclose(at::full({1, 2}, sum_of_ranks))) << unfrozen_steps;
+    EXPECT_TRUE(late.layer->weight.allclose(at::full({1, 2}, -sum_of_ranks * unfrozen_steps))) << unfrozen_steps;
+  }
+  late.layer->weight.set_requires_grad(false);
+  train_step();
+  EXPECT_TRUE(late.layer->weight.allclose(at::full({1, 2}, -sum_of_ranks * 2)));
+  EXPECT_TRUE(always.layer->weight.allclose(at::full({1, 2}, -sum_of_ranks * 4)));
+}
+
+// Each rank looks up its own row of an embedding with sparse gradients.
+TEST(DistributedOptimizer, SparseGradientsAreReducedAsDense) {
+  torch::nn::Embedding table(torch::nn::EmbeddingOptions(4, 2).sparse(true));
+  torch::optim::SGD sgd(table->parameters(), 1.0);
+  DistributedOptimizerOptions options;
+  options.name_prefix = "sparse.";
+  options.backward_passes_per_step = 2;  // the first pass leaves the sparse gradient be
+  DistributedOptimizer optimizer(sgd, table->named_parameters().pairs(), options);
+  table->forward(at::full({1}, rank(), at::kLong)).sum().backward();
+  ASSERT_TRUE(table->weight.grad().is_sparse());
+  table->forward(at::full({1}, rank(), at::kLong)).sum().backward();
+  optimizer.synchronize();
+  const at::Tensor grad = table->weight.grad();
+  ASSERT_FALSE(grad.is_sparse());
+  for (int row = 0; row < 4; ++row) {
+    EXPECT_TRUE(grad[row].allclose(at::full({2}, row < size() ? 2.0 / size() : 0.0))) << row;
+  }
+}
+
 TEST(Broadcast, ParametersAndOptimizerStateFromRoot) {
   torch::manual_seed(100 + rank());  // different weights on every rank
   torch::nn::Linear layer(3, 2);
@@ -162,6 +300,79 @@ TEST(Broadcast, ParametersAndOptimizerStateFromRoot) {
   EXPECT_EQ(options.lr(), 0.01);
   EXPECT_EQ(options.momentum(), 0.9);
   EXPECT_EQ(sgd.state().size(), 2u);  // rank 0's momentum buffers arrived everywhere
+}
+
+// Every rank builds the optimizer with its own options (rank 0's are the ones that count)
+// and only rank 0 has stepped, so it alone has state. After the broadcasts one identical
+// step must leave identical parameters everywhere, which needs rank 0's options and state.
+using OptimizerFactory = std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor>)>;
+
+std::vector<std::pair<std::string, OptimizerFactory>> optimizer_factories() {
+  const double r = rank();
+  return {
+      {"sgd_nesterov",
+       [r](std::vector<at::Tensor> p) {
+         return std::make_unique<torch::optim::SGD>(
+             p, torch::optim::SGDOptions(0.1 + r).momentum(0.9 - 0.1 * r).nesterov(true).weight_decay(0.01 * (r + 1)));
+       }},
+      {"adam",
+       [r](std::vector<at::Tensor> p) {
+         return std::make_unique<torch::optim::Adam>(
+             p, torch::optim::AdamOptions(0.01 + r).betas({0.8 + 0.01 * r, 0.99 - 0.01 * r}).eps(1e-6 * (r + 1)).weight_decay(0.1 * r));
+       }},
+      {"adamw",
+       [r](std::vector<at::Tensor> p) {
+         return std::make_unique<torch::optim::AdamW>(
+             p, torch::optim::AdamWOptions(0.01 + r).betas({0.8 + 0.01 * r, 0.99}).weight_decay(0.1 * (r + 1)).amsgrad(r == 0));
+       }},
+      {"rmsprop",
+       [r](std::vector<at::Tensor> p) {
+         return std::make_unique<torch::optim::RMSprop>(
+             p, torch::optim::RMSpropOptions(0.01 + r).alpha(0.9 + 0.01 * r).momentum(0.5 * r).centered(r == 0));
+       }},
+      {"adagrad",
+       [r](std::vector<at::Tensor> p) {
+         return std::make_unique<torch::optim::Adagrad>(
+             p, torch::optim::AdagradOptions(0.1 + r).lr_decay(0.01 * r).weight_decay(0.05 * (r + 1)));
+       }},
+  };
+}
+
+TEST(Broadcast, OptimizerStateAndOptionsOfEveryOptimizerType) {
+  for (const auto& [kind, make] : optimizer_factories()) {
+    torch::manual_seed(200 + rank());  // different weights on every rank
+    torch::nn::Linear layer(3, 2);
+    auto optimizer = make(layer->parameters());
+    auto local_step = [&] {
+      optimizer->zero_grad();
+      layer->forward(at::ones({2, 3})).pow(2).sum().backward();
+      optimizer->step();
+    };
+    if (rank() == 0) {
+      local_step();
+      local_step();
+    }
+    broadcast_parameters(named_state(*layer), 0);
+    broadcast_optimizer_state(*optimizer, 0);
+    local_step();
+    const at::Tensor flat = at::cat({layer->weight.detach().flatten(), layer->bias.detach().flatten()}).unsqueeze(0);
+    const at::Tensor everyone = allgather(flat, "bcast.every_optimizer." + kind);
+    for (int other = 1; other < size(); ++other) EXPECT_TRUE(everyone[other].equal(everyone[0])) << kind << " rank " << other;
+  }
+}
+
+// Buffers travel with the parameters, integer ones included (BatchNorm's batch count).
+TEST(Broadcast, BuffersIncludingIntegerOnes) {
+  torch::nn::BatchNorm1d norm(4);
+  {
+    torch::NoGradGuard no_grad;
+    norm->running_mean.fill_(rank() + 0.5);
+    norm->num_batches_tracked.fill_(7 + rank());
+  }
+  broadcast_parameters(named_state(*norm), 0);
+  EXPECT_TRUE(norm->running_mean.equal(at::full({4}, 0.5)));
+  EXPECT_EQ(norm->num_batches_tracked.scalar_type(), at::kLong);
+  EXPECT_EQ(norm->num_batches_tracked.item<std::int64_t>(), 7);
 }
 
 TEST(Metric, AverageAcrossRanks) { EXPECT_DOUBLE_EQ(metric_average(rank() * 2.0, "metric"), size() - 1.0); }
