@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <numeric>
 #include <thread>
 
@@ -251,20 +252,35 @@ TEST(Mismatch, CachedTensorChangingShapeOnOneRank) {
 }
 
 TEST(Misuse, DuplicateNameInFlightRaises) {
-  // Only rank 0 submits twice, and the others submit "dup" only after the barrier that rank 0
-  // enters after both tries: its first is certainly still in flight. (Were another rank to try
-  // too, its first could complete before its second under load, and that second, never waited
-  // for, would later run into freed memory when the other ranks join.)
-  Tensor t(DataType::kFloat32, {4});
-  Handle first;
-  if (rank() == 0) {
-    first = allreduce_async("dup", t.view, t.view);
-    const std::string message = error_of([&] { allreduce_async("dup", t.view, t.view); });
-    EXPECT_NE(message.find("already in flight"), std::string::npos) << message;
+  // Only rank 0 submits twice, and the others submit each name only after the barrier that
+  // rank 0 enters after its tries: its first is certainly still in flight. (Were another rank
+  // to try too, its first could complete before its second under load, and that second, never
+  // waited for, would later run into freed memory when the other ranks join.)
+  Tensor t(DataType::kFloat32, {size() * 2});
+  using Submit = std::function<Handle(const std::string&)>;
+  const std::vector<std::pair<std::string, Submit>> collectives = {
+      {"allreduce", [&](const std::string& name) { return allreduce_async(name, t.view, t.view); }},
+      {"allgather", [&](const std::string& name) { return allgather_async(name, t.view); }},
+      {"broadcast", [&](const std::string& name) { return broadcast_async(name, t.view, 0); }},
+      {"alltoall", [&](const std::string& name) { return alltoall_async(name, t.view); }},
+      {"reducescatter", [&](const std::string& name) { return reducescatter_async(name, t.view); }},
+  };
+  std::vector<Handle> firsts(collectives.size());
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    const auto& [kind, submit] = collectives[i];
+    if (rank() != 0) continue;
+    firsts[i] = submit("dup." + kind);
+    const std::string message = error_of([&] { submit("dup." + kind); });
+    EXPECT_NE(message.find(kind + " 'dup." + kind + "' on rank 0: a collective with this name is already in flight"),
+              std::string::npos)
+        << message;
   }
   barrier();
-  if (rank() != 0) first = allreduce_async("dup", t.view, t.view);
-  first.wait();
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    const auto& [kind, submit] = collectives[i];
+    if (rank() != 0) firsts[i] = submit("dup." + kind);
+  }
+  for (auto& first : firsts) first.wait();
 }
 
 TEST(Allgather, RanksWithDifferentFirstDimensions) {
@@ -366,6 +382,55 @@ TEST(Reducescatter, EvenAndUnevenFirstDimensions) {
                   expected_reduction(op, size(), global, DataType::kFloat32));
       }
     }
+  }
+}
+
+TEST(Reducescatter, PrescaleAndPostscaleAndScalarsRefused) {
+  Tensor t(DataType::kFloat64, {size()});
+  for (int i = 0; i < size(); ++i) t.set(i, rank() + 1.0 + i);
+  ReduceOptions options;
+  options.op = ReduceOp::kSum;
+  options.prescale_factor = 3.0;   // each contribution, before the sum
+  options.postscale_factor = 0.5;  // the sum
+  auto scattered = reducescatter("rs.scaled", t.view, options);
+  const double sum = size() * (size() + 1) / 2.0 + size() * rank();  // sum over ranks r of (r + 1 + rank())
+  EXPECT_EQ(testing::load(DataType::kFloat64, scattered.output().data, 0), 1.5 * sum);
+
+  Tensor scalar(DataType::kFloat32, {});
+  const std::string message = error_of([&] { reducescatter("rs.scalar", scalar.view); });
+  EXPECT_NE(message.find("reducescatter 'rs.scalar'"), std::string::npos) << message;
+  EXPECT_NE(message.find("needs at least one dimension"), std::string::npos) << message;
+}
+
+// Many allgathers and reducescatters in flight at once, and a barrier submitted among them:
+// the barrier neither waits for them nor disturbs them, and every result is right.
+TEST(Barrier, AmongManyAllgathersAndReducescattersInFlight) {
+  const int count = 24;
+  std::vector<Tensor> gathered_inputs, scattered_inputs;
+  for (int k = 0; k < count; ++k) {
+    gathered_inputs.emplace_back(DataType::kInt64, std::vector<std::int64_t>{2});
+    scattered_inputs.emplace_back(DataType::kInt64, std::vector<std::int64_t>{size()});
+    for (std::size_t i = 0; i < 2; ++i) gathered_inputs[k].set(i, 1000 * k + 10 * rank() + static_cast<double>(i));
+    for (int i = 0; i < size(); ++i) scattered_inputs[k].set(i, k + i);
+  }
+  std::vector<Handle> gathers, scatters;
+  for (int k = 0; k < count; ++k) {
+    gathers.push_back(allgather_async("flight.gather." + std::to_string(k), gathered_inputs[k].view));
+    scatters.push_back(reducescatter_async("flight.scatter." + std::to_string(k), scattered_inputs[k].view,
+                                           {ReduceOp::kSum}));
+    if (k == count / 2) barrier();
+  }
+  for (int k = 0; k < count; ++k) {
+    gathers[k].wait();
+    const TensorView gathered = gathers[k].output();
+    ASSERT_EQ(gathered.shape, (std::vector<std::int64_t>{2 * size()}));
+    for (int r = 0; r < size(); ++r) {
+      for (int i = 0; i < 2; ++i) EXPECT_EQ(testing::load(DataType::kInt64, gathered.data, 2 * r + i), 1000 * k + 10 * r + i);
+    }
+    scatters[k].wait();
+    const TensorView scattered = scatters[k].output();
+    ASSERT_EQ(scattered.shape, (std::vector<std::int64_t>{1}));
+    EXPECT_EQ(testing::load(DataType::kInt64, scattered.data, 0), size() * (k + rank()));
   }
 }
 
