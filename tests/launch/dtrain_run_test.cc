@@ -168,6 +168,21 @@ TEST(DtrainRun, SigtermToTheLauncherReachesEveryWorker) {
   EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
 }
 
+// A launcher killed outright (SIGKILL: the OOM killer, a scheduler) cannot stop anyone; the
+// workers must still not outlive it. (What a worker itself starts is its own to clean up.)
+TEST(DtrainRun, WorkersDieWithALauncherKilledBySigkill) {
+  std::string marker = unique_sleep();
+  ChildRunner launcher(dtrain_run({"-np", "2", "--start-timeout", "0", "sh", "-c",
+                                   "echo started; exec sleep " + marker}));
+  ASSERT_TRUE(launcher.wait_for_stdout("<stdout>:started", 20, 2)) << launcher.out();
+  ASSERT_GE(testing::processes_with_marker(marker), 2);  // the workers (and the launcher)
+  launcher.signal(SIGKILL);
+  auto r = launcher.finish(20);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_EQ(testing::wait_for_no_marker(marker, 20), 0);
+}
+
 TEST(DtrainRun, WorkersIgnoringTheSignalAreKilledAfterTheGrace) {
   std::string marker = unique_sleep();
   ChildRunner launcher(dtrain_run({"-np", "2", "--kill-grace-s", "1", "--start-timeout", "0",
