@@ -204,6 +204,7 @@ int run_worker(const EntrypointOptions& options, const TrainingEnvironment& env)
   } else {
     write_failure(layout, end->reason);
   }
+  link.acknowledge_end();
   // This host did its part: its own status is 0 whatever the job's outcome
   // (the master's status is the job's). A worker exiting non-zero here would
   // race the master's own exit in whatever supervises both.

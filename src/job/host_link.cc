@@ -152,7 +152,7 @@ void MasterLinks::connect_all(const std::vector<std::string>& hosts, const std::
   }
 }
 
-void MasterLinks::report_end(const JobEnd& end) {
+void MasterLinks::report_end(const JobEnd& end, double ack_wait_s) {
   std::string reason = end.reason;
   for (char& c : reason) {
     if (c == '\n') c = ' ';
@@ -160,10 +160,22 @@ void MasterLinks::report_end(const JobEnd& end) {
   for (auto& l : links_) {
     send_all(l.fd, fmt::format("end {} {}\n", end.exit_code, reason));
     ::shutdown(l.fd, SHUT_WR);
+  }
+  // A worker acknowledges by closing its end: the link reads as ended (or failed) then.
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(ack_wait_s));
+  for (auto& l : links_) {
+    char byte;
+    while (Clock::now() < deadline) {
+      pollfd p{l.fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) > 0 && ::recv(l.fd, &byte, 1, 0) <= 0) break;
+    }
     close_quietly(l.fd);
   }
   links_.clear();
 }
+
+void WorkerLink::acknowledge_end() { close_quietly(master_fd_); }
 
 WorkerLink::~WorkerLink() {
   close_quietly(listen_fd_);
@@ -214,8 +226,10 @@ bool WorkerLink::accept_master(double wait_s) {
 std::optional<JobEnd> WorkerLink::wait_for_end() {
   std::string buffer;
   std::optional<std::string> line = read_line(master_fd_, buffer);
-  close_quietly(master_fd_);
-  if (!line || !line->starts_with("end ")) return std::nullopt;
+  if (!line || !line->starts_with("end ")) {
+    close_quietly(master_fd_);
+    return std::nullopt;
+  }
   JobEnd end;
   std::istringstream words(line->substr(4));
   words >> end.exit_code;

@@ -37,8 +37,11 @@ class MasterLinks {
   void connect_all(const std::vector<std::string>& hosts, const std::string& master, int port,
                    double wait_s);
 
-  // Sends the job's end to every connected worker and closes the links.
-  void report_end(const JobEnd& end);
+  // Sends the job's end to every connected worker, waits (up to `ack_wait_s`) for each to
+  // acknowledge it, and closes the links. The master's exit ends the job, and whatever
+  // supervises the hosts then stops them: without the wait, a worker could be stopped before
+  // it has recorded the end it was told.
+  void report_end(const JobEnd& end, double ack_wait_s = 10);
 
  private:
   struct Link {
@@ -65,6 +68,8 @@ class WorkerLink {
   // Blocks until the master reports the end (returned) or the connection
   // drops without a report (nullopt: the master disappeared).
   std::optional<JobEnd> wait_for_end();
+  // Tells the master the end has been recorded (closes the link); the master waits for it.
+  void acknowledge_end();
 
   const std::string& master() const { return master_; }
 
