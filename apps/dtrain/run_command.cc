@@ -43,6 +43,8 @@ RunCommand::RunCommand(CLI::App& parent) {
   value("--output-filename", output_dir_, "Also write raw output to DIR/rank.N/{stdout,stderr}")
       ->type_name("DIR");
   value("--timeline-filename", timeline_, "Timeline file (DTRAIN_TIMELINE)")->type_name("PATH");
+  app_->add_flag("--timeline-mark-cycles", options_.timeline_mark_cycles,
+                 "Mark each negotiation cycle that had work in the timeline (DTRAIN_TIMELINE_MARK_CYCLES)");
   value("--fusion-threshold-mb", fusion_mb_, "Tensor fusion buffer size (DTRAIN_FUSION_THRESHOLD)")
       ->type_name("MB");
   value("--cycle-time-ms", cycle_ms_, "Background cycle time (DTRAIN_CYCLE_TIME_MS)")

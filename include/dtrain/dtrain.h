@@ -72,7 +72,7 @@ class Handle {
 
   // Results, valid after a successful wait():
   TensorView output() const;                            // allgather, alltoall, reducescatter
-  const std::vector<std::int64_t>& received_splits() const;  // alltoall: rows from each rank
+  const std::vector<std::int64_t>& received_splits() const;  // allgather, alltoall: rows from each rank
   int last_joined_rank() const;                         // join
 
  private:
@@ -89,7 +89,7 @@ class CollectiveResult {
   explicit CollectiveResult(Handle operation);
 
   const TensorView& output() const { return output_; }
-  // alltoall: the rows received from each rank. Empty for allgather and reducescatter.
+  // allgather and alltoall: the rows received from each rank. Empty for reducescatter.
   const std::vector<std::int64_t>& received_splits() const { return operation_.received_splits(); }
 
  private:
@@ -168,11 +168,30 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
 CollectiveResult reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
                                OutputAllocator allocate = {});
 
+// Bytes rather than tensors, for what is not a tensor: a serialised config, a dataset index,
+// a vocabulary. Negotiated like the other collectives (the name, and the root for broadcast,
+// must agree on every rank).
+// `bytes` on `root` returned on every rank (the others' `bytes` are ignored).
+std::string broadcast_object(const std::string& bytes, int root, const std::string& name);
+// Every rank's bytes, in rank order; their lengths may differ.
+std::vector<std::string> allgather_object(const std::string& bytes, const std::string& name);
+
 void barrier();
 
 // Declares this rank out of data. Until every rank has joined, this rank's background thread
 // keeps serving the others' allreduces with zeros (Sum and Average only). Returns the rank that
 // joined last.
 int join();
+
+// The timeline (Chrome-trace JSON of negotiation, queueing and communication, as
+// DTRAIN_TIMELINE writes from the start) for a part of the run only: e.g. a few steady-state
+// steps. Rank 0 writes it; on other ranks these calls do nothing, so every rank may call
+// them. start_timeline() replaces a timeline being written (which is closed complete);
+// `mark_cycles` adds a CYCLE_START marker at each negotiation cycle that had work (idle
+// cycles are left out: they come every few milliseconds). Both take effect between two
+// cycles and return once they have: after stop_timeline() the file is complete, valid JSON.
+// Operations in flight at a start or stop appear with the phases that fall inside.
+void start_timeline(const std::string& path, bool mark_cycles = false);
+void stop_timeline();
 
 }  // namespace dtrain

@@ -19,6 +19,7 @@ struct LaunchOptions {
   double start_timeout_s = 30;               // 0 disables the rendezvous deadline
   std::optional<std::string> output_dir;     // --output-filename
   std::optional<std::string> timeline_filename;
+  bool timeline_mark_cycles = false;
   std::optional<double> fusion_threshold_mb;
   std::optional<double> cycle_time_ms;
   std::optional<double> stall_warning_s;

@@ -22,6 +22,7 @@ struct WorkerEnvSettings {
 
   std::optional<std::string> network_interface;  // DTRAIN_IFACE
   std::optional<std::string> timeline_filename;  // DTRAIN_TIMELINE
+  bool timeline_mark_cycles = false;             // DTRAIN_TIMELINE_MARK_CYCLES=1
   std::optional<double> fusion_threshold_mb;     // DTRAIN_FUSION_THRESHOLD (bytes)
   std::optional<double> cycle_time_ms;           // DTRAIN_CYCLE_TIME_MS
   std::optional<double> stall_warning_s;         // DTRAIN_STALL_WARNING_S

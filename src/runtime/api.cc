@@ -220,6 +220,18 @@ Placement placement_from_environment() {
   return {config.rank, config.size, config.local_rank, config.local_size, config.cross_rank, config.cross_size};
 }
 
+void start_timeline(const std::string& path, bool mark_cycles) {
+  BackgroundLoop& running = running_loop("start_timeline");
+  if (path.empty()) throw Error("dtrain::start_timeline: the path is empty");
+  if (running.config().rank != 0) return;
+  running.replace_timeline(std::make_unique<runtime::Timeline>(path, mark_cycles));
+}
+
+void stop_timeline() {
+  BackgroundLoop& running = running_loop("stop_timeline");
+  if (running.config().rank == 0) running.replace_timeline(nullptr);
+}
+
 int rank() { return running_loop("rank").config().rank; }
 int size() { return running_loop("size").config().size; }
 int local_rank() { return running_loop("local_rank").config().local_rank; }

@@ -19,8 +19,9 @@ constexpr auto kIdleCycle = std::chrono::milliseconds(20);
 BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> transport)
     : config_(std::move(config)),
       transport_(std::move(transport)),
-      timeline_(config_.rank == 0 && !config_.timeline_path.empty() ? std::make_unique<Timeline>(config_.timeline_path)
-                                                                     : nullptr),
+      timeline_(config_.rank == 0 && !config_.timeline_path.empty()
+                    ? std::make_unique<Timeline>(config_.timeline_path, config_.timeline_mark_cycles)
+                    : nullptr),
       cache_(config_.cache_capacity),
       executor_(*transport_, timeline_.get(), [this](const std::string& name) {
         std::lock_guard lock(mutex_);
@@ -64,6 +65,26 @@ void BackgroundLoop::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void BackgroundLoop::replace_timeline(std::unique_ptr<Timeline> timeline) {
+  std::unique_lock lock(mutex_);
+  timeline_taken_.wait(lock, [&] { return !timeline_handover_ || !failure_.empty(); });  // another thread's first
+  timeline_handover_ = std::move(timeline);
+  submitted_.notify_one();
+  timeline_taken_.wait(lock, [&] { return !timeline_handover_ || !failure_.empty(); });
+  if (timeline_handover_) take_timeline_handover();  // the loop has ended: nobody else uses the timeline now
+}
+
+// The coordinator and the executor write to the timeline; both are told of the new one here,
+// between cycles, so no phase of an operation is written half to one file and half to another.
+void BackgroundLoop::take_timeline_handover() {
+  if (!timeline_handover_) return;
+  timeline_ = std::move(*timeline_handover_);  // the old one, if any, is closed complete here
+  timeline_handover_.reset();
+  if (coordinator_) coordinator_->set_timeline(timeline_.get());
+  executor_.set_timeline(timeline_.get());
+  timeline_taken_.notify_all();
+}
+
 void BackgroundLoop::run() {
   std::string reason = "dtrain: the runtime was shut down before this operation completed";
   try {
@@ -77,7 +98,7 @@ void BackgroundLoop::run() {
       std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(cycle_time));
       std::unique_lock lock(mutex_);
       if (pending_.empty()) {
-        submitted_.wait_until(lock, start + kIdleCycle, [&] { return !queue_.empty() || stop_requested_; });
+        submitted_.wait_until(lock, start + kIdleCycle, [&] { return !queue_.empty() || stop_requested_ || timeline_handover_; });
       }
     }
     // Every rank has received the final plan once all reach here; only then close sockets.
@@ -98,6 +119,7 @@ void BackgroundLoop::fail_everything(const std::string& reason) {
   {
     std::lock_guard lock(mutex_);
     failure_ = reason;
+    timeline_taken_.notify_all();
     queued.swap(queue_);
     in_flight_.clear();
   }
@@ -107,9 +129,11 @@ void BackgroundLoop::fail_everything(const std::string& reason) {
 }
 
 void BackgroundLoop::cycle() {
+  const auto start = Clock::now();
   CycleReport report;
   {
     std::lock_guard lock(mutex_);
+    take_timeline_handover();
     while (!queue_.empty()) {
       TensorEntry entry = std::move(queue_.front());
       queue_.pop_front();
@@ -136,9 +160,9 @@ void BackgroundLoop::cycle() {
     plan = decode_plan(transport_->broadcast_from_coordinator({}));
   }
 
-  for (const Response& response : fuse_responses(resolve(plan), config_.fusion_threshold_bytes)) {
-    executor_.execute(response, pending_);
-  }
+  const std::vector<Response> responses = fuse_responses(resolve(plan), config_.fusion_threshold_bytes);
+  if (timeline_ && !responses.empty()) timeline_->mark_cycle(start);
+  for (const Response& response : responses) executor_.execute(response, pending_);
   if (plan.shutdown) {
     stopped_by_plan_ = true;
     if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -37,11 +38,17 @@ class BackgroundLoop {
   // Asks every rank to stop, waits for the loop to end, and fails what is still pending.
   void stop();
 
+  // Rank 0: starts writing `timeline` in place of the one being written, or with nullptr
+  // stops. Applied between two cycles; returns once it is, so a timeline replaced or stopped
+  // here is a complete file when this returns.
+  void replace_timeline(std::unique_ptr<Timeline> timeline);
+
  private:
   void run();
   void cycle();
   std::vector<Response> resolve(const CyclePlan& plan);
   void fail_everything(const std::string& reason);
+  void take_timeline_handover();  // with mutex_ held
 
   RuntimeConfig config_;
   std::unique_ptr<Transport> transport_;
@@ -57,6 +64,8 @@ class BackgroundLoop {
   std::set<std::string> in_flight_;
   std::string failure_;  // set once the loop has ended; what submit() reports
   std::atomic<bool> stop_requested_{false};
+  std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken
+  std::condition_variable timeline_taken_;
 
   // Background thread only.
   std::unordered_map<std::string, TensorEntry> pending_;

@@ -29,6 +29,7 @@ class Coordinator {
   CyclePlan plan(const std::vector<CycleReport>& reports, Clock::time_point now);
 
   std::size_t pending_count() const { return table_.size(); }
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }  // nullptr: none
 
  private:
   struct Pending {

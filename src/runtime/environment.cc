@@ -87,6 +87,7 @@ RuntimeConfig read_config_from_environment() {
   c.stall_warning_s = number<double>("DTRAIN_STALL_WARNING_S", 60);
   c.stall_shutdown_s = number<double>("DTRAIN_STALL_SHUTDOWN_S", 0);
   c.timeline_path = text("DTRAIN_TIMELINE");
+  c.timeline_mark_cycles = number<int>("DTRAIN_TIMELINE_MARK_CYCLES", 0) != 0;
   c.shared_memory = number<int>("DTRAIN_SHM", 1) != 0;
   c.hierarchical = number<int>("DTRAIN_HIERARCHICAL_ALLREDUCE", -1);
   require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");

@@ -33,6 +33,7 @@ struct RuntimeConfig {
   double stall_warning_s = 60;
   double stall_shutdown_s = 0;  // 0: never
   std::string timeline_path;
+  bool timeline_mark_cycles = false;  // a marker at each cycle that had work
   bool shared_memory = true;  // DTRAIN_SHM: allreduce through shared memory among a host's ranks
   int hierarchical = -1;      // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};

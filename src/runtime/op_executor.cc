@@ -187,6 +187,7 @@ void OpExecutor::allgather(const Response& response, TensorEntry& entry) {
   std::vector<std::int64_t> shape = entry.input.shape;
   shape[0] = rows;
   void* out = allocate_output(entry, shape);
+  entry.state->received_splits = response.sizes;
   activity_begin(response, "COMMUNICATE");
   transport_.allgatherv(entry.input.data, out, bytes_per_rank);
   activity_end(response);

@@ -22,6 +22,8 @@ class OpExecutor {
   OpExecutor(Transport& transport, Timeline* timeline, std::function<void(const std::string&)> release)
       : transport_(transport), timeline_(timeline), release_(std::move(release)) {}
 
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }  // nullptr: none
+
   // Runs `response`, removing the entries it finishes from `entries`.
   void execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries);
 

@@ -8,12 +8,17 @@ namespace dtrain::runtime {
 
 using Clock = std::chrono::steady_clock;
 
-Timeline::Timeline(const std::string& path) : out_(path, std::ios::trunc), path_(path), origin_(Clock::now()) {
-  if (!out_) throw Error("dtrain: cannot open timeline file '" + path + "' for writing (DTRAIN_TIMELINE)");
+Timeline::Timeline(const std::string& path, bool mark_cycles)
+    : out_(path, std::ios::trunc), path_(path), origin_(Clock::now()), mark_cycles_(mark_cycles) {
+  if (!out_) throw Error("dtrain: cannot open timeline file '" + path + "' for writing");
   out_ << "[\n";
 }
 
 Timeline::~Timeline() {
+  for (const auto& [tensor, open] : open_spans_) {
+    const int count = open;  // end() counts it down
+    for (int i = 0; i < count; ++i) end(tensor);
+  }
   out_ << "\n]\n";
   out_.close();
 }
@@ -41,11 +46,15 @@ int Timeline::track_of(const std::string& tensor) {
 
 void Timeline::begin(const std::string& tensor, const std::string& activity) {
   const int pid = track_of(tensor);
+  ++open_spans_[tensor];
   write_event(
       nlohmann::json{{"name", activity}, {"ph", "B"}, {"ts", micros(Clock::now())}, {"pid", pid}, {"tid", 0}}.dump());
 }
 
 void Timeline::end(const std::string& tensor) {
+  auto open = open_spans_.find(tensor);
+  if (open == open_spans_.end() || open->second == 0) return;  // begun before this timeline started
+  --open->second;
   const int pid = track_of(tensor);
   write_event(nlohmann::json{{"ph", "E"}, {"ts", micros(Clock::now())}, {"pid", pid}, {"tid", 0}}.dump());
 }
@@ -62,6 +71,14 @@ void Timeline::span(const std::string& tensor, const std::string& activity, Cloc
   const int pid = track_of(tensor);
   write_event(nlohmann::json{{"name", activity}, {"ph", "X"}, {"ts", micros(start)},
                              {"dur", std::max<long long>(0, micros(stop) - micros(start))}, {"pid", pid}, {"tid", 0}}
+                  .dump());
+}
+
+void Timeline::mark_cycle(Clock::time_point start) {
+  if (!mark_cycles_) return;
+  const int pid = track_of("(cycles)");
+  write_event(nlohmann::json{{"name", "CYCLE_START"}, {"ph", "i"}, {"s", "p"}, {"ts", micros(start)}, {"pid", pid},
+                             {"tid", 0}}
                   .dump());
 }
 

@@ -42,6 +42,7 @@ TEST(WorkerEnv, ExportsFlagsOnlyWhenGiven) {
   WorkerEnvSettings s = base_settings();
   s.network_interface = "eth1";
   s.timeline_filename = "/tmp/timeline.json";
+  s.timeline_mark_cycles = true;
   s.fusion_threshold_mb = 64;
   s.cycle_time_ms = 2.5;
   s.stall_warning_s = 60;
@@ -50,6 +51,7 @@ TEST(WorkerEnv, ExportsFlagsOnlyWhenGiven) {
   auto env = as_map(dtrain_env_for(RankPlacement{0, 1, 0, 1, 0, 1, "localhost"}, s));
   EXPECT_EQ(env["DTRAIN_IFACE"], "eth1");
   EXPECT_EQ(env["DTRAIN_TIMELINE"], "/tmp/timeline.json");
+  EXPECT_EQ(env["DTRAIN_TIMELINE_MARK_CYCLES"], "1");
   EXPECT_EQ(env["DTRAIN_FUSION_THRESHOLD"], "67108864");
   EXPECT_EQ(env["DTRAIN_CYCLE_TIME_MS"], "2.5");
   EXPECT_EQ(env["DTRAIN_STALL_WARNING_S"], "60");

@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <csignal>
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -291,6 +292,9 @@ TEST(Allgather, RanksWithDifferentFirstDimensions) {
     const TensorView out = h.output();
     const std::int64_t rows = size() * (size() - 1) / 2;
     ASSERT_EQ(out.shape, (std::vector<std::int64_t>{rows, 3}));
+    std::vector<std::int64_t> rows_of_each_rank(size());
+    for (int r = 0; r < size(); ++r) rows_of_each_rank[r] = r;
+    EXPECT_EQ(h.received_splits(), rows_of_each_rank);
     std::size_t row = 0;
     for (int r = 0; r < size(); ++r) {
       for (int k = 0; k < r; ++k, ++row) {
@@ -484,6 +488,76 @@ TEST(Join, EveryChoiceOfFirstJoiningRank) {
   }
 }
 
+// Uneven data: rank r has r + 1 steps, then joins. Every step reuses its names, so from the
+// second step on they come through the response cache while ranks have joined. A joined rank
+// contributes zeros: Average still divides by size().
+TEST(Join, UnevenStepsWithSumAverageAndIntegerTensorsOnCachedNames) {
+  for (int step = 0; step < rank() + 1; ++step) {
+    double sum = 0;  // of (r + 1) over the ranks still stepping
+    for (int r = step; r < size(); ++r) sum += r + 1;
+    Tensor floats(DataType::kFloat32, {4}), doubles(DataType::kFloat64, {4}), ints(DataType::kInt32, {4});
+    for (std::size_t i = 0; i < 4; ++i) {
+      floats.set(i, rank() + 1);
+      doubles.set(i, rank() + 1);
+      ints.set(i, rank() + 1);
+    }
+    allreduce("uneven.sum.f32", floats.view, floats.view, {ReduceOp::kSum});
+    allreduce("uneven.average.f64", doubles.view, doubles.view, {ReduceOp::kAverage});
+    allreduce("uneven.sum.i32", ints.view, ints.view, {ReduceOp::kSum});
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(floats.get(i), sum) << "step " << step;
+      EXPECT_NEAR(doubles.get(i), sum / size(), 1e-12) << "step " << step;  // one rounding of the division
+      EXPECT_EQ(ints.get(i), sum) << "step " << step;
+    }
+  }
+  EXPECT_EQ(join(), size() - 1);  // the same answer on every rank
+}
+
+// Joined ranks can serve an allreduce with zeros, but no allgather or broadcast: every rank
+// that asked for one is told so, and the job goes on.
+TEST(Join, AllgatherAndBroadcastWhileARankHasJoinedFailOnEveryRankThatAsked) {
+  int last = -1;
+  if (rank() == 0) {
+    last = join();
+  } else {
+    Tensor t(DataType::kFloat32, {2});
+    const std::string gather = error_of([&] { allgather("joined.gather", t.view); });
+    EXPECT_NE(gather.find("cannot run while rank 0 joined"), std::string::npos) << gather;
+    const std::string cast = error_of([&] { broadcast("joined.broadcast", t.view, 1); });
+    EXPECT_NE(cast.find("cannot run while rank 0 joined"), std::string::npos) << cast;
+    last = join();
+  }
+  EXPECT_NE(last, 0);  // the others joined after rank 0, in an order of their own
+  Tensor mine(DataType::kInt32, {1});
+  mine.set(0, last);
+  const CollectiveResult everyone = allgather("joined.last", mine.view);
+  for (int r = 0; r < size(); ++r) EXPECT_EQ(testing::load(DataType::kInt32, everyone.output().data, r), last);
+}
+
+// Bytes of any value, zeros included, and of a different length on every rank (none on rank 0).
+std::string bytes_of_rank(int r) {
+  std::string bytes;
+  for (int i = 0; i < 3 * r; ++i) bytes.push_back(static_cast<char>((i * 37 + r) % 256));
+  if (r > 0) bytes[0] = '\0';
+  return bytes;
+}
+
+TEST(Objects, BroadcastFromEveryRootAndAllgatherOfDifferentLengths) {
+  for (int root = 0; root < size(); ++root) {
+    const std::string received =
+        broadcast_object(bytes_of_rank(rank()), root, "object.broadcast." + std::to_string(root));
+    EXPECT_EQ(received, bytes_of_rank(root)) << "root " << root;
+  }
+  const std::vector<std::string> everyone = allgather_object(bytes_of_rank(rank()), "object.allgather");
+  ASSERT_EQ(everyone.size(), static_cast<std::size_t>(size()));
+  for (int r = 0; r < size(); ++r) EXPECT_EQ(everyone[r], bytes_of_rank(r)) << "rank " << r;
+}
+
+TEST(Objects, RanksDisagreeingOnTheRootAreToldOnEveryRank) {
+  const std::string message = error_of([] { broadcast_object("x", rank() == 0 ? 0 : 1, "object.disagree"); });
+  EXPECT_NE(message.find("root rank differs"), std::string::npos) << message;
+}
+
 TEST(Lifecycle, InitShutdownInit) {
   const int r = rank(), n = size();
   shutdown();
@@ -522,6 +596,32 @@ TEST(JobOnly, ShutdownFailsEveryRankNamingTheMissingRank) {
 TEST(JobOnly, WorksLongerThanTheStartTimeout) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   barrier();
+}
+
+// Records two parts of the run into DTRAIN_TEST_TIMELINE_DIR/{first,second}.json; job_test
+// reads them. "straddle" is submitted by rank 0 before the first timeline starts and by the
+// others only after it has, so its negotiation began before the file did.
+TEST(JobOnly, TimelineStartedReplacedAndStoppedAtRunTime) {
+  const std::string dir = std::getenv("DTRAIN_TEST_TIMELINE_DIR");
+  Tensor t(DataType::kFloat32, {8});
+  allreduce("before.timeline", t.view, t.view);
+  if (rank() == 0) {
+    EXPECT_NE(error_of([] { start_timeline("/nonexistent-dir/t.json"); }).find("/nonexistent-dir/t.json"),
+              std::string::npos);
+  }
+  Tensor straddle(DataType::kFloat32, {8});
+  Handle pending;
+  if (rank() == 0) pending = allreduce_async("straddle", straddle.view, straddle.view);
+  start_timeline(dir + "/first.json", /*mark_cycles=*/true);
+  barrier();
+  if (rank() != 0) pending = allreduce_async("straddle", straddle.view, straddle.view);
+  pending.wait();
+  for (int step = 0; step < 3; ++step) allreduce("during.first", t.view, t.view);
+  start_timeline(dir + "/second.json");
+  allreduce("during.second", t.view, t.view);
+  stop_timeline();
+  stop_timeline();  // stopping what is stopped does nothing
+  allreduce("after.timeline", t.view, t.view);
 }
 
 TEST(JobOnly, RankOneDiesHoldingTheSharedSegment) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,49 @@ TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
   }
   EXPECT_TRUE(tensors.contains("fused.0"));
   EXPECT_TRUE(tensors.contains("fused.299"));
+}
+
+struct Trace {
+  std::set<std::string> tensors;
+  int cycle_marks = 0;
+  bool spans_matched = true;  // on every track, no end before its begin and none left open
+};
+
+Trace read_trace(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  const nlohmann::json events = nlohmann::json::parse(in);  // throws unless the file is valid JSON
+  Trace trace;
+  std::map<int, int> depth;
+  for (const auto& e : events) {
+    if (e["ph"] == "M") trace.tensors.insert(e["args"]["name"].get<std::string>());
+    if (e.contains("name") && e["name"] == "CYCLE_START") ++trace.cycle_marks;
+    if (e["ph"] == "B") ++depth[e["pid"].get<int>()];
+    if (e["ph"] == "E" && --depth[e["pid"].get<int>()] < 0) trace.spans_matched = false;
+  }
+  for (const auto& [track, open] : depth) trace.spans_matched = trace.spans_matched && open == 0;
+  return trace;
+}
+
+TEST(Job, TimelineRecordsOnlyBetweenStartAndStopWithCycleMarksWhenAsked) {
+  const testing::TempDir dir;
+  const auto result = run_job("env DTRAIN_TEST_TIMELINE_DIR=" + dir.path().string() + " " + kLauncher +
+                              " run -np 2 -- " + kCollectives + " --gtest_filter=JobOnly.TimelineStarted*");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  const Trace first = read_trace(dir.path() / "first.json");
+  EXPECT_TRUE(first.tensors.contains("straddle"));
+  EXPECT_TRUE(first.tensors.contains("during.first"));
+  EXPECT_FALSE(first.tensors.contains("before.timeline"));
+  EXPECT_FALSE(first.tensors.contains("during.second"));
+  EXPECT_GE(first.cycle_marks, 3);  // at least one per allreduce of during.first
+  EXPECT_TRUE(first.spans_matched);
+
+  const Trace second = read_trace(dir.path() / "second.json");
+  EXPECT_TRUE(second.tensors.contains("during.second"));
+  EXPECT_FALSE(second.tensors.contains("during.first"));
+  EXPECT_FALSE(second.tensors.contains("after.timeline"));
+  EXPECT_EQ(second.cycle_marks, 0);
+  EXPECT_TRUE(second.spans_matched);
 }
 
 TEST(Job, StallWarningNamesTheMissingRankAndTheJobProceeds) {

@@ -48,6 +48,38 @@ TEST(Timeline, WritesChromeTraceJsonWithOneTrackPerTensor) {
   EXPECT_EQ(ends, 2);
 }
 
+// Started or stopped while tensors are in flight, a timeline still holds matched spans.
+TEST(Timeline, SpansCutByStartOrStopAreLeftOutOrClosed) {
+  const dtrain::testing::TempDir dir;
+  const std::filesystem::path path = dir.path() / "timeline.json";
+  for (bool mark_cycles : {false, true}) {
+    {
+      Timeline timeline(path.string(), mark_cycles);
+      timeline.end("begun.before.start");
+      timeline.begin("open.at.stop", "ALLREDUCE");
+      timeline.begin("open.at.stop", "COMMUNICATE");
+      timeline.mark_cycle(std::chrono::steady_clock::now());
+    }
+    std::ifstream in(path);
+    const auto events = nlohmann::json::parse(in);
+    std::map<std::string, int> begins, ends;
+    std::map<int, std::string> track_names;
+    int marks = 0;
+    for (const auto& e : events) {
+      if (e["ph"] == "M") track_names[e["pid"]] = e["args"]["name"];
+    }
+    for (const auto& e : events) {
+      if (e["ph"] == "B") ++begins[track_names[e["pid"]]];
+      if (e["ph"] == "E") ++ends[track_names[e["pid"]]];
+      if (e.contains("name") && e["name"] == "CYCLE_START") ++marks;
+    }
+    EXPECT_EQ(ends["begun.before.start"], 0);
+    EXPECT_EQ(begins["open.at.stop"], 2);
+    EXPECT_EQ(ends["open.at.stop"], 2);
+    EXPECT_EQ(marks, mark_cycles ? 1 : 0);
+  }
+}
+
 TEST(Timeline, UnwritablePathIsANamedError) {
   try {
     Timeline timeline("/nonexistent-dir/t.json");
