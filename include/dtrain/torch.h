@@ -67,12 +67,24 @@ std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tens
                                                           std::vector<std::int64_t> splits = {});
 at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
 
-// The sum over ranks as a differentiable operation: backward sums the incoming gradients over
-// the ranks too (the gradient of every rank's loss reaches every rank's input). For statistics
-// computed across ranks inside the model, such as synchronized batch normalisation. Every rank
-// must call it, in the same order, in forward and in backward; `name` is used for both (with
-// ".forward" and ".backward" appended) and must not be in flight twice.
-at::Tensor allreduce_with_gradient(const at::Tensor& tensor, const std::string& name);
+// Collectives as differentiable operations, for models that compute across ranks:
+// synchronized batch normalisation, features gathered from every rank for a contrastive
+// loss, experts exchanged by alltoall. What they differentiate is the sum of all ranks'
+// losses: the gradient reaching one rank's input collects what every rank's loss contributed
+// through the collective (the objective whose gradient DistributedOptimizer's Average divides
+// by size(), so the model trains as it would in one process on the whole batch). Horovod's
+// allgather and broadcast average those contributions instead, which gives size() times
+// smaller gradients than that objective. Every rank calls each one in the same order, in
+// forward and in backward; the collectives are named `name` + ".forward" and ".backward".
+// allreduce and reducescatter take Sum or Average.
+at::Tensor allreduce_with_gradient(const at::Tensor& tensor, const std::string& name, ReduceOp op = ReduceOp::kSum);
+at::Tensor allgather_with_gradient(const at::Tensor& tensor, const std::string& name);
+at::Tensor broadcast_with_gradient(const at::Tensor& tensor, int root, const std::string& name);
+std::pair<at::Tensor, std::vector<std::int64_t>> alltoall_with_gradient(const at::Tensor& tensor,
+                                                                        const std::string& name,
+                                                                        std::vector<std::int64_t> splits = {});
+at::Tensor reducescatter_with_gradient(const at::Tensor& tensor, const std::string& name,
+                                       ReduceOp op = ReduceOp::kSum);
 
 // An asynchronous tensor collective: wait() returns the result tensor.
 class TensorHandle {
@@ -80,7 +92,7 @@ class TensorHandle {
   TensorHandle() = default;
   bool poll() const;
   at::Tensor wait();
-  // alltoall: rows received from each rank (after wait()).
+  // allgather, alltoall: rows received from each rank (after wait()).
   std::vector<std::int64_t> received_splits() const;
 
  private:
@@ -109,7 +121,9 @@ struct DistributedOptimizerOptions {
   ReduceOp op = ReduceOp::kAverage;  // or kSum
   // Backward passes accumulated locally before the gradients are reduced and step() runs.
   int backward_passes_per_step = 1;
-  Compression compression = Compression::kNone;  // kFp16: float16 on the wire, dtype restored
+  // kFp16: float32/float64 gradients travel as float16, dtype restored (bfloat16 and float16
+  // ones as they are; gradients are never integer).
+  Compression compression = Compression::kNone;
   // Average as (sum of grad / f) * f / size, to keep low-precision sums in range.
   double gradient_predivide_factor = 1.0;
   std::string name_prefix = "grad.";

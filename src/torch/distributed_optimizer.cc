@@ -77,7 +77,9 @@ struct DistributedOptimizer::Impl {
     // An embedding's sparse gradient is reduced as dense (Horovod's sparse_as_dense): exact
     // and right for every optimizer, at the cost of the whole table on the wire.
     if (grad.is_sparse()) grad = grad.to_dense();
-    if (options.compression == Compression::kFp16 && grad.is_floating_point() && grad.scalar_type() != at::kHalf) {
+    // Only float32 and float64 shrink: bfloat16 is as small already and would lose its range.
+    const bool compressible = grad.scalar_type() == at::kFloat || grad.scalar_type() == at::kDouble;
+    if (options.compression == Compression::kFp16 && compressible) {
       slot.wire = grad.to(at::kCPU, at::kHalf).contiguous();
     } else if (!grad.is_cpu() || !grad.is_contiguous()) {
       slot.wire = grad.to(at::kCPU).contiguous();

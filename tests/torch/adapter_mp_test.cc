@@ -132,6 +132,22 @@ TEST(DistributedOptimizer, Fp16CompressionRestoresTheDtype) {
   EXPECT_TRUE(layer->weight.grad().allclose(at::full({1, 4}, mean_of_ranks())));
 }
 
+// float16 would turn these gradients into infinities; bfloat16 ones travel as they are.
+TEST(DistributedOptimizer, Fp16CompressionLeavesBfloat16GradientsAlone) {
+  at::Tensor weight = at::zeros({1, 2}, at::kBFloat16).requires_grad_();
+  torch::optim::SGD sgd(std::vector<at::Tensor>{weight}, 1.0);
+  DistributedOptimizerOptions options;
+  options.compression = Compression::kFp16;
+  options.name_prefix = "bf16.";
+  DistributedOptimizer optimizer(sgd, {{"weight", weight}}, options);
+  const double beyond_float16 = 1048576.0;  // 2^20; float16 ends at 65504
+  (weight * rank_input(2).to(at::kBFloat16) * beyond_float16).sum().backward();
+  optimizer.synchronize();
+  EXPECT_EQ(weight.grad().scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(weight.grad().to(at::kDouble).equal(at::full({1, 2}, mean_of_ranks() * beyond_float16, at::kDouble)))
+      << weight.grad();
+}
+
 TEST(DistributedOptimizer, ParameterWithoutGradientOnSomeRanksDoesNotDeadlock) {
   torch::nn::Linear used(torch::nn::LinearOptions(2, 1).bias(false)), unused(torch::nn::LinearOptions(2, 1).bias(false));
   std::vector<at::Tensor> parameters = {used->weight, unused->weight};
