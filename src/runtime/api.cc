@@ -59,6 +59,10 @@ std::int64_t TensorView::num_elements() const {
 
 // ---- Handle ----
 
+namespace {
+void expedite_negotiation();  // defined with the loop below
+}  // namespace
+
 bool Handle::poll() const {
   if (!state_) return true;
   std::lock_guard lock(state_->mutex);
@@ -68,6 +72,11 @@ bool Handle::poll() const {
 void Handle::wait() const {
   if (!state_) throw Error("dtrain: wait() on an empty Handle");
   std::unique_lock lock(state_->mutex);
+  if (state_->status == Status::kPending) {
+    lock.unlock();
+    expedite_negotiation();  // this thread submits nothing more to batch with it
+    lock.lock();
+  }
   state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
   if (state_->status == Status::kFailed) throw Error(state_->error);
 }
@@ -114,6 +123,11 @@ using runtime::TensorEntry;
 std::mutex lifecycle_mutex;
 std::unique_ptr<BackgroundLoop> loop;
 int init_generation = 0;
+
+void expedite_negotiation() {
+  std::lock_guard lock(lifecycle_mutex);
+  if (loop) loop->expedite();
+}
 
 BackgroundLoop& running_loop(const char* what) {
   if (!loop) throw Error(std::string("dtrain::") + what + ": dtrain is not initialised; call dtrain::init() first");

@@ -56,6 +56,12 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries) {
   submitted_.notify_one();
 }
 
+void BackgroundLoop::expedite() {
+  std::lock_guard lock(mutex_);
+  expedited_ = true;
+  submitted_.notify_one();
+}
+
 void BackgroundLoop::stop() {
   {
     std::lock_guard lock(mutex_);
@@ -95,8 +101,10 @@ void BackgroundLoop::run() {
       if (timeline_) timeline_->flush();
       if (stopped_by_plan_) break;
       // The cycle time is the batching window: tensors submitted meanwhile negotiate together.
-      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(cycle_time));
+      // A thread waiting for an operation closes it early (expedite()).
       std::unique_lock lock(mutex_);
+      submitted_.wait_until(lock, start + std::chrono::duration_cast<Clock::duration>(cycle_time),
+                            [&] { return expedited_ || stop_requested_ || timeline_handover_; });
       if (pending_.empty()) {
         submitted_.wait_until(lock, start + kIdleCycle, [&] { return !queue_.empty() || stop_requested_ || timeline_handover_; });
       }
@@ -133,6 +141,7 @@ void BackgroundLoop::cycle() {
   CycleReport report;
   {
     std::lock_guard lock(mutex_);
+    expedited_ = false;
     take_timeline_handover();
     while (!queue_.empty()) {
       TensorEntry entry = std::move(queue_.front());

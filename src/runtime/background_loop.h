@@ -35,6 +35,11 @@ class BackgroundLoop {
   // already in flight on this rank. All entries are accepted or none.
   void submit(std::vector<TensorEntry> entries);
 
+  // A thread waits for an operation: start the next cycle without waiting out the cycle
+  // time. The cycle time is a batching window for what is submitted meanwhile, and a waiting
+  // thread submits nothing more (a blocking call, synchronize() after backward).
+  void expedite();
+
   // Asks every rank to stop, waits for the loop to end, and fails what is still pending.
   void stop();
 
@@ -64,6 +69,7 @@ class BackgroundLoop {
   std::set<std::string> in_flight_;
   std::string failure_;  // set once the loop has ended; what submit() reports
   std::atomic<bool> stop_requested_{false};
+  bool expedited_ = false;  // since the last cycle began
   std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken
   std::condition_variable timeline_taken_;
 
