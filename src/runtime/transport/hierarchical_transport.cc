@@ -7,8 +7,8 @@
 namespace dtrain::runtime {
 
 HierarchicalTransport::HierarchicalTransport(std::unique_ptr<Transport> global, std::unique_ptr<ShmAllreduce> local,
-                                             std::unique_ptr<Transport> cross)
-    : global_(std::move(global)), local_(std::move(local)), cross_(std::move(cross)) {}
+                                             std::unique_ptr<Transport> cross, std::unique_ptr<ShmControl> control)
+    : global_(std::move(global)), local_(std::move(local)), cross_(std::move(cross)), control_(std::move(control)) {}
 
 void HierarchicalTransport::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {
   allreduce_pieces({{data, count}}, dtype, op);

@@ -2,30 +2,32 @@
 // a host, and -- when the job spans hosts -- across hosts for each local rank's share
 // (reduce-scatter in the host, one allreduce of the rank's packed shares across hosts,
 // allgather in the host).
-// Everything else (negotiation, allgather, broadcast, alltoall, ...) goes over the global
-// transport.
+// Negotiation goes through shared memory too when the job is on one host (ShmControl);
+// everything else (allgather, broadcast, alltoall, ...) goes over the global transport.
 #pragma once
 
 #include <memory>
 
 #include "runtime/transport/shm/shm_allreduce.h"
+#include "runtime/transport/shm/shm_control.h"
 #include "runtime/transport/transport.h"
 
 namespace dtrain::runtime {
 
 class HierarchicalTransport final : public Transport {
  public:
-  // `cross` (ranks of the same local rank on every host) is null for a single-host job.
+  // `cross` (ranks of the same local rank on every host) is null for a single-host job;
+  // `control` (negotiation through shared memory) is null for a multi-host one.
   HierarchicalTransport(std::unique_ptr<Transport> global, std::unique_ptr<ShmAllreduce> local,
-                        std::unique_ptr<Transport> cross);
+                        std::unique_ptr<Transport> cross, std::unique_ptr<ShmControl> control = nullptr);
 
   int rank() const override { return global_->rank(); }
   int size() const override { return global_->size(); }
   std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) override {
-    return global_->gather_to_coordinator(message);
+    return control_ ? control_->gather_to_coordinator(message) : global_->gather_to_coordinator(message);
   }
   std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) override {
-    return global_->broadcast_from_coordinator(message);
+    return control_ ? control_->broadcast_from_coordinator(message) : global_->broadcast_from_coordinator(message);
   }
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   bool reduces_pieces_in_place() const override { return true; }
@@ -48,6 +50,7 @@ class HierarchicalTransport final : public Transport {
   std::unique_ptr<Transport> global_;
   std::unique_ptr<ShmAllreduce> local_;
   std::unique_ptr<Transport> cross_;
+  std::unique_ptr<ShmControl> control_;
   std::vector<char> shares_;  // this rank's shares, packed for the one cross-host allreduce
 };
 

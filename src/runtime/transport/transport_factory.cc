@@ -12,6 +12,7 @@
 #include "runtime/transport/mpi/mpi_transport.h"
 #include "runtime/transport/shm/shared_segment.h"
 #include "runtime/transport/shm/shm_allreduce.h"
+#include "runtime/transport/shm/shm_control.h"
 
 namespace dtrain::runtime {
 namespace {
@@ -79,6 +80,23 @@ std::unique_ptr<ShmAllreduce> map_host_segment(Transport& global, const HostLayo
   return std::make_unique<ShmAllreduce>(std::move(*segment), layout.local_rank, layout.local_size, config.timeout);
 }
 
+// For a job on one host: the negotiation's segment, mapped the same way.
+std::unique_ptr<ShmControl> map_control_segment(Transport& global, const HostLayout& layout,
+                                                const RuntimeConfig& config) {
+  const std::size_t bytes = ShmControl::segment_bytes(global.size());
+  std::optional<SharedSegment> segment;
+  const std::string name = layout.segment_name + "-control";
+  if (global.rank() == 0) {
+    segment = SharedSegment::create(name, bytes);
+    ShmControl::format(*segment, global.size());
+  }
+  global.barrier();
+  if (global.rank() != 0) segment = SharedSegment::open(name, bytes);
+  global.barrier();
+  segment->unlink();
+  return std::make_unique<ShmControl>(std::move(*segment), global.rank(), global.size(), config.timeout);
+}
+
 }  // namespace
 
 std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generation) {
@@ -112,6 +130,11 @@ std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generati
   if (layout.host_count == 1 && layout.local_size == 1) return global;
 
   std::unique_ptr<ShmAllreduce> local = map_host_segment(*global, layout, config);
+  std::unique_ptr<ShmControl> control;
+  if (layout.host_count == 1 && global->size() <= ShmControl::kMaxRanks) {
+    control = map_control_segment(*global, layout, config);
+    log().info("negotiation through shared memory among the {} ranks", global->size());
+  }
   std::unique_ptr<Transport> cross;
   if (layout.host_count > 1) {
     if (config.launched_by_mpirun) {
@@ -127,7 +150,8 @@ std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generati
   }
   log().info("allreduce through shared memory among {} local ranks{}", layout.local_size,
              cross ? ", then across " + std::to_string(layout.host_count) + " hosts" : "");
-  return std::make_unique<HierarchicalTransport>(std::move(global), std::move(local), std::move(cross));
+  return std::make_unique<HierarchicalTransport>(std::move(global), std::move(local), std::move(cross),
+                                                 std::move(control));
 }
 
 }  // namespace dtrain::runtime

@@ -1,0 +1,182 @@
+#include "runtime/transport/shm/shm_control.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "dtrain/dtrain.h"
+
+namespace dtrain::runtime {
+
+// The counters sit on cache lines of their own: the writer and the reader each write one.
+struct ShmControl::Mailbox {
+  alignas(64) std::atomic<std::uint32_t> posted;
+  std::atomic<std::uint32_t> posted_sleepers;
+  alignas(64) std::atomic<std::uint32_t> taken;
+  std::atomic<std::uint32_t> taken_sleepers;
+  alignas(64) std::uint64_t total;  // bytes of the whole message
+  std::uint64_t length;             // bytes of the piece in `data`
+  char data[kMailboxBytes];
+};
+
+namespace {
+
+constexpr std::uint64_t kControlMagic = 0x6474726e43544c31ull;  // "dtrnCTL1"
+
+struct ControlHeader {
+  std::uint64_t magic;
+  std::int32_t size;
+  std::atomic<std::int32_t> pid[ShmControl::kMaxRanks];  // each rank's process, to tell a dead peer
+};
+
+constexpr std::size_t kControlHeaderBytes = (sizeof(ControlHeader) + 4095) / 4096 * 4096;
+
+ControlHeader* control_header_of(void* data) { return static_cast<ControlHeader*>(data); }
+
+// The counters are shared between processes: plain (not process-private) futex operations.
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t seen, std::chrono::milliseconds limit) {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  timespec timeout{0, static_cast<long>(std::chrono::nanoseconds(limit).count())};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, seen, &timeout, nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+// The store and the check of sleepers pair with wait_for's count and re-read (both seq_cst):
+// either the sleeper sees the new value or this sees the sleeper.
+void publish(std::atomic<std::uint32_t>& counter, std::atomic<std::uint32_t>& sleepers, std::uint32_t value) {
+  counter.store(value, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(counter);
+}
+
+bool process_gone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+}  // namespace
+
+std::size_t ShmControl::segment_bytes(int size) {
+  return kControlHeaderBytes + 2 * static_cast<std::size_t>(size) * sizeof(Mailbox);
+}
+
+void ShmControl::format(SharedSegment& segment, int size) {
+  if (size > kMaxRanks) {
+    throw Error("dtrain: shared-memory negotiation supports at most " + std::to_string(kMaxRanks) +
+                " ranks, got " + std::to_string(size));
+  }
+  ControlHeader* header = new (segment.data()) ControlHeader;
+  header->size = size;
+  for (auto& pid : header->pid) pid.store(0, std::memory_order_relaxed);
+  char* boxes = static_cast<char*>(segment.data()) + kControlHeaderBytes;
+  for (int i = 0; i < 2 * size; ++i) {
+    auto* box = new (boxes + i * sizeof(Mailbox)) Mailbox;
+    box->posted.store(0, std::memory_order_relaxed);
+    box->posted_sleepers.store(0, std::memory_order_relaxed);
+    box->taken.store(0, std::memory_order_relaxed);
+    box->taken_sleepers.store(0, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  header->magic = kControlMagic;
+}
+
+ShmControl::ShmControl(SharedSegment segment, int rank, int size, std::chrono::milliseconds timeout)
+    : segment_(std::move(segment)), rank_(rank), size_(size), timeout_(timeout) {
+  ControlHeader* header = control_header_of(segment_.data());
+  if (header->magic != kControlMagic || header->size != size || segment_bytes(size) > segment_.size()) {
+    throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
+                std::to_string(size) + " ranks");
+  }
+  header->pid[rank].store(static_cast<std::int32_t>(getpid()), std::memory_order_release);
+  // With a core per rank the peer we wait for is running and answers within microseconds:
+  // spin that long. With more ranks than cores it may be waiting for our core: sleep soon.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  spin_limit_ = static_cast<unsigned>(size) <= cores ? 2000 : 100;
+}
+
+ShmControl::Mailbox& ShmControl::up(int rank) const {
+  return *reinterpret_cast<Mailbox*>(static_cast<char*>(segment_.data()) + kControlHeaderBytes + rank * sizeof(Mailbox));
+}
+
+ShmControl::Mailbox& ShmControl::down(int rank) const {
+  return *reinterpret_cast<Mailbox*>(static_cast<char*>(segment_.data()) + kControlHeaderBytes +
+                                     (size_ + rank) * sizeof(Mailbox));
+}
+
+void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::uint32_t>& sleepers,
+                          std::uint32_t value, int peer) const {
+  for (int spins = 0; spins < spin_limit_; ++spins) {
+    if (counter.load(std::memory_order_acquire) == value) return;
+    __builtin_ia32_pause();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (true) {
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = counter.load(std::memory_order_seq_cst);
+    if (seen != value) futex_wait(counter, seen, std::chrono::milliseconds(10));
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (counter.load(std::memory_order_acquire) == value) return;
+    const pid_t peer_pid = control_header_of(segment_.data())->pid[peer].load(std::memory_order_acquire);
+    if (process_gone(peer_pid)) {
+      throw Error("dtrain: rank " + std::to_string(peer) + " (pid " + std::to_string(peer_pid) +
+                  ") exited during negotiation");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error("dtrain: no negotiation message from rank " + std::to_string(peer) + " within " +
+                  std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+    }
+  }
+}
+
+void ShmControl::send(Mailbox& box, const std::vector<char>& message, int peer) {
+  std::uint32_t posted = box.posted.load(std::memory_order_relaxed);  // only this rank writes it
+  std::size_t offset = 0;
+  do {
+    wait_for(box.taken, box.taken_sleepers, posted, peer);  // the previous piece was read
+    const std::size_t length = std::min(kMailboxBytes, message.size() - offset);
+    box.total = message.size();
+    box.length = length;
+    if (length > 0) std::memcpy(box.data, message.data() + offset, length);
+    publish(box.posted, box.posted_sleepers, ++posted);
+    offset += length;
+  } while (offset < message.size());
+}
+
+std::vector<char> ShmControl::receive(Mailbox& box, int peer) {
+  std::uint32_t taken = box.taken.load(std::memory_order_relaxed);  // only this rank writes it
+  std::vector<char> message;
+  do {
+    wait_for(box.posted, box.posted_sleepers, taken + 1, peer);
+    if (message.empty()) message.reserve(box.total);
+    message.insert(message.end(), box.data, box.data + box.length);
+    const bool complete = message.size() >= box.total;  // read before the writer may reuse the box
+    publish(box.taken, box.taken_sleepers, ++taken);
+    if (complete) break;
+  } while (true);
+  return message;
+}
+
+std::vector<std::vector<char>> ShmControl::gather_to_coordinator(const std::vector<char>& message) {
+  if (rank_ != 0) {
+    send(up(rank_), message, 0);
+    return {};
+  }
+  std::vector<std::vector<char>> all(size_);
+  all[0] = message;
+  for (int peer = 1; peer < size_; ++peer) all[peer] = receive(up(peer), peer);
+  return all;
+}
+
+std::vector<char> ShmControl::broadcast_from_coordinator(const std::vector<char>& message) {
+  if (rank_ != 0) return receive(down(rank_), 0);
+  for (int peer = 1; peer < size_; ++peer) send(down(peer), message, peer);
+  return message;
+}
+
+}  // namespace dtrain::runtime
