@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,7 @@
 #include "launch/raw_output_files.h"
 #include "launch/signal_channel.h"
 #include "launch/worker_env.h"
+#include "launch/worker_guardian.h"
 
 namespace dtrain::launch {
 namespace {
@@ -107,6 +109,7 @@ class SupervisedJob {
 
   int run() {
     launched_at_ = Clock::now();
+    guardian_.emplace(options_.kill_grace_s);
     spawn_all();
     while (!finished()) {
       wait_for_events();
@@ -147,6 +150,7 @@ class SupervisedJob {
       }
       w.pid = child.pid;
       w.running = true;
+      guardian_->watch(child.pid);  // the child leads a process group of its own id
       w.stdout_fd = child.stdout_fd;
       w.stderr_fd = child.stderr_fd;
       w.stdin_fd = child.stdin_fd;
@@ -362,6 +366,7 @@ class SupervisedJob {
   const SupervisorOptions& options_;
   SignalChannel& signals_;
   std::vector<Worker> workers_;
+  std::optional<WorkerGuardian> guardian_;  // stops the groups if this launcher is killed outright
   Clock::time_point launched_at_{};
   Clock::time_point kill_at_{};
   std::optional<Clock::time_point> drain_deadline_;

@@ -169,13 +169,14 @@ TEST(DtrainRun, SigtermToTheLauncherReachesEveryWorker) {
 }
 
 // A launcher killed outright (SIGKILL: the OOM killer, a scheduler) cannot stop anyone; the
-// workers must still not outlive it. (What a worker itself starts is its own to clean up.)
-TEST(DtrainRun, WorkersDieWithALauncherKilledBySigkill) {
+// workers must still not outlive it, nor what they started: here each worker is a shell
+// waiting for a sleeper of its own, which the worker's death alone would leave running.
+TEST(DtrainRun, WorkersAndWhatTheyStartedDieWithALauncherKilledBySigkill) {
   std::string marker = unique_sleep();
-  ChildRunner launcher(dtrain_run({"-np", "2", "--start-timeout", "0", "sh", "-c",
-                                   "echo started; exec sleep " + marker}));
+  ChildRunner launcher(dtrain_run({"-np", "2", "--start-timeout", "0", "--kill-grace-s", "1", "sh", "-c",
+                                   "sleep " + marker + " & echo started; wait"}));
   ASSERT_TRUE(launcher.wait_for_stdout("<stdout>:started", 20, 2)) << launcher.out();
-  ASSERT_GE(testing::processes_with_marker(marker), 2);  // the workers (and the launcher)
+  ASSERT_GE(testing::processes_with_marker(marker), 4);  // 2 shells, 2 sleepers (and the launcher)
   launcher.signal(SIGKILL);
   auto r = launcher.finish(20);
   ASSERT_FALSE(r.timed_out);
