@@ -106,7 +106,8 @@ void BackgroundLoop::run() {
       submitted_.wait_until(lock, start + std::chrono::duration_cast<Clock::duration>(cycle_time),
                             [&] { return expedited_ || stop_requested_ || timeline_handover_; });
       if (pending_.empty()) {
-        submitted_.wait_until(lock, start + kIdleCycle, [&] { return !queue_.empty() || stop_requested_ || timeline_handover_; });
+        submitted_.wait_until(lock, start + kIdleCycle,
+                              [&] { return !queue_.empty() || stop_requested_ || timeline_handover_; });
       }
     }
     // Every rank has received the final plan once all reach here; only then close sockets.

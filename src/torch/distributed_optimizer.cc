@@ -60,7 +60,8 @@ struct DistributedOptimizer::Impl {
       for (std::size_t i = 0; i < parameters.size(); ++i) {
         const at::Tensor& parameter = parameters[i];
         if (!parameter.requires_grad() || named.count(parameter.unsafeGetTensorImpl())) continue;
-        if (++count <= 8) missing << (count > 1 ? ", " : "") << "param_groups()[" << g << "][" << i << "] of shape " << parameter.sizes();
+        if (++count > 8) continue;
+        missing << (count > 1 ? ", " : "") << "param_groups()[" << g << "][" << i << "] of shape " << parameter.sizes();
       }
     }
     if (count == 0) return;

@@ -101,7 +101,8 @@ ShmControl::ShmControl(SharedSegment segment, int rank, int size, std::chrono::m
 }
 
 ShmControl::Mailbox& ShmControl::up(int rank) const {
-  return *reinterpret_cast<Mailbox*>(static_cast<char*>(segment_.data()) + kControlHeaderBytes + rank * sizeof(Mailbox));
+  return *reinterpret_cast<Mailbox*>(static_cast<char*>(segment_.data()) + kControlHeaderBytes +
+                                     rank * sizeof(Mailbox));
 }
 
 ShmControl::Mailbox& ShmControl::down(int rank) const {
