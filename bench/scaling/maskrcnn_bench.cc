@@ -1,0 +1,85 @@
+// dtrain-bench-maskrcnn-scaling: Mask R-CNN as configs/mask_rcnn_R_18_FPN_cpu_shapes.yaml builds
+// it (per-rank BatchNorm), trained data-parallel through dtrain's DistributedOptimizer on the
+// synthetic scenes and from the weights that maskrcnn_ddp.py prepares, 2 images per rank.
+// Rank 0 prints the images/s of all ranks. bench/scaling/maskrcnn runs it beside PyTorch DDP.
+//
+//   dtrain run -np 2 -- dtrain-bench-maskrcnn-scaling --workdir DIR [--warmup 3] [--steps 20] [--threads 1]
+#include <CLI/CLI.hpp>
+#include <torch/optim/sgd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "dtrain/torch.h"
+#include "vision/config/maskrcnn_defaults.h"
+#include "vision/config/model_options.h"
+#include "vision/modeling/mask_rcnn.h"
+#include "vision/modeling/model_weights.h"
+#include "vision/torch_save/torch_checkpoint.h"
+
+namespace {
+
+constexpr int kImagesPerRank = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("dtrain-bench-maskrcnn-scaling: Mask R-CNN (shapes config) training throughput under dtrain run");
+  std::string workdir, config_file = DTRAIN_SHAPES_CONFIG;
+  int warmup = 3, steps = 20, threads = 1;
+  app.add_option("--workdir", workdir, "Where maskrcnn_ddp.py prepare wrote weights.pth and inputs.pth")->required();
+  app.add_option("--config-file", config_file, "The model's config");
+  app.add_option("--warmup", warmup, "Steps before the clock starts")->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", steps, "Steps timed")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "LibTorch threads per rank")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  namespace dt = dtrain::libtorch;
+  namespace vision = dtrain::vision;
+  dtrain::init();
+  dt::set_num_threads(threads);
+  dt::retain_freed_memory();
+  vision::config::Config config = vision::config::maskrcnn_defaults();
+  config.merge_from_file(config_file);
+  config.merge_from_list({"MODEL.RESNETS.NORM", "BN"});  // per-rank statistics, as DDP's BatchNorm2d
+  vision::modeling::MaskRcnn model(vision::config::to_model_options(config));
+  const auto weights = vision::modeling::load_weights(*model, workdir + "/weights.pth");
+  if (dtrain::rank() == 0) {
+    std::printf("weights: %zu tensors loaded, %zu reinitialised, %zu ignored\n", weights.loaded.size(),
+                weights.reinitialized.size(), weights.ignored.size());
+  }
+
+  std::map<std::string, at::Tensor> inputs;
+  for (auto& entry : vision::torch_save::load_state_dict(workdir + "/inputs.pth")) inputs[entry.name] = entry.tensor;
+  std::vector<at::Tensor> images;
+  std::vector<vision::DetectionTargets> targets;
+  for (int i = dtrain::rank() * kImagesPerRank; i < (dtrain::rank() + 1) * kImagesPerRank; ++i) {
+    const std::string t = "target" + std::to_string(i) + "_";
+    images.push_back(inputs.at("image" + std::to_string(i)));
+    targets.push_back({inputs.at(t + "boxes"), inputs.at(t + "labels"), inputs.at(t + "masks")});
+  }
+
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  dt::DistributedOptimizer optimizer(sgd, model->named_parameters().pairs());
+  model->train();
+  auto step = [&] {
+    optimizer.zero_grad();
+    at::Tensor total = at::zeros({});
+    for (const auto& [name, loss] : model->losses(images, targets)) total = total + loss;
+    total.backward();
+    optimizer.step();
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  dtrain::barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step();
+  dtrain::barrier();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (dtrain::rank() == 0) {
+    std::printf("maskrcnn-shapes dtrain ranks=%d steps=%d: %.2f images/s\n", dtrain::size(), steps,
+                kImagesPerRank * dtrain::size() * steps / seconds);
+  }
+  dtrain::shutdown();
+  return 0;
+}
