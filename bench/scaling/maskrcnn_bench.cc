@@ -27,12 +27,14 @@ constexpr int kImagesPerRank = 2;
 int main(int argc, char** argv) {
   CLI::App app("dtrain-bench-maskrcnn-scaling: Mask R-CNN (shapes config) training throughput under dtrain run");
   std::string workdir, config_file = DTRAIN_SHAPES_CONFIG;
-  int warmup = 3, steps = 20, threads = 1;
+  int warmup = 3, steps = 20, threads = 1, images_of = -1;
   app.add_option("--workdir", workdir, "Where maskrcnn_ddp.py prepare wrote weights.pth and inputs.pth")->required();
   app.add_option("--config-file", config_file, "The model's config");
   app.add_option("--warmup", warmup, "Steps before the clock starts")->check(CLI::NonNegativeNumber);
   app.add_option("--steps", steps, "Steps timed")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "LibTorch threads per rank")->check(CLI::PositiveNumber);
+  app.add_option("--images-of-rank", images_of, "Train on this rank's images (default: its own)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   namespace dt = dtrain::libtorch;
@@ -54,7 +56,8 @@ int main(int argc, char** argv) {
   for (auto& entry : vision::torch_save::load_state_dict(workdir + "/inputs.pth")) inputs[entry.name] = entry.tensor;
   std::vector<at::Tensor> images;
   std::vector<vision::DetectionTargets> targets;
-  for (int i = dtrain::rank() * kImagesPerRank; i < (dtrain::rank() + 1) * kImagesPerRank; ++i) {
+  const int owner = images_of >= 0 ? images_of : dtrain::rank();
+  for (int i = owner * kImagesPerRank; i < (owner + 1) * kImagesPerRank; ++i) {
     const std::string t = "target" + std::to_string(i) + "_";
     images.push_back(inputs.at("image" + std::to_string(i)));
     targets.push_back({inputs.at(t + "boxes"), inputs.at(t + "labels"), inputs.at(t + "masks")});
