@@ -52,7 +52,13 @@ void sleep_seconds(double seconds) {
     }
   }
   for (int g = 0; g < count; ++g) kill(-groups[g], SIGTERM);
-  sleep_seconds(kill_grace_s);
+  // The grace, or less once every group is gone (kill with signal 0 only checks).
+  for (double waited = 0; waited < kill_grace_s; waited += 0.05) {
+    bool any_left = false;
+    for (int g = 0; g < count && !any_left; ++g) any_left = kill(-groups[g], 0) == 0;
+    if (!any_left) _exit(0);
+    sleep_seconds(0.05);
+  }
   for (int g = 0; g < count; ++g) kill(-groups[g], SIGKILL);
   _exit(0);
 }
