@@ -7,10 +7,10 @@
 #include <CLI/CLI.hpp>
 #include <torch/optim/sgd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <map>
 
+#include "bench/scaling/timed_steps.h"
 #include "dtrain/torch.h"
 #include "vision/config/maskrcnn_defaults.h"
 #include "vision/config/model_options.h"
@@ -73,12 +73,7 @@ int main(int argc, char** argv) {
     total.backward();
     optimizer.step();
   };
-  for (int i = 0; i < warmup; ++i) step();
-  dtrain::barrier();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) step();
-  dtrain::barrier();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = dtrain::bench::seconds_for_steps(step, warmup, steps);
   if (dtrain::rank() == 0) {
     std::printf("maskrcnn-shapes dtrain ranks=%d steps=%d: %.2f images/s\n", dtrain::size(), steps,
                 kImagesPerRank * dtrain::size() * steps / seconds);

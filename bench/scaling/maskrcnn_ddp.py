@@ -11,7 +11,6 @@ images/s of all ranks.
 """
 import argparse
 import os
-import time
 
 import torch
 import torch.distributed as dist
@@ -24,6 +23,8 @@ from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHe
 from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
 from torchvision.models.detection.rpn import RPNHead
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
+
+from ddp_timing import seconds_for_steps
 
 IMAGES_PER_RANK = 2
 
@@ -97,14 +98,7 @@ def train(rank, args):
         sum(ddp(images, targets).values()).backward()
         sgd.step()
 
-    for _ in range(args.warmup):
-        step()
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    dist.barrier()
-    seconds = time.perf_counter() - start
+    seconds = seconds_for_steps(step, args.warmup, args.steps)
     if rank == 0:
         print(f"maskrcnn-shapes ddp ranks={args.ranks} steps={args.steps}: "
               f"{IMAGES_PER_RANK * args.ranks * args.steps / seconds:.2f} images/s", flush=True)

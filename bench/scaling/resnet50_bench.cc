@@ -14,9 +14,9 @@
 #include <torch/nn/init.h>
 #include <torch/optim/sgd.h>
 
-#include <chrono>
 #include <cstdio>
 
+#include "bench/scaling/timed_steps.h"
 #include "dtrain/torch.h"
 
 namespace {
@@ -114,12 +114,7 @@ int main(int argc, char** argv) {
     torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
     optimizer.step();
   };
-  for (int i = 0; i < warmup; ++i) step();
-  dtrain::barrier();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) step();
-  dtrain::barrier();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = dtrain::bench::seconds_for_steps(step, warmup, steps);
   if (dtrain::rank() == 0) {
     std::size_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += static_cast<std::size_t>(p.numel());

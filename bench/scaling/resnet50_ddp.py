@@ -8,12 +8,13 @@ Starts the ranks itself (torch.multiprocessing); rank 0 prints the images/s of a
 """
 import argparse
 import os
-import time
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torchvision
+
+from ddp_timing import seconds_for_steps
 
 
 def train(rank, args):
@@ -33,14 +34,7 @@ def train(rank, args):
         torch.nn.functional.cross_entropy(ddp(images), labels).backward()
         sgd.step()
 
-    for _ in range(args.warmup):
-        step()
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    dist.barrier()
-    seconds = time.perf_counter() - start
+    seconds = seconds_for_steps(step, args.warmup, args.steps)
     if rank == 0:
         parameters = sum(p.numel() for p in model.parameters())
         print(f"resnet50 ddp ranks={args.ranks} batch={args.batch} threads={args.threads} "

@@ -26,8 +26,6 @@ class WorkerGuardian {
   // leader started may still run there (and the id is not reused while the group exists).
   void watch(pid_t group);
 
-  pid_t pid() const { return pid_; }
-
  private:
 
   int socket_ = -1;
