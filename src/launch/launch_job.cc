@@ -23,10 +23,10 @@
 #include "launch/mpirun_output.h"
 #include "launch/output_relay.h"
 #include "launch/rank_assignment.h"
-#include "launch/rendezvous_server.h"
 #include "launch/signal_channel.h"
 #include "launch/ssh_reachability.h"
 #include "launch/worker_env.h"
+#include "rendezvous/rendezvous_server.h"
 
 namespace dtrain::launch {
 namespace {
@@ -92,6 +92,17 @@ RendezvousEndpoint choose_endpoint(bool all_local, const std::optional<std::stri
     return {"0.0.0.0", *address};
   }
   return {"0.0.0.0", reachable_ipv4()};
+}
+
+// The launcher's store on an ephemeral port; its failure is the launcher's.
+int start_rendezvous(rendezvous::RendezvousServer& server, const std::string& bind_address) {
+  try {
+    return server.start(bind_address);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (message.starts_with("dtrain: ")) message.erase(0, 8);
+    throw LaunchError::runtime(message);
+  }
 }
 
 std::string current_directory() {
@@ -240,8 +251,8 @@ int launch_job(const LaunchOptions& options) {
   JobIdentity identity = JobIdentity::generate();
   // Parameter servers report ready after the workers' ranks: np, np+1, ...
   const int servers = options.ps.enabled ? static_cast<int>(used.size()) : 0;
-  RendezvousServer rendezvous(identity.token, np + servers);
-  int port = rendezvous.start(endpoint.bind_address);
+  rendezvous::RendezvousServer rendezvous(identity.token, np + servers);
+  int port = start_rendezvous(rendezvous, endpoint.bind_address);
   spdlog::debug("job {}: rendezvous store on {}:{} (bound to {})", identity.job_id,
                 endpoint.advertised_address, port, endpoint.bind_address);
 

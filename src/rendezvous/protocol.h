@@ -1,4 +1,5 @@
-// The protocol of the job's rendezvous store: `dtrain run` serves it (launch/rendezvous_server),
+// The protocol of the job's rendezvous store: `dtrain run` (or rank 0 of a Slurm step) serves
+// it (rendezvous_server),
 // ranks and parameter servers are its clients (rendezvous_client). Both sides use these names,
 // so they cannot drift apart.
 //

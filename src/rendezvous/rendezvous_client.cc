@@ -55,6 +55,26 @@ std::string RendezvousClient::wait_get(const std::string& key, std::chrono::mill
   }
 }
 
+void RendezvousClient::wait_until_reachable(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(10);
+  while (true) {
+    auto result = client_->Get((std::string(kKeyPath) + "reachable").c_str());
+    if (result) {
+      if (result->status == 403) {
+        throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+      }
+      return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error("dtrain: cannot reach the " + where() + " after " + std::to_string(timeout.count() / 1000) +
+                  " s: " + httplib::to_string(result.error()) + " (did rank 0 start?)");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(200));
+  }
+}
+
 void RendezvousClient::report_ready(int rank) {
   auto result = client_->Post((kReadyPath + std::to_string(rank)).c_str(), "", "text/plain");
   if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));

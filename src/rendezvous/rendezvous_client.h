@@ -24,6 +24,10 @@ class RendezvousClient {
   std::optional<std::string> try_get(const std::string& key);
   // Polls until the key exists; throws dtrain::Error naming the key after `timeout`.
   std::string wait_get(const std::string& key, std::chrono::milliseconds timeout);
+  // Polls until the store answers (any answer; a refused token is an Error); throws
+  // dtrain::Error naming the store after `timeout`. For stores that start beside the ranks
+  // (rank 0 serves a bare srun's), which the others may reach before they listen.
+  void wait_until_reachable(std::chrono::milliseconds timeout);
   // Tells the launcher this rank (or service) started; it enforces --start-timeout with this.
   void report_ready(int rank);
 

@@ -199,6 +199,8 @@ void start(bool alone) {
     config.rendezvous_addr.clear();  // nothing to meet, nothing to report ready as rank 0
     config.rendezvous_port = 0;
     config.launched_by_mpirun = false;
+    config.launched_by_slurm = false;
+    config.rendezvous_in_step = false;
   }
   std::unique_ptr<runtime::Transport> transport = runtime::connect_transport(config, init_generation);
   ++init_generation;

@@ -4,8 +4,10 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 
 #include "dtrain/dtrain.h"
+#include "slurm/slurm_step.h"
 
 namespace dtrain::runtime {
 namespace {
@@ -37,13 +39,8 @@ void require(bool condition, const std::string& message) {
   if (!condition) throw Error("dtrain: " + message);
 }
 
-}  // namespace
-
-RuntimeConfig read_config_from_environment() {
-  RuntimeConfig c;
-  // A worker started by mpirun (and not by dtrain run, which sets DTRAIN_SIZE) takes its
-  // world from Open MPI's variables.
-  c.launched_by_mpirun = !env("DTRAIN_SIZE") && env("OMPI_COMM_WORLD_SIZE");
+// The world as dtrain run (DTRAIN_*) or a bare mpirun (OMPI_COMM_WORLD_*) describes it.
+void read_launcher_world(RuntimeConfig& c) {
   const char* size_var = c.launched_by_mpirun ? "OMPI_COMM_WORLD_SIZE" : "DTRAIN_SIZE";
   const char* rank_var = c.launched_by_mpirun ? "OMPI_COMM_WORLD_RANK" : "DTRAIN_RANK";
   c.size = number<int>(size_var, 1);
@@ -60,21 +57,72 @@ RuntimeConfig read_config_from_environment() {
                                                                 " is outside 0.." + std::to_string(c.local_size - 1));
   require(c.cross_rank >= 0 && c.cross_rank < c.cross_size, "DTRAIN_CROSS_RANK=" + std::to_string(c.cross_rank) +
                                                                 " is outside 0.." + std::to_string(c.cross_size - 1));
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  c.hostname = text("DTRAIN_HOSTNAME", host);
-
   c.rendezvous_addr = text("DTRAIN_RENDEZVOUS_ADDR");
   c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", 0);
   c.job_token = text("DTRAIN_JOB_TOKEN");
   c.job_id = text("DTRAIN_JOB_ID", "job");
-  c.iface = text("DTRAIN_IFACE");
   if (c.size > 1 && !c.launched_by_mpirun) {
     require(!c.rendezvous_addr.empty() && c.rendezvous_port > 0,
             "DTRAIN_SIZE=" + std::to_string(c.size) +
                 " but DTRAIN_RENDEZVOUS_ADDR/DTRAIN_RENDEZVOUS_PORT are not set; start workers with `dtrain run`");
     require(!c.job_token.empty(), "DTRAIN_JOB_TOKEN is not set; start workers with `dtrain run`");
   }
+}
+
+// The world of a Slurm job step: ranks from srun, the store from `dtrain run --slurm`
+// (DTRAIN_RENDEZVOUS_*) or, under a bare srun, served by rank 0 on the step's first node.
+void read_slurm_world(RuntimeConfig& c, const slurm::SlurmStep& step) {
+  c.launched_by_slurm = true;
+  c.rank = step.rank;
+  c.size = step.size;
+  c.local_rank = step.local_rank;
+  c.local_size = step.local_size;
+  c.cross_rank = step.node_index;
+  c.cross_size = step.node_count();
+  const std::string step_name = step.job_id + "." + step.step_id;
+  c.job_id = text("DTRAIN_JOB_ID", "slurm-" + step_name);
+  c.rendezvous_addr = text("DTRAIN_RENDEZVOUS_ADDR");
+  if (c.rendezvous_addr.empty()) {
+    c.rendezvous_addr = step.first_node();
+    c.rendezvous_in_step = true;
+    c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", slurm::derived_rendezvous_port(step.job_id, step.step_id));
+  } else {
+    c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", 0);
+    require(c.rendezvous_port > 0, "DTRAIN_RENDEZVOUS_ADDR is set but DTRAIN_RENDEZVOUS_PORT is not");
+  }
+  require(c.rendezvous_port > 0 && c.rendezvous_port < 65536,
+          "DTRAIN_RENDEZVOUS_PORT=" + std::to_string(c.rendezvous_port) + " is not a port");
+  c.job_token = text("DTRAIN_JOB_TOKEN");
+  if (c.job_token.empty()) {
+    c.job_token = "slurm-" + step_name + "-uid" + std::to_string(::getuid());
+    c.job_token_derived = true;
+  }
+}
+
+}  // namespace
+
+RuntimeConfig read_config_from_environment() {
+  RuntimeConfig c;
+  // dtrain run sets DTRAIN_SIZE and wins; a worker started by a bare mpirun takes its world
+  // from Open MPI's variables, a task of a bare srun from Slurm's.
+  c.launched_by_mpirun = !env("DTRAIN_SIZE") && env("OMPI_COMM_WORLD_SIZE");
+  std::optional<slurm::SlurmStep> step;
+  if (!env("DTRAIN_SIZE") && !c.launched_by_mpirun) {
+    try {
+      step = slurm::slurm_step_from_environment([](const char* name) { return std::getenv(name); });
+    } catch (const slurm::SlurmError& e) {
+      throw Error(std::string("dtrain: ") + e.what());
+    }
+  }
+  if (step) {
+    read_slurm_world(c, *step);
+  } else {
+    read_launcher_world(c);
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  c.hostname = text("DTRAIN_HOSTNAME", host);
+  c.iface = text("DTRAIN_IFACE");
 
   const auto threshold = number<long long>("DTRAIN_FUSION_THRESHOLD", 64LL * 1024 * 1024);
   require(threshold >= 0, "DTRAIN_FUSION_THRESHOLD must be >= 0 bytes");

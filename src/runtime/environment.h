@@ -18,13 +18,19 @@ struct RuntimeConfig {
   int cross_size = 1;
   std::string hostname;
   bool launched_by_mpirun = false;  // the world came from OMPI_COMM_WORLD_*; data moves over MPI
+  bool launched_by_slurm = false;   // the world came from srun's SLURM_* (a task of a job step)
 
-  // Rendezvous (only when size > 1 under dtrain run).
+  // Rendezvous (only when size > 1 under dtrain run or srun).
   std::string rendezvous_addr;
   int rendezvous_port = 0;
   std::string job_token;
   std::string job_id;
   std::string iface;
+  // Under a bare srun no launcher serves the store: rank 0 serves it on rendezvous_port of
+  // the step's first node, and the token, unless DTRAIN_JOB_TOKEN gives one, is derived
+  // from the job (not secret: see docs/slurm.md).
+  bool rendezvous_in_step = false;
+  bool job_token_derived = false;
 
   // Knobs.
   std::size_t fusion_threshold_bytes = 64 * 1024 * 1024;

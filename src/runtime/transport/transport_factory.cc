@@ -6,6 +6,7 @@
 #include "runtime/logging.h"
 #include "runtime/transport/gloo/gloo_transport.h"
 #include "runtime/transport/gloo/http_store.h"
+#include "runtime/transport/gloo/step_rendezvous.h"
 #include "runtime/transport/hierarchical_transport.h"
 #include "runtime/transport/host_layout.h"
 #include "runtime/transport/local/local_transport.h"
@@ -41,12 +42,19 @@ std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int gener
   }
   if (config.size == 1) {
     // No peers to meet, but a launcher still waits to hear that this rank started.
-    if (!config.rendezvous_addr.empty() && config.rendezvous_port > 0 && !config.job_token.empty()) {
+    if (!config.rendezvous_in_step && !config.rendezvous_addr.empty() && config.rendezvous_port > 0 &&
+        !config.job_token.empty()) {
       HttpStore(config.rendezvous_addr, config.rendezvous_port, config.job_token, config.timeout).report_ready(0);
     }
     return std::make_unique<LocalTransport>();
   }
-  log().info("engine: Gloo (started by dtrain run)");
+  if (config.launched_by_slurm) {
+    log().info("engine: Gloo (a Slurm step's task, world from SLURM_*; rendezvous on {}:{})", config.rendezvous_addr,
+               config.rendezvous_port);
+    meet_at_step_rendezvous(config);
+  } else {
+    log().info("engine: Gloo (started by dtrain run)");
+  }
   return GlooTransport::connect(gloo_options(config, generation));
 }
 

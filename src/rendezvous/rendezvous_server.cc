@@ -1,4 +1,4 @@
-#include "launch/rendezvous_server.h"
+#include "rendezvous/rendezvous_server.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "launch/launch_error.h"
+#include "dtrain/error.h"
 #include "rendezvous/protocol.h"
 
-namespace dtrain::launch {
+namespace dtrain::rendezvous {
 namespace {
 
 // Compares without stopping at the first difference, so response timing does
@@ -48,9 +48,9 @@ struct RendezvousServer::Impl {
     using httplib::Response;
 
     server.set_pre_routing_handler([this](const Request& req, Response& res) {
-      if (!same_token(req.get_header_value(rendezvous::kTokenHeader), token)) {
+      if (!same_token(req.get_header_value(kTokenHeader), token)) {
         res.status = 403;
-        res.set_content(rendezvous::kBadTokenBody, "text/plain");
+        res.set_content(kBadTokenBody, "text/plain");
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -97,7 +97,7 @@ RendezvousServer::RendezvousServer(std::string token, int world_size)
 
 RendezvousServer::~RendezvousServer() { stop(); }
 
-int RendezvousServer::start(const std::string& bind_address) {
+int RendezvousServer::start(const std::string& bind_address, int requested_port) {
   // Clients may hold keep-alive connections while polling; give every rank a
   // worker thread (within reason) so polls do not queue behind each other.
   size_t threads = std::clamp<size_t>(static_cast<size_t>(impl_->world_size) + 4, 8, 256);
@@ -106,10 +106,17 @@ int RendezvousServer::start(const std::string& bind_address) {
   impl_->server.set_payload_max_length(256u << 20);
   impl_->install_routes();
 
-  int port = impl_->server.bind_to_any_port(bind_address);
+  int port = requested_port;
+  if (requested_port == 0) {
+    port = impl_->server.bind_to_any_port(bind_address);
+  } else if (!impl_->server.bind_to_port(bind_address, requested_port)) {
+    port = -1;
+  }
   if (port <= 0) {
-    throw LaunchError::runtime(
-        fmt::format("cannot start the rendezvous server on {}: bind failed", bind_address));
+    throw Error(requested_port == 0
+                    ? fmt::format("dtrain: cannot start the rendezvous server on {}: bind failed", bind_address)
+                    : fmt::format("dtrain: cannot start the rendezvous server on {}:{}: the port is taken or "
+                                  "not allowed", bind_address, requested_port));
   }
   impl_->port = port;
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
@@ -144,4 +151,4 @@ std::optional<std::string> RendezvousServer::value(const std::string& key) const
   return it->second;
 }
 
-}  // namespace dtrain::launch
+}  // namespace dtrain::rendezvous

@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
-namespace dtrain::launch {
+namespace dtrain::rendezvous {
 
-// The job's key-value store, served over HTTP from a thread of the launcher.
+// The job's key-value store, served over HTTP from a thread: of the launcher (`dtrain run`),
+// or of rank 0 itself when Slurm started the ranks and no launcher is there.
 // Workers use it to exchange addresses at init() and to announce readiness.
 //
 // The protocol is rendezvous/protocol.h, shared with the clients.
@@ -18,9 +19,9 @@ class RendezvousServer {
   RendezvousServer(const RendezvousServer&) = delete;
   RendezvousServer& operator=(const RendezvousServer&) = delete;
 
-  // Binds `bind_address` on an ephemeral port and starts serving; returns the
-  // port. Throws LaunchError (runtime) when binding fails.
-  int start(const std::string& bind_address);
+  // Binds `bind_address` on `port` (0: an ephemeral one) and starts serving; returns the
+  // port. Throws dtrain::Error naming the address and port when binding fails.
+  int start(const std::string& bind_address, int port = 0);
   void stop();
 
   int port() const;
@@ -33,4 +34,4 @@ class RendezvousServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace dtrain::launch
+}  // namespace dtrain::rendezvous

@@ -1,11 +1,11 @@
-#include "launch/rendezvous_server.h"
+#include "rendezvous/rendezvous_server.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <thread>
 
-namespace dtrain::launch {
+namespace dtrain::rendezvous {
 namespace {
 
 constexpr const char* kToken = "00112233445566778899aabbccddeeff";
@@ -119,4 +119,4 @@ TEST(RendezvousServer, StopsPromptlyAndTwice) {
 }
 
 }  // namespace
-}  // namespace dtrain::launch
+}  // namespace dtrain::rendezvous
