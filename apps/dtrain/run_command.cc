@@ -13,7 +13,7 @@ namespace dtrain::cli {
 
 RunCommand::RunCommand(CLI::App& parent) {
   app_ = parent.add_subcommand(
-      "run", "Start a command as N ranks on local or ssh-reachable hosts (like mpirun)");
+      "run", "Start a command as N ranks on local or ssh-reachable hosts (like mpirun), or through srun");
   app_->footer(
       "Usage: dtrain run [options] -- command args...\n"
       "The command may also follow the options without \"--\" when it cannot be\n"
@@ -67,6 +67,11 @@ RunCommand::RunCommand(CLI::App& parent) {
   auto* gloo = app_->add_flag("--gloo", use_gloo_, "Start the job with dtrain's own launcher and Gloo (the default)");
   mpi->excludes(gloo);
   value("--mpi-args", options_.mpi_args, "Extra mpirun arguments, passed as they are (with --mpi)")
+      ->type_name("\"ARGS\"");
+  app_->add_flag("--slurm", options_.use_slurm,
+                 "Inside a Slurm allocation (salloc, sbatch): start the ranks as one srun step on its nodes "
+                 "(-np defaults to SLURM_NTASKS)");
+  value("--slurm-args", options_.slurm_args, "Extra srun arguments, passed as they are (with --slurm)")
       ->type_name("\"ARGS\"");
   auto* ps = app_->add_flag("--ps", options_.ps.enabled,
                             "Parameter-server training: also start one `dtrain ps-server` per host");

@@ -24,6 +24,8 @@
 #include "launch/output_relay.h"
 #include "launch/rank_assignment.h"
 #include "launch/signal_channel.h"
+#include "launch/srun_command.h"
+#include "launch/srun_output.h"
 #include "launch/ssh_reachability.h"
 #include "launch/worker_env.h"
 #include "rendezvous/rendezvous_server.h"
@@ -64,6 +66,14 @@ void validate(const LaunchOptions& o) {
       throw LaunchError::usage(fmt::format("--ps-worker-timeout must be a positive number of seconds, got {}",
                                            o.ps.worker_timeout_s));
     }
+  }
+  if (o.use_slurm) {
+    if (o.use_mpi) throw LaunchError::usage("--slurm and --mpi cannot be combined: choose srun or mpirun to start the ranks");
+    if (o.ps.enabled) throw LaunchError::usage("--slurm does not start parameter servers yet; use --ps without --slurm");
+    if (o.host_list || o.hostfile) {
+      throw LaunchError::usage("--slurm takes the hosts from the Slurm allocation; drop -H/--hostfile");
+    }
+    if (o.output_dir) throw LaunchError::usage("--output-filename is not supported with --slurm; use srun's --output in --slurm-args");
   }
   if (o.network_interface && o.network_interface->empty()) {
     throw LaunchError::usage("--network-interface: empty interface name");
@@ -214,6 +224,85 @@ int run_mpirun(const LaunchOptions& options, const MpirunSettings& mpi, const st
   return code;
 }
 
+
+// Writes a relayed line to the launcher's stdout or stderr in one piece.
+void write_line(bool is_stderr, std::string_view line) {
+  for (std::string_view rest = line; !rest.empty();) {
+    ssize_t n = ::write(is_stderr ? 2 : 1, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// `dtrain run --slurm`: the launcher serves the store, srun starts every rank as one step
+// (the runtime reads each rank's place from SLURM_*), and srun's report of the first failed
+// task becomes the failure, as run_mpirun does for mpirun.
+int run_srun(const LaunchOptions& options) {
+  const SlurmAllocation allocation = slurm_allocation_from_environment();
+  const int np = options.np.value_or(allocation.tasks > 0 ? allocation.tasks : static_cast<int>(allocation.nodes.size()));
+  const std::vector<RankPlacement> placements = place_on_allocation(allocation, np);
+  // Before any thread exists, so every thread inherits the blocked signals.
+  SignalChannel signals;
+  const JobIdentity identity = JobIdentity::generate();
+  RendezvousEndpoint endpoint = choose_endpoint(false, options.network_interface);
+  rendezvous::RendezvousServer rendezvous(identity.token, np);
+  const int port = start_rendezvous(rendezvous, endpoint.bind_address);
+
+  WorkerEnvSettings settings = knob_settings(options);
+  EnvVars env = shared_knobs(dtrain_env_for(placements.front(), settings));
+  env.insert(env.end(), {{"DTRAIN_RENDEZVOUS_ADDR", endpoint.advertised_address},
+                         {"DTRAIN_RENDEZVOUS_PORT", std::to_string(port)},
+                         {"DTRAIN_JOB_TOKEN", identity.token},
+                         {"DTRAIN_JOB_ID", identity.job_id}});
+  // A launcher started by a step of its own (srun dtrain run --slurm) must not hand its
+  // step's description to the ranks' step, nor its own rank.
+  std::vector<std::string> parent_env;
+  for (const auto& kv : current_environment()) {
+    if (!kv.starts_with("DTRAIN_RANK=") && !kv.starts_with("DTRAIN_SIZE=")) parent_env.push_back(kv);
+  }
+  SrunSettings srun{placements, split_arguments(options.slurm_args), options.command};
+  const std::vector<std::string> argv = srun_argv(srun);
+  spdlog::debug("job {}: rendezvous store on {}:{}; run: {}", identity.job_id, endpoint.advertised_address, port,
+                fmt::join(argv, " "));
+
+  const RankPlacement srun_process{0, 1, 0, 1, 0, 1, "localhost"};
+  WorkerLaunch launch;
+  launch.placement = srun_process;
+  launch.request = SpawnRequest{argv, merge_environment(parent_env, env), false};
+  SrunOutput output(placements, options.tag_output_with_host);
+  std::optional<WorkerFailure> srun_failure;
+  SupervisorOptions supervision;
+  supervision.start_timeout_s = 0;  // srun enforces its own start-up
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.prefix = [](const RankPlacement&, std::string_view) { return std::string(); };
+  supervision.line_sink = [&output](const RankPlacement&, bool is_stderr, std::string_view line) {
+    write_line(is_stderr, output.relay(line, is_stderr));
+  };
+  supervision.on_failure = [&srun_failure](const WorkerFailure& f) { srun_failure = f; };
+  JobSupervisor supervisor(std::move(supervision), signals);
+  int code = supervisor.run({launch});
+  rendezvous.stop();
+  if (!srun_failure) return code;
+
+  WorkerFailure failure = *srun_failure;
+  if (!failure.wait_status) {
+    std::string who = fmt::format("rank {} (host {}): ", srun_process.rank, srun_process.host);
+    if (failure.description.starts_with(who)) failure.description.erase(0, who.size());
+    failure.description = fmt::format("--slurm: {} (install slurm-client)", failure.description);
+  } else {
+    failure.description = output.describe_failure(*failure.wait_status);
+    failure.placement = output.failed_rank().value_or(RankPlacement{-1, np, 0, 0, 0, 0, "srun"});
+    if (auto status = output.failed_wait_status()) failure.wait_status = status;
+  }
+  if (options.on_failure) {
+    options.on_failure(failure);
+  } else {
+    std::fprintf(stderr, "dtrain run: %s\n", failure.description.c_str());
+  }
+  return code;
+}
+
 }  // namespace
 
 // This program's own path: `dtrain run --ps` starts the parameter servers as `<it> ps-server`.
@@ -225,6 +314,7 @@ static std::string current_executable() {
 
 int launch_job(const LaunchOptions& options) {
   validate(options);
+  if (options.use_slurm) return run_srun(options);
   std::vector<HostSlots> hosts = requested_hosts(options);
   int np = options.np.value_or(total_slots(hosts));
   std::vector<RankPlacement> placements = assign_ranks(hosts, np);

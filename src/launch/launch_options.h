@@ -30,6 +30,8 @@ struct LaunchOptions {
   std::vector<std::string> command;
   bool use_mpi = false;             // --mpi: start the job with mpirun (Open MPI) instead
   std::string mpi_args;             // --mpi-args: passed to mpirun as they are
+  bool use_slurm = false;           // --slurm: inside an allocation, start the ranks as one srun step
+  std::string slurm_args;           // --slurm-args: passed to srun as they are
 
   // --ps: parameter-server training. One `dtrain ps-server` per host next to the
   // ranks (the workers); a worker other than rank 0 that fails is reported and the
