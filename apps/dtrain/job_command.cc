@@ -14,6 +14,8 @@
 #include "job/job_error.h"
 #include "job/job_spec.h"
 #include "job/local_cluster.h"
+#include "job/sbatch_script.h"
+#include "job/slurm_host.h"
 
 namespace dtrain::cli {
 namespace {
@@ -36,12 +38,23 @@ JobCommand::JobCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("job", "SageMaker-style training jobs: run locally, validate, render for Kubernetes");
   app_->require_subcommand(1);
 
-  run_ = app_->add_subcommand("run", "Run a job on local hosts algo-1..N (processes or network namespaces)");
+  run_ = app_->add_subcommand(
+      "run", "Run a job on local hosts algo-1..N (processes or network namespaces), or on a Slurm cluster");
   add_spec_options(run_, spec_path_, overrides_);
+  run_->add_option("--backend", backend_, "Where the job runs: local (hosts on this machine) or slurm (sbatch)")
+      ->type_name("BACKEND")
+      ->default_val("local");
+  run_->add_option("--partition", partition_, "slurm: the partition (default: the cluster's)")->type_name("NAME");
+  run_->add_option("--sbatch-args", sbatch_args_, "slurm: extra sbatch arguments, passed as they are")
+      ->type_name("\"ARGS\"");
+  run_->add_option("--network-interface", network_interface_, "slurm: the ranks' interface (default: found)")
+      ->type_name("IFACE");
   run_->add_option("--hosts", hosts_, "Host backend: process (any user) or netns (root)")
       ->type_name("KIND")
       ->default_val("process");
-  run_->add_option("--work-dir", work_dir_, "Where the hosts' /opt/ml roots live (default $TMPDIR/dtrain-job-NAME-PID)")
+  run_->add_option("--work-dir", work_dir_,
+                   "Where the hosts' /opt/ml roots live (default $TMPDIR/dtrain-job-NAME-PID; slurm: a shared "
+                   "directory, default OUTPUT_PATH/NAME/slurm-work)")
       ->type_name("DIR");
   run_->add_flag("--keep-work-dir", keep_work_dir_, "Keep the hosts' roots after the job");
   run_->add_option("--kill-grace-s", kill_grace_s_, "Seconds between SIGTERM and SIGKILL when stopping hosts")
@@ -54,8 +67,13 @@ JobCommand::JobCommand(CLI::App& parent) {
 
   render_ = app_->add_subcommand("render", "Write the job as a Kubernetes manifest");
   add_spec_options(render_, spec_path_, overrides_);
-  render_->add_option("--target", target_, "What to render: kubeflow (an MPIJob, kubeflow.org/v2beta1)")
+  render_->add_option("--target", target_,
+                      "What to render: kubeflow (an MPIJob, kubeflow.org/v2beta1) or slurm (a batch script)")
       ->default_val("kubeflow");
+  render_->add_option("--hosts-dir", hosts_dir_,
+                      "slurm: the shared directory of the hosts' /opt/ml (default OUTPUT_PATH/NAME/slurm-work/hosts)")
+      ->type_name("DIR");
+  render_->add_option("--partition", partition_, "slurm: the partition")->type_name("NAME");
   render_->add_option("-o,--output", output_file_, "Write to FILE instead of stdout")->type_name("FILE");
   render_->add_option("--image", kubeflow_.image, "Training image")->default_val("dtrain:latest");
   render_->add_option("--namespace", namespace_, "Kubernetes namespace");
@@ -72,14 +90,19 @@ JobCommand::JobCommand(CLI::App& parent) {
   host_exec_->prefix_command();  // everything after the host is the command
   host_exec_->add_option("--table", table_file_, "The job's host table")->required();
   host_exec_->add_option("host", exec_host_, "Host name")->required();
+
+  slurm_host_ = app_->add_subcommand("slurm-host", "Run one node's entry point in a Slurm job (used by its batch script)");
+  slurm_host_->group("");  // internal: not listed in help
+  slurm_host_->add_option("--hosts-dir", hosts_dir_, "The shared directory of the hosts' /opt/ml")->required();
 }
 
-int JobCommand::execute() const {
+int JobCommand::execute(const std::vector<std::string>& trailing) const {
   try {
     if (run_->parsed()) return run();
     if (validate_->parsed()) return validate();
     if (render_->parsed()) return render();
     if (host_exec_->parsed()) return host_exec();
+    if (slurm_host_->parsed()) return slurm_host(trailing);
   } catch (const job::JobError& e) {
     std::fprintf(stderr, "dtrain job: %s\n", e.what());
     return e.exit_code();
@@ -97,6 +120,17 @@ int JobCommand::run() const {
   spdlog::set_default_logger(logger);
 
   job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
+  if (backend_ == "slurm") {
+    job::SlurmRunOptions slurm;
+    slurm.dtrain_exe = self_executable();
+    if (!work_dir_.empty()) slurm.work_dir = std::filesystem::absolute(work_dir_).string();
+    slurm.keep_work_dir = keep_work_dir_;
+    slurm.partition = partition_;
+    slurm.sbatch_args = sbatch_args_;
+    slurm.network_interface = network_interface_;
+    return job::run_slurm_job(spec, slurm);
+  }
+  if (backend_ != "local") throw job::JobError::usage("--backend must be local or slurm, got '" + backend_ + "'");
   job::RunOptions options;
   options.hosts = job::parse_host_kind(hosts_);
   if (!work_dir_.empty()) options.work_dir = std::filesystem::absolute(work_dir_).string();
@@ -121,13 +155,23 @@ int JobCommand::validate() const {
 }
 
 int JobCommand::render() const {
-  if (target_ != "kubeflow") {
-    throw job::JobError::usage("--target must be kubeflow, got '" + target_ + "'");
+  if (target_ != "kubeflow" && target_ != "slurm") {
+    throw job::JobError::usage("--target must be kubeflow or slurm, got '" + target_ + "'");
   }
   job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
-  job::KubeflowOptions options = kubeflow_;
-  if (!namespace_.empty()) options.namespace_name = namespace_;
-  std::string manifest = job::render_mpijob(spec, options);
+  std::string manifest;
+  if (target_ == "slurm") {
+    job::SbatchOptions options;
+    options.dtrain_exe = self_executable();
+    options.hosts_dir = hosts_dir_.empty() ? spec.output_path + "/" + spec.name + "/slurm-work/hosts"
+                                           : std::filesystem::absolute(hosts_dir_).string();
+    options.partition = partition_;
+    manifest = job::render_sbatch_script(spec, options);
+  } else {
+    job::KubeflowOptions options = kubeflow_;
+    if (!namespace_.empty()) options.namespace_name = namespace_;
+    manifest = job::render_mpijob(spec, options);
+  }
   if (output_file_.empty()) {
     std::fwrite(manifest.data(), 1, manifest.size(), stdout);
   } else {
@@ -165,6 +209,10 @@ int JobCommand::host_exec() const {
   }
   std::fprintf(stderr, "dtrain job host-exec: no host %s in %s\n", exec_host_.c_str(), table_file_.c_str());
   return 255;
+}
+
+int JobCommand::slurm_host(const std::vector<std::string>& command) const {
+  return job::exec_slurm_host(self_executable(), hosts_dir_, command);
 }
 
 }  // namespace dtrain::cli

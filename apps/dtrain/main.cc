@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   if (run.subcommand()->parsed()) return run.execute(trailing, had_separator);
   if (coco_eval.subcommand()->parsed()) return coco_eval.execute();
   if (data.subcommand()->parsed()) return data.execute();
-  if (job.subcommand()->parsed()) return job.execute();
+  if (job.subcommand()->parsed()) return job.execute(trailing);
   if (entrypoint.subcommand()->parsed()) return entrypoint.execute(trailing);
   if (ps_server.subcommand()->parsed()) return ps_server.execute();
   return 2;

@@ -16,6 +16,7 @@
 #include "job/host_link.h"
 #include "job/job_error.h"
 #include "job/job_spec.h"
+#include "job/slurm_host.h"
 #include "launch/launch_error.h"
 #include "launch/launch_job.h"
 #include "launch/local_spawner.h"
@@ -92,6 +93,12 @@ int fail_before_launch(const EntrypointOptions& options, const TrainingEnvironme
   return 2;
 }
 
+// A host of a job on Slurm (`dtrain job slurm-host` set this).
+bool on_slurm() {
+  const char* hosts_dir = std::getenv("DTRAIN_SLURM_HOSTS_DIR");
+  return hosts_dir && *hosts_dir;
+}
+
 int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
                const std::vector<std::string>& command) {
   const ContainerLayout& layout = env.layout;
@@ -116,11 +123,17 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
   spdlog::info("every host is reachable");
 
   launch::LaunchOptions launch;
-  std::string host_list;
-  for (const auto& h : env.hosts) host_list += fmt::format("{}{}:{}", host_list.empty() ? "" : ",", h, ppn);
-  launch.host_list = host_list;
   launch.np = ppn * static_cast<int>(env.hosts.size());
-  launch.network_interface = env.network_interface_name;
+  if (on_slurm()) {
+    // The hosts are the allocation's nodes in order (job/slurm_host.h): one srun step starts
+    // every rank, and each finds its host's /opt/ml from its node index.
+    launch.use_slurm = true;
+  } else {
+    std::string host_list;
+    for (const auto& h : env.hosts) host_list += fmt::format("{}{}:{}", host_list.empty() ? "" : ",", h, ppn);
+    launch.host_list = host_list;
+  }
+  if (!env.network_interface_name.empty()) launch.network_interface = env.network_interface_name;
   launch.start_timeout_s = 0;  // the algorithm need not use the dtrain runtime
   launch.kill_grace_s = options.kill_grace_s;
   launch.ssh.agent = options.agent;
@@ -267,9 +280,14 @@ int exec_as_rank(const std::string& base_dir, const std::vector<std::string>& co
     std::fprintf(stderr, "dtrain entrypoint --as-rank: missing command\n");
     return 2;
   }
+  // On Slurm srun hands every rank the master's environment; the rank's own host is its node's.
+  std::string own_base_dir = base_dir;
+  const char* node_id = std::getenv("SLURM_NODEID");
+  const bool slurm_rank = on_slurm() && node_id && *node_id;
+  if (slurm_rank) own_base_dir = slurm_host_root(std::getenv("DTRAIN_SLURM_HOSTS_DIR"), std::atoi(node_id));
   TrainingEnvironment env;
   try {
-    env = TrainingEnvironment::read(ContainerLayout(base_dir));
+    env = TrainingEnvironment::read(ContainerLayout(own_base_dir));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dtrain entrypoint --as-rank: %s\n", e.what());
     return 1;
@@ -277,8 +295,9 @@ int exec_as_rank(const std::string& base_dir, const std::vector<std::string>& co
   for (const auto& [name, value] : env.env_vars()) ::setenv(name.c_str(), value.c_str(), 1);
   ::setenv("SAGEMAKER_BASE_DIR", env.layout.base_dir().c_str(), 1);
   // Ranks started by mpirun learn no host name from the launcher; the runtime groups ranks
-  // into hosts by it (shared memory within, the engine across), so give it this host's.
-  ::setenv("DTRAIN_HOSTNAME", env.current_host.c_str(), 0);
+  // into hosts by it (shared memory within, the engine across), so give it this host's. On
+  // Slurm the node's own name does that, and resolves where algo-N need not.
+  if (!slurm_rank) ::setenv("DTRAIN_HOSTNAME", env.current_host.c_str(), 0);
   std::vector<std::string> argv = command;
   for (const auto& a : env.user_args()) argv.push_back(a);
   std::vector<char*> c_argv;

@@ -48,6 +48,14 @@ TEST_F(OnSlurm, ABareSrunIsADtrainJob) {
   EXPECT_NE(r.output.find("DTRAIN_JOB_TOKEN is not set"), std::string::npos) << r.output;
 }
 
+TEST_F(OnSlurm, AHostNameThatDoesNotResolveIsAnErrorOnEveryRankNotACrash) {
+  JobResult r = cluster_->run("srun -N2 -n2 --label --kill-on-bad-exit=1 --export=ALL,DTRAIN_HOSTNAME=no-such-host " +
+                              kDemo);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("host name 'no-such-host' does not resolve"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Segmentation fault"), std::string::npos) << r.output;
+}
+
 TEST_F(OnSlurm, DtrainRunSlurmInsideABatchJobPrefixesEveryRank) {
   const std::string script = cluster_->dir() / "job.sh";
   const std::string log = cluster_->dir() / "job.out";

@@ -1,5 +1,8 @@
 #include "runtime/transport/gloo/gloo_transport.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+
 #include <cstring>
 
 #include <gloo/allgatherv.h>
@@ -37,6 +40,24 @@ void translate_gloo_errors(const char* what, Fn&& fn) {
   }
 }
 
+// The IPv4 address a host name resolves to. Gloo's own lookup crashes (rather than throws)
+// on some names it cannot resolve, so it only ever sees an address.
+std::string resolve_for_gloo(const std::string& hostname) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int error = ::getaddrinfo(hostname.c_str(), nullptr, &hints, &found);
+  if (error != 0 || !found) {
+    throw Error("dtrain: this rank's host name '" + hostname + "' does not resolve to an IPv4 address (" +
+                gai_strerror(error) + "); set DTRAIN_IFACE (--network-interface) or DTRAIN_HOSTNAME");
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof(text));
+  ::freeaddrinfo(found);
+  return text;
+}
+
 }  // namespace
 
 std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& options) {
@@ -48,7 +69,7 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& 
   if (!options.iface.empty()) {
     attr.iface = options.iface;
   } else {
-    attr.hostname = options.hostname;
+    attr.hostname = resolve_for_gloo(options.hostname);
   }
   std::shared_ptr<gloo::transport::Device> device;
   try {
