@@ -438,6 +438,15 @@ TEST_F(DtrainRunOverSsh, UnknownInterfaceIsAUsageError) {
   EXPECT_NE(r.err.find("--network-interface nosuchif0"), std::string::npos) << r.err;
 }
 
+TEST(DtrainRun, SlurmOutsideAnAllocationOrWithHostsIsAUsageError) {
+  auto outside = run_dtrain({"--slurm", "true"}, 30);
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_NE(outside.err.find("--slurm runs inside a Slurm allocation"), std::string::npos) << outside.err;
+  auto hosts = run_dtrain({"--slurm", "-H", "a:1", "true"}, 30, {"SLURM_JOB_ID=1", "SLURM_JOB_NODELIST=a"});
+  EXPECT_EQ(hosts.exit_code, 2);
+  EXPECT_NE(hosts.err.find("drop -H/--hostfile"), std::string::npos) << hosts.err;
+}
+
 TEST(DtrainCli, RequiresASubcommand) {
   ChildRunner child({DTRAIN_BINARY});
   auto r = child.finish(10);
