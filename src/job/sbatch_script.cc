@@ -46,9 +46,9 @@ std::string render_sbatch_script(const JobSpec& spec, const SbatchOptions& optio
   s += fmt::format(
       "#\n"
       "# dtrain job {}: {} host(s) x {} process(es). Every node runs dtrain's entry point for its\n"
-      "# host (algo-N is the allocation's N-th node; its /opt/ml is {}/algo-N, staged by\n"
-      "# `dtrain job run --backend slurm`); algo-1 is the master and starts the ranks with srun.\n",
-      spec.name, spec.instance_count, spec.processes_per_host, options.hosts_dir);
+      "# host: algo-N is the allocation's N-th node, its /opt/ml is <hosts-dir>/algo-N (staged by\n"
+      "# `dtrain job run --backend slurm`), and algo-1, the master, starts the ranks with srun.\n",
+      spec.name, spec.instance_count, spec.processes_per_host);
   s += "set -u\n";
   s += fmt::format("export TRAINING_JOB_NAME={}\n", shell_quote(spec.name));
   for (const auto& [name, value] : spec.environment) s += fmt::format("export {}={}\n", name, shell_quote(value));
