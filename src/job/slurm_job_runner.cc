@@ -93,6 +93,9 @@ std::string submit(const std::string& script, const SlurmRunOptions& options) {
 // The job's state now; UNKNOWN once Slurm has forgotten it (MinJobAge past its end).
 slurm::JobState query_state(const std::string& job_id) {
   CommandResult r = run_command({"scontrol", "show", "job", "-o", job_id}, 30);
+  if (r.exit_code == -1) {
+    throw JobError::runtime(fmt::format("cannot execute scontrol to follow Slurm job {} (install slurm-client)", job_id));
+  }
   if (!r.ok()) {
     if (r.output.find("Invalid job id") != std::string::npos) return {"UNKNOWN", "", 0, 0};
     spdlog::warn("scontrol show job {}: {}", job_id, r.output);
@@ -106,8 +109,8 @@ slurm::JobState query_state(const std::string& job_id) {
   }
 }
 
-// Relays the job's output until Slurm says it ended; a SIGINT or SIGTERM here cancels it
-// (once) and keeps following until it has ended.
+// Relays the job's output until Slurm says it ended. A SIGINT, SIGTERM or SIGHUP here
+// cancels the job and keeps following until it has ended; a second one stops following.
 struct Followed {
   slurm::JobState state;
   std::string cancelled_by;  // the signal that made this process cancel the job, if any
@@ -124,12 +127,16 @@ Followed follow(const std::string& job_id, FileTail& log, JobRecorder& recorder,
     pollfd fd{signals.fd(), POLLIN, 0};
     if (::poll(&fd, 1, 500) > 0) {
       for (int sig : signals.drain()) {
-        if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && followed.cancelled_by.empty()) {
-          followed.cancelled_by = launch::signal_name(sig);
-          std::fprintf(stderr, "dtrain job: %s: cancelling Slurm job %s\n", followed.cancelled_by.c_str(),
-                       job_id.c_str());
-          run_command({"scancel", job_id}, 60);
+        if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) continue;
+        if (!followed.cancelled_by.empty()) {
+          throw JobError::runtime(fmt::format("{} again: stopped following Slurm job {}, which was cancelled and "
+                                              "may still be ending (squeue -j {})",
+                                              launch::signal_name(sig), job_id, job_id));
         }
+        followed.cancelled_by = launch::signal_name(sig);
+        std::fprintf(stderr, "dtrain job: %s: cancelling Slurm job %s\n", followed.cancelled_by.c_str(),
+                     job_id.c_str());
+        run_command({"scancel", job_id}, 60);
       }
     }
   }
