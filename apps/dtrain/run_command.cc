@@ -45,6 +45,9 @@ RunCommand::RunCommand(CLI::App& parent) {
   value("--timeline-filename", timeline_, "Timeline file (DTRAIN_TIMELINE)")->type_name("PATH");
   app_->add_flag("--timeline-mark-cycles", options_.timeline_mark_cycles,
                  "Mark each negotiation cycle that had work in the timeline (DTRAIN_TIMELINE_MARK_CYCLES)");
+  app_->add_flag("--autotune", options_.autotune,
+                 "Tune the fusion threshold and cycle time while training runs, then keep the best (DTRAIN_AUTOTUNE)");
+  value("--autotune-log-file", autotune_log_, "CSV of every autotuning sample (DTRAIN_AUTOTUNE_LOG)")->type_name("PATH");
   value("--fusion-threshold-mb", fusion_mb_, "Tensor fusion buffer size (DTRAIN_FUSION_THRESHOLD)")
       ->type_name("MB");
   value("--cycle-time-ms", cycle_ms_, "Background cycle time (DTRAIN_CYCLE_TIME_MS)")
@@ -125,6 +128,7 @@ int RunCommand::execute(const std::vector<std::string>& trailing, bool had_separ
   if (app_->count("--output-filename")) options_.output_dir = output_dir_;
   if (app_->count("--timeline-filename")) options_.timeline_filename = timeline_;
   if (app_->count("--fusion-threshold-mb")) options_.fusion_threshold_mb = fusion_mb_;
+  if (app_->count("--autotune-log-file")) options_.autotune_log = autotune_log_;
   if (app_->count("--cycle-time-ms")) options_.cycle_time_ms = cycle_ms_;
   if (app_->count("--stall-warning-s")) options_.stall_warning_s = stall_warning_;
   if (app_->count("--stall-shutdown-s")) options_.stall_shutdown_s = stall_shutdown_;

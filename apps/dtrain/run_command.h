@@ -37,6 +37,7 @@ class RunCommand {
   std::string host_list_, hostfile_, iface_, output_dir_, timeline_, identity_file_;
   double fusion_mb_ = 0, cycle_ms_ = 0, stall_warning_ = 0, stall_shutdown_ = 0;
   int ssh_port_ = 0;
+  std::string autotune_log_;
   bool use_gloo_ = false;  // --gloo: the default engine, accepted for symmetry with --mpi
 };
 

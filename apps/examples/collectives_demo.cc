@@ -29,9 +29,7 @@ void expect(bool ok, const std::string& what) {
   }
 }
 
-}  // namespace
-
-int main() {
+int show_every_collective() {
   dtrain::init();
   const int rank = dtrain::rank();
   const int size = dtrain::size();
@@ -93,4 +91,16 @@ int main() {
   if (failures) return 1;
   std::printf("rank %d: all collectives correct\n", rank);
   return 0;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return show_every_collective();
+  } catch (const dtrain::Error& e) {
+    // A failed init or collective: one line, as every dtrain program reports it.
+    std::fprintf(stderr, "dtrain-collectives-demo: %s\n", e.what());
+    return 1;
+  }
 }

@@ -127,6 +127,8 @@ WorkerEnvSettings knob_settings(const LaunchOptions& options) {
   knobs.network_interface = options.network_interface;
   knobs.timeline_filename = options.timeline_filename;
   knobs.timeline_mark_cycles = options.timeline_mark_cycles;
+  knobs.autotune = options.autotune;
+  knobs.autotune_log = options.autotune_log;
   knobs.fusion_threshold_mb = options.fusion_threshold_mb;
   knobs.cycle_time_ms = options.cycle_time_ms;
   knobs.stall_warning_s = options.stall_warning_s;

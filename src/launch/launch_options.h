@@ -20,6 +20,8 @@ struct LaunchOptions {
   std::optional<std::string> output_dir;     // --output-filename
   std::optional<std::string> timeline_filename;
   bool timeline_mark_cycles = false;
+  bool autotune = false;                     // --autotune
+  std::optional<std::string> autotune_log;   // --autotune-log-file
   std::optional<double> fusion_threshold_mb;
   std::optional<double> cycle_time_ms;
   std::optional<double> stall_warning_s;

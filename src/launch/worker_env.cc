@@ -33,6 +33,8 @@ EnvVars dtrain_env_for(const RankPlacement& p, const WorkerEnvSettings& s) {
   if (s.network_interface) env.emplace_back("DTRAIN_IFACE", *s.network_interface);
   if (s.timeline_filename) env.emplace_back("DTRAIN_TIMELINE", *s.timeline_filename);
   if (s.timeline_mark_cycles) env.emplace_back("DTRAIN_TIMELINE_MARK_CYCLES", "1");
+  if (s.autotune) env.emplace_back("DTRAIN_AUTOTUNE", "1");
+  if (s.autotune_log) env.emplace_back("DTRAIN_AUTOTUNE_LOG", *s.autotune_log);
   if (s.fusion_threshold_mb) {
     double bytes = std::round(*s.fusion_threshold_mb * 1024.0 * 1024.0);
     env.emplace_back("DTRAIN_FUSION_THRESHOLD", format_env_number(bytes));

@@ -23,6 +23,8 @@ struct WorkerEnvSettings {
   std::optional<std::string> network_interface;  // DTRAIN_IFACE
   std::optional<std::string> timeline_filename;  // DTRAIN_TIMELINE
   bool timeline_mark_cycles = false;             // DTRAIN_TIMELINE_MARK_CYCLES=1
+  bool autotune = false;                         // DTRAIN_AUTOTUNE=1
+  std::optional<std::string> autotune_log;       // DTRAIN_AUTOTUNE_LOG
   std::optional<double> fusion_threshold_mb;     // DTRAIN_FUSION_THRESHOLD (bytes)
   std::optional<double> cycle_time_ms;           // DTRAIN_CYCLE_TIME_MS
   std::optional<double> stall_warning_s;         // DTRAIN_STALL_WARNING_S

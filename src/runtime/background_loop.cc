@@ -27,9 +27,18 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
         std::lock_guard lock(mutex_);
         in_flight_.erase(name);
       }) {
+  cycle_time_ms_ = config_.cycle_time_ms;
   if (config_.rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(
         config_.size, cache_, StallInspector(config_.stall_warning_s, config_.stall_shutdown_s), timeline_.get());
+    if (config_.autotune && config_.size > 1) {
+      AutotuneOptions options;
+      options.warmup_samples = config_.autotune_warmup_samples;
+      options.steps_per_sample = config_.autotune_steps_per_sample;
+      options.log_path = config_.autotune_log;
+      autotuner_ = std::make_unique<Autotuner>(TunedKnobs{config_.fusion_threshold_bytes, config_.cycle_time_ms},
+                                               std::move(options));
+    }
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -94,10 +103,10 @@ void BackgroundLoop::take_timeline_handover() {
 void BackgroundLoop::run() {
   std::string reason = "dtrain: the runtime was shut down before this operation completed";
   try {
-    const auto cycle_time = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
     while (!stopped_by_plan_) {
       const auto start = Clock::now();
       cycle();
+      const auto cycle_time = std::chrono::duration<double, std::milli>(cycle_time_ms_);
       if (timeline_) timeline_->flush();
       if (stopped_by_plan_) break;
       // The cycle time is the batching window: tensors submitted meanwhile negotiate together.
@@ -165,17 +174,41 @@ void BackgroundLoop::cycle() {
     reports.reserve(gathered.size());
     for (const auto& bytes : gathered) reports.push_back(decode_report(bytes));
     plan = coordinator_->plan(reports, Clock::now());
+    const TunedKnobs knobs = autotuner_ ? autotuner_->knobs()
+                                        : TunedKnobs{config_.fusion_threshold_bytes, config_.cycle_time_ms};
+    plan.fusion_threshold_bytes = knobs.fusion_threshold_bytes;
+    plan.cycle_time_ms = knobs.cycle_time_ms;
     transport_->broadcast_from_coordinator(encode(plan));
   } else {
     plan = decode_plan(transport_->broadcast_from_coordinator({}));
   }
 
-  const std::vector<Response> responses = fuse_responses(resolve(plan), config_.fusion_threshold_bytes);
+  const std::vector<Response> responses =
+      fuse_responses(resolve(plan), static_cast<std::size_t>(plan.fusion_threshold_bytes));
+  cycle_time_ms_ = plan.cycle_time_ms;
   if (timeline_ && !responses.empty()) timeline_->mark_cycle(start);
   for (const Response& response : responses) executor_.execute(response, pending_);
+  if (autotuner_) feed_autotuner(responses);
   if (plan.shutdown) {
     stopped_by_plan_ = true;
     if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);
+  }
+}
+
+// Rank 0: what this cycle reduced, for the autotuner's throughput samples.
+void BackgroundLoop::feed_autotuner(const std::vector<Response>& executed) {
+  std::vector<std::pair<std::string, std::size_t>> allreduces;
+  for (const Response& r : executed) {
+    if (!r.ok() || r.type != OpType::kAllreduce) continue;
+    for (std::size_t i = 0; i < r.names.size() && i < r.sizes.size(); ++i) {
+      allreduces.emplace_back(r.names[i], static_cast<std::size_t>(r.sizes[i]) * element_size(r.dtype));
+    }
+  }
+  const bool was_finished = autotuner_->finished();
+  autotuner_->record(allreduces, Clock::now());
+  if (!was_finished && autotuner_->finished()) {
+    const TunedKnobs& tuned = autotuner_->knobs();
+    log().info("autotune: fusion threshold {} bytes, cycle time {} ms", tuned.fusion_threshold_bytes, tuned.cycle_time_ms);
   }
 }
 

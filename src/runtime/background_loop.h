@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/autotuner.h"
 #include "runtime/coordinator.h"
 #include "runtime/environment.h"
 #include "runtime/op_executor.h"
@@ -52,11 +53,14 @@ class BackgroundLoop {
   void run();
   void cycle();
   std::vector<Response> resolve(const CyclePlan& plan);
+  void feed_autotuner(const std::vector<Response>& executed);
   void fail_everything(const std::string& reason);
   void take_timeline_handover();  // with mutex_ held
 
   RuntimeConfig config_;
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Autotuner> autotuner_;  // rank 0 with DTRAIN_AUTOTUNE
+  double cycle_time_ms_;                  // the last plan's batching window
   std::unique_ptr<Timeline> timeline_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only

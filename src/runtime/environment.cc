@@ -139,6 +139,12 @@ RuntimeConfig read_config_from_environment() {
   c.shared_memory = number<int>("DTRAIN_SHM", 1) != 0;
   c.hierarchical = number<int>("DTRAIN_HIERARCHICAL_ALLREDUCE", -1);
   require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");
+  c.autotune = number<int>("DTRAIN_AUTOTUNE", 0) != 0;
+  c.autotune_log = text("DTRAIN_AUTOTUNE_LOG");
+  c.autotune_warmup_samples = number<int>("DTRAIN_AUTOTUNE_WARMUP_SAMPLES", 1);
+  require(c.autotune_warmup_samples >= 0, "DTRAIN_AUTOTUNE_WARMUP_SAMPLES must be >= 0");
+  c.autotune_steps_per_sample = number<int>("DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE", 5);
+  require(c.autotune_steps_per_sample >= 1, "DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE must be >= 1");
   c.timeout = std::chrono::milliseconds(static_cast<long long>(number<double>("DTRAIN_TIMEOUT_S", 300) * 1000));
   return c;
 }

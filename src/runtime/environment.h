@@ -42,6 +42,11 @@ struct RuntimeConfig {
   bool timeline_mark_cycles = false;  // a marker at each cycle that had work
   bool shared_memory = true;  // DTRAIN_SHM: allreduce through shared memory among a host's ranks
   int hierarchical = -1;      // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on
+  // DTRAIN_AUTOTUNE: rank 0 tunes the fusion threshold and cycle time while training runs.
+  bool autotune = false;
+  std::string autotune_log;           // DTRAIN_AUTOTUNE_LOG: a CSV row per sample
+  int autotune_warmup_samples = 1;    // DTRAIN_AUTOTUNE_WARMUP_SAMPLES
+  int autotune_steps_per_sample = 5;  // DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
 

@@ -139,6 +139,8 @@ std::vector<char> encode(const CyclePlan& plan) {
   WireWriter w;
   w.put<std::uint8_t>(plan.shutdown);
   w.put_string(plan.shutdown_reason);
+  w.put(plan.fusion_threshold_bytes);
+  w.put(plan.cycle_time_ms);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(plan.items.size()));
   for (const auto& item : plan.items) {
     w.put(item.cache_position);
@@ -152,6 +154,8 @@ CyclePlan decode_plan(const std::vector<char>& bytes) {
   CyclePlan plan;
   plan.shutdown = rd.get<std::uint8_t>() != 0;
   plan.shutdown_reason = rd.get_string();
+  plan.fusion_threshold_bytes = rd.get<std::uint64_t>();
+  plan.cycle_time_ms = rd.get<double>();
   const auto n = rd.get<std::uint32_t>();
   for (std::uint32_t i = 0; i < n; ++i) {
     CyclePlan::Item item;

@@ -78,6 +78,11 @@ struct CyclePlan {
   bool shutdown = false;
   std::string shutdown_reason;  // non-empty when the job is being stopped because of an error
   std::vector<Item> items;
+  // Rank 0's settings, which every rank applies: fusing these items, and the next cycle's
+  // batching window (so ranks with different DTRAIN_* values, or an autotuner on rank 0,
+  // still fuse alike).
+  std::uint64_t fusion_threshold_bytes = 0;
+  double cycle_time_ms = 0;
 };
 
 std::vector<char> encode(const CycleReport& report);

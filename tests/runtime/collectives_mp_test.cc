@@ -131,6 +131,28 @@ TEST(Allreduce, ManyAsyncSubmittedTogetherAreFusedAndEachCorrect) {
   }
 }
 
+TEST(Allreduce, RepeatedStepsOfManyTensorsStayCorrect) {
+  // A training loop's shape: the same 40 gradients every step. Under DTRAIN_AUTOTUNE (the job
+  // test runs it so) the fusion threshold and cycle time change between steps.
+  std::vector<Tensor> tensors;
+  for (int k = 0; k < 40; ++k) tensors.emplace_back(DataType::kFloat32, std::vector<std::int64_t>{1 + (k * 997) % 20000});
+  for (int step = 0; step < 60; ++step) {
+    std::vector<Handle> handles;
+    for (int k = 0; k < 40; ++k) {
+      Tensor& t = tensors[k];
+      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, contribution(rank(), i + k + step));
+      handles.push_back(allreduce_async("step.grad." + std::to_string(k), t.view, t.view, {ReduceOp::kSum}));
+    }
+    for (auto& h : handles) h.wait();
+    for (int k = 0; k < 40; ++k) {
+      for (std::size_t i = 0; i < tensors[k].size(); ++i) {
+        ASSERT_EQ(tensors[k].get(i), expected_reduction(ReduceOp::kSum, size(), i + k + step, DataType::kFloat32))
+            << "step " << step << " tensor " << k;
+      }
+    }
+  }
+}
+
 TEST(Allreduce, TensorLargerThanTheFusionThresholdAmongSmallOnes) {
   // ctest runs this binary with --fusion-threshold-mb 1; this tensor is 3 MiB.
   Tensor big(DataType::kFloat32, {3 * 256 * 1024});

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,36 @@ TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
   }
   EXPECT_TRUE(tensors.contains("fused.0"));
   EXPECT_TRUE(tensors.contains("fused.299"));
+}
+
+TEST(Job, AutotuneSamplesEveryCandidateFixesOneAndKeepsResultsExact) {
+  const testing::TempDir dir;
+  const std::filesystem::path log = dir.path() / "autotune.csv";
+  const auto result = run_job("env DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE=1 DTRAIN_AUTOTUNE_WARMUP_SAMPLES=1 " + kLauncher +
+                              " run -np 2 --autotune --autotune-log-file " + log.string() + " -- " + kCollectives +
+                              " --gtest_filter=Allreduce.RepeatedStepsOfManyTensorsStayCorrect");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream in(log);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "sample,phase,fusion_threshold_bytes,cycle_time_ms,steps,bytes,seconds,bytes_per_s");
+  std::map<std::string, int> phases;
+  std::set<std::string> thresholds, cycle_times;
+  std::string final_row;
+  for (std::string row; std::getline(in, row);) {
+    std::vector<std::string> fields;
+    std::stringstream columns(row);
+    for (std::string f; std::getline(columns, f, ',');) fields.push_back(f);
+    ASSERT_GE(fields.size(), 4u) << row;
+    ++phases[fields[1]];
+    if (fields[1] == "fusion") thresholds.insert(fields[2]);
+    if (fields[1] == "cycle") cycle_times.insert(fields[3]);
+    if (fields[1] == "final") final_row = row;
+  }
+  EXPECT_EQ(phases["warmup"], 1);
+  EXPECT_EQ(thresholds.size(), 6u) << "every fusion threshold sampled";
+  EXPECT_EQ(cycle_times.size(), 5u) << "every cycle time sampled";
+  EXPECT_EQ(phases["final"], 1) << "the search ended within the run's 60 steps";
 }
 
 struct Trace {

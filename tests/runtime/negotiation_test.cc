@@ -63,8 +63,12 @@ TEST(Messages, ReportAndPlanSurviveEncoding) {
   full.response.sizes = {1, 2};
   full.response.error = "bad";
   plan.items = {cached, full};
+  plan.fusion_threshold_bytes = 16u << 20;
+  plan.cycle_time_ms = 2.5;
   const CyclePlan back = decode_plan(encode(plan));
   EXPECT_EQ(back.shutdown_reason, "why");
+  EXPECT_EQ(back.fusion_threshold_bytes, 16u << 20);
+  EXPECT_EQ(back.cycle_time_ms, 2.5);
   ASSERT_EQ(back.items.size(), 2u);
   EXPECT_EQ(back.items[0].cache_position, 7);
   EXPECT_EQ(back.items[1].response.names, (std::vector<std::string>{"a", "b"}));
