@@ -107,23 +107,36 @@ void Autotuner::advance(double score) {
       break;
     case Phase::kConfirm: {
       const TunedKnobs winner = best(cycle_scores_);
-      // Confirm a winner other than the defaults against them, one sample each.
-      const std::vector<TunedKnobs> order = {winner, defaults_};
-      if (winner == defaults_ || candidate_ >= order.size()) {
-        current_ = winner == defaults_ ? defaults_ : best(confirm_scores_);
+      // The winner and the defaults take turns, confirm_samples each.
+      const std::size_t turns = 2 * static_cast<std::size_t>(std::max(1, options_.confirm_samples));
+      if (winner == defaults_ || candidate_ >= turns) {
+        current_ = winner == defaults_ ? defaults_ : confirmed(winner);
         phase_ = Phase::kDone;
         if (log_) {
           *log_ << fmt::format("{},final,{},{},,,,\n", samples_, current_.fusion_threshold_bytes, current_.cycle_time_ms);
           log_->flush();
         }
       } else {
-        current_ = order[candidate_];
+        current_ = candidate_ % 2 == 0 ? winner : defaults_;
       }
       break;
     }
     case Phase::kDone:
       break;
   }
+}
+
+// The winner if its median confirmation score beats the defaults' by the margin.
+TunedKnobs Autotuner::confirmed(const TunedKnobs& winner) const {
+  auto median_of = [this](const TunedKnobs& knobs) {
+    std::vector<double> scores;
+    for (const auto& s : confirm_scores_) {
+      if (s.knobs == knobs) scores.push_back(s.score);
+    }
+    std::sort(scores.begin(), scores.end());
+    return scores.empty() ? 0.0 : scores[scores.size() / 2];
+  };
+  return median_of(winner) > median_of(defaults_) * (1 + options_.confirm_margin) ? winner : defaults_;
 }
 
 void Autotuner::log_sample(double seconds, double score) {

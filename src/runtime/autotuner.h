@@ -11,8 +11,9 @@
 //
 // The search: `warmup_samples` under the defaults (discarded: first steps allocate and fill
 // caches), every fusion threshold at the default cycle time, then every cycle time at the
-// best threshold, then, if the best is not the defaults, one more sample of each to confirm:
-// the defaults stay unless the best wins again. Then the best is fixed for the rest of the run.
+// best threshold. One sample each is noisy, so a best other than the defaults must then win
+// again: `confirm_samples` more of it and of the defaults, taking turns, and its median must
+// beat the defaults' by `confirm_margin`, else the defaults stay. Then the choice is fixed.
 // A program whose allreduce names never recur never completes a sample and keeps the defaults.
 #pragma once
 
@@ -34,10 +35,12 @@ struct TunedKnobs {
 };
 
 struct AutotuneOptions {
-  int warmup_samples = 1;
+  int warmup_samples = 3;
   int steps_per_sample = 5;
   std::vector<std::size_t> fusion_thresholds = {0, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 128u << 20};
   std::vector<double> cycle_times_ms = {0.5, 1, 2.5, 5, 10};
+  int confirm_samples = 3;
+  double confirm_margin = 0.02;  // the winner's median step rate must be this much higher
   std::string log_path;  // DTRAIN_AUTOTUNE_LOG: a CSV row per sample; empty: none
 };
 
@@ -65,6 +68,7 @@ class Autotuner {
   void finish_sample(Clock::time_point now);
   void advance(double score);
   void log_sample(double seconds, double score);
+  TunedKnobs confirmed(const TunedKnobs& winner) const;
   static const char* phase_name(Phase phase);
 
   TunedKnobs defaults_;

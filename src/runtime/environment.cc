@@ -141,7 +141,7 @@ RuntimeConfig read_config_from_environment() {
   require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");
   c.autotune = number<int>("DTRAIN_AUTOTUNE", 0) != 0;
   c.autotune_log = text("DTRAIN_AUTOTUNE_LOG");
-  c.autotune_warmup_samples = number<int>("DTRAIN_AUTOTUNE_WARMUP_SAMPLES", 1);
+  c.autotune_warmup_samples = number<int>("DTRAIN_AUTOTUNE_WARMUP_SAMPLES", 3);
   require(c.autotune_warmup_samples >= 0, "DTRAIN_AUTOTUNE_WARMUP_SAMPLES must be >= 0");
   c.autotune_steps_per_sample = number<int>("DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE", 5);
   require(c.autotune_steps_per_sample >= 1, "DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE must be >= 1");

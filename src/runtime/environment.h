@@ -45,7 +45,7 @@ struct RuntimeConfig {
   // DTRAIN_AUTOTUNE: rank 0 tunes the fusion threshold and cycle time while training runs.
   bool autotune = false;
   std::string autotune_log;           // DTRAIN_AUTOTUNE_LOG: a CSV row per sample
-  int autotune_warmup_samples = 1;    // DTRAIN_AUTOTUNE_WARMUP_SAMPLES
+  int autotune_warmup_samples = 3;    // DTRAIN_AUTOTUNE_WARMUP_SAMPLES
   int autotune_steps_per_sample = 5;  // DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
