@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -175,58 +176,6 @@ int exec_mpirun(const MpirunSettings& mpi) {
   throw LaunchError::runtime(fmt::format("--mpi: cannot execute mpirun: {} (install openmpi-bin)", std::strerror(errno)));
 }
 
-// Runs mpirun as a child under the supervisor (output relay, signals forwarded, SIGTERM then
-// SIGKILL) and waits for it. mpirun itself stops every rank when one fails; its report of the
-// first failed rank becomes the failure.
-int run_mpirun(const LaunchOptions& options, const MpirunSettings& mpi, const std::vector<RankPlacement>& placements) {
-  const std::vector<std::string> argv = mpirun_argv(mpi);
-  // Before any thread exists, so every thread inherits the blocked signals.
-  SignalChannel signals;
-  const RankPlacement mpirun_process{0, 1, 0, 1, 0, 1, "localhost"};
-  WorkerLaunch launch;
-  launch.placement = mpirun_process;
-  launch.request = SpawnRequest{argv, merge_environment(current_environment(), mpi.knobs), false};
-  spdlog::debug("run: {}", fmt::join(argv, " "));
-
-  MpirunOutput output(placements, options.tag_output_with_host);
-  std::optional<WorkerFailure> mpirun_failure;
-  SupervisorOptions supervision;
-  supervision.start_timeout_s = 0;  // mpirun's ranks do not post to a rendezvous store
-  supervision.kill_grace_s = options.kill_grace_s;
-  supervision.prefix = [](const RankPlacement&, std::string_view) { return std::string(); };
-  supervision.line_sink = [&output](const RankPlacement&, bool is_stderr, std::string_view line) {
-    std::string relayed = output.relay(line);
-    for (std::string_view rest = relayed; !rest.empty();) {
-      ssize_t n = ::write(is_stderr ? 2 : 1, rest.data(), rest.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      rest.remove_prefix(static_cast<size_t>(n));
-    }
-  };
-  supervision.on_failure = [&mpirun_failure](const WorkerFailure& f) { mpirun_failure = f; };
-  JobSupervisor supervisor(std::move(supervision), signals);
-  int code = supervisor.run({launch});
-  if (!mpirun_failure) return code;
-
-  WorkerFailure failure = *mpirun_failure;
-  if (!failure.wait_status) {
-    // It never ran: "rank 0 (host localhost): cannot execute 'mpirun': ...".
-    std::string who = fmt::format("rank {} (host {}): ", mpirun_process.rank, mpirun_process.host);
-    if (failure.description.starts_with(who)) failure.description.erase(0, who.size());
-    failure.description = fmt::format("--mpi: {} (install openmpi-bin)", failure.description);
-  } else {
-    failure.description = output.describe_failure(*failure.wait_status);
-    failure.placement = output.failed_rank().value_or(RankPlacement{-1, static_cast<int>(placements.size()), 0, 0, 0, 0, "mpirun"});
-  }
-  if (options.on_failure) {
-    options.on_failure(failure);
-  } else {
-    std::fprintf(stderr, "dtrain run: %s\n", failure.description.c_str());
-  }
-  return code;
-}
-
-
 // Writes a relayed line to the launcher's stdout or stderr in one piece.
 void write_line(bool is_stderr, std::string_view line) {
   for (std::string_view rest = line; !rest.empty();) {
@@ -235,6 +184,71 @@ void write_line(bool is_stderr, std::string_view line) {
     if (n <= 0) break;
     rest.remove_prefix(static_cast<size_t>(n));
   }
+}
+
+// How a launcher tool (mpirun, srun) that starts every rank itself ended.
+struct ToolRun {
+  int code = 0;
+  std::optional<WorkerFailure> failure;  // the supervisor's, when the tool failed or never ran
+};
+
+// Runs `request` as the launcher's one supervised child (signals forwarded, SIGTERM then
+// SIGKILL), every line of its output through `relay`, and waits for it.
+ToolRun run_tool(const LaunchOptions& options, SignalChannel& signals, SpawnRequest request,
+                 std::function<std::string(std::string_view line, bool is_stderr)> relay) {
+  WorkerLaunch launch;
+  launch.placement = RankPlacement{0, 1, 0, 1, 0, 1, "localhost"};
+  launch.request = std::move(request);
+  spdlog::debug("run: {}", fmt::join(launch.request.argv, " "));
+  ToolRun ran;
+  SupervisorOptions supervision;
+  supervision.start_timeout_s = 0;  // the tool's ranks need not post to a rendezvous store
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.prefix = [](const RankPlacement&, std::string_view) { return std::string(); };
+  supervision.line_sink = [&relay](const RankPlacement&, bool is_stderr, std::string_view line) {
+    write_line(is_stderr, relay(line, is_stderr));
+  };
+  supervision.on_failure = [&ran](const WorkerFailure& f) { ran.failure = f; };
+  JobSupervisor supervisor(std::move(supervision), signals);
+  ran.code = supervisor.run({launch});
+  return ran;
+}
+
+// A tool that never ran: "--mpi: cannot execute 'mpirun': ... (install openmpi-bin)".
+void describe_unstarted(WorkerFailure& failure, const char* flag, const char* package) {
+  const std::string who = "rank 0 (host localhost): ";
+  if (failure.description.starts_with(who)) failure.description.erase(0, who.size());
+  failure.description = fmt::format("{}: {} (install {})", flag, failure.description, package);
+}
+
+// The failure to the caller (the job entry point), or as dtrain run's last line.
+void deliver(const LaunchOptions& options, const WorkerFailure& failure) {
+  if (options.on_failure) {
+    options.on_failure(failure);
+  } else {
+    std::fprintf(stderr, "dtrain run: %s\n", failure.description.c_str());
+  }
+}
+
+// Runs mpirun as the supervised child and waits for it. mpirun itself stops every rank when
+// one fails; its report of the first failed rank becomes the failure.
+int run_mpirun(const LaunchOptions& options, const MpirunSettings& mpi, const std::vector<RankPlacement>& placements) {
+  // Before any thread exists, so every thread inherits the blocked signals.
+  SignalChannel signals;
+  MpirunOutput output(placements, options.tag_output_with_host);
+  ToolRun ran = run_tool(options, signals,
+                         SpawnRequest{mpirun_argv(mpi), merge_environment(current_environment(), mpi.knobs), false},
+                         [&output](std::string_view line, bool) { return output.relay(line); });
+  if (!ran.failure) return ran.code;
+  WorkerFailure failure = *ran.failure;
+  if (!failure.wait_status) {
+    describe_unstarted(failure, "--mpi", "openmpi-bin");
+  } else {
+    failure.description = output.describe_failure(*failure.wait_status);
+    failure.placement = output.failed_rank().value_or(RankPlacement{-1, static_cast<int>(placements.size()), 0, 0, 0, 0, "mpirun"});
+  }
+  deliver(options, failure);
+  return ran.code;
 }
 
 // `dtrain run --slurm`: the launcher serves the store, srun starts every rank as one step
@@ -257,52 +271,31 @@ int run_srun(const LaunchOptions& options) {
                          {"DTRAIN_RENDEZVOUS_PORT", std::to_string(port)},
                          {"DTRAIN_JOB_TOKEN", identity.token},
                          {"DTRAIN_JOB_ID", identity.job_id}});
-  // A launcher started by a step of its own (srun dtrain run --slurm) must not hand its
-  // step's description to the ranks' step, nor its own rank.
+  // A launcher that is itself a rank of an outer `dtrain run` must not hand its rank and size
+  // on: they would override what Slurm tells each rank.
   std::vector<std::string> parent_env;
   for (const auto& kv : current_environment()) {
     if (!kv.starts_with("DTRAIN_RANK=") && !kv.starts_with("DTRAIN_SIZE=")) parent_env.push_back(kv);
   }
   SrunSettings srun{placements, split_arguments(options.slurm_args), options.command};
   const std::vector<std::string> argv = srun_argv(srun);
-  spdlog::debug("job {}: rendezvous store on {}:{}; run: {}", identity.job_id, endpoint.advertised_address, port,
-                fmt::join(argv, " "));
+  spdlog::debug("job {}: rendezvous store on {}:{}", identity.job_id, endpoint.advertised_address, port);
 
-  const RankPlacement srun_process{0, 1, 0, 1, 0, 1, "localhost"};
-  WorkerLaunch launch;
-  launch.placement = srun_process;
-  launch.request = SpawnRequest{argv, merge_environment(parent_env, env), false};
   SrunOutput output(placements, options.tag_output_with_host);
-  std::optional<WorkerFailure> srun_failure;
-  SupervisorOptions supervision;
-  supervision.start_timeout_s = 0;  // srun enforces its own start-up
-  supervision.kill_grace_s = options.kill_grace_s;
-  supervision.prefix = [](const RankPlacement&, std::string_view) { return std::string(); };
-  supervision.line_sink = [&output](const RankPlacement&, bool is_stderr, std::string_view line) {
-    write_line(is_stderr, output.relay(line, is_stderr));
-  };
-  supervision.on_failure = [&srun_failure](const WorkerFailure& f) { srun_failure = f; };
-  JobSupervisor supervisor(std::move(supervision), signals);
-  int code = supervisor.run({launch});
+  ToolRun ran = run_tool(options, signals, SpawnRequest{argv, merge_environment(parent_env, env), false},
+                         [&output](std::string_view line, bool is_stderr) { return output.relay(line, is_stderr); });
   rendezvous.stop();
-  if (!srun_failure) return code;
-
-  WorkerFailure failure = *srun_failure;
+  if (!ran.failure) return ran.code;
+  WorkerFailure failure = *ran.failure;
   if (!failure.wait_status) {
-    std::string who = fmt::format("rank {} (host {}): ", srun_process.rank, srun_process.host);
-    if (failure.description.starts_with(who)) failure.description.erase(0, who.size());
-    failure.description = fmt::format("--slurm: {} (install slurm-client)", failure.description);
+    describe_unstarted(failure, "--slurm", "slurm-client");
   } else {
     failure.description = output.describe_failure(*failure.wait_status);
     failure.placement = output.failed_rank().value_or(RankPlacement{-1, np, 0, 0, 0, 0, "srun"});
     if (auto status = output.failed_wait_status()) failure.wait_status = status;
   }
-  if (options.on_failure) {
-    options.on_failure(failure);
-  } else {
-    std::fprintf(stderr, "dtrain run: %s\n", failure.description.c_str());
-  }
-  return code;
+  deliver(options, failure);
+  return ran.code;
 }
 
 }  // namespace
