@@ -61,6 +61,13 @@ void Autotuner::finish_sample(Clock::time_point now) {
 }
 
 void Autotuner::advance(double score) {
+  file_score(score);
+  choose_next_knobs();
+}
+
+// Files the finished sample's score under the phase it belongs to; moves to the next phase
+// when this one has sampled every candidate.
+void Autotuner::file_score(double score) {
   switch (phase_) {
     case Phase::kWarmup:
       if (++warmups_done_ >= options_.warmup_samples) {
@@ -87,9 +94,12 @@ void Autotuner::advance(double score) {
       ++candidate_;
       break;
     case Phase::kDone:
-      return;
+      break;
   }
+}
 
+// The settings of the next sample, or the choice once the search is over.
+void Autotuner::choose_next_knobs() {
   auto best = [](const std::vector<Scored>& scored) {
     return std::max_element(scored.begin(), scored.end(),
                             [](const Scored& a, const Scored& b) { return a.score < b.score; })

@@ -67,6 +67,8 @@ class Autotuner {
 
   void finish_sample(Clock::time_point now);
   void advance(double score);
+  void file_score(double score);
+  void choose_next_knobs();
   void log_sample(double seconds, double score);
   TunedKnobs confirmed(const TunedKnobs& winner) const;
   static const char* phase_name(Phase phase);
