@@ -188,14 +188,14 @@ void BackgroundLoop::cycle() {
   cycle_time_ms_ = plan.cycle_time_ms;
   if (timeline_ && !responses.empty()) timeline_->mark_cycle(start);
   for (const Response& response : responses) executor_.execute(response, pending_);
-  if (autotuner_) feed_autotuner(responses);
+  if (autotuner_ && !autotuner_->finished()) feed_autotuner(responses);
   if (plan.shutdown) {
     stopped_by_plan_ = true;
     if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);
   }
 }
 
-// Rank 0: what this cycle reduced, for the autotuner's throughput samples.
+// Rank 0, while tuning: what this cycle reduced, for the autotuner's throughput samples.
 void BackgroundLoop::feed_autotuner(const std::vector<Response>& executed) {
   std::vector<std::pair<std::string, std::size_t>> allreduces;
   for (const Response& r : executed) {
@@ -204,9 +204,8 @@ void BackgroundLoop::feed_autotuner(const std::vector<Response>& executed) {
       allreduces.emplace_back(r.names[i], static_cast<std::size_t>(r.sizes[i]) * element_size(r.dtype));
     }
   }
-  const bool was_finished = autotuner_->finished();
   autotuner_->record(allreduces, Clock::now());
-  if (!was_finished && autotuner_->finished()) {
+  if (autotuner_->finished()) {
     const TunedKnobs& tuned = autotuner_->knobs();
     log().info("autotune: fusion threshold {} bytes, cycle time {} ms", tuned.fusion_threshold_bytes, tuned.cycle_time_ms);
   }

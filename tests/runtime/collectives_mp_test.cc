@@ -655,16 +655,3 @@ TEST(JobOnly, RankOneDiesHoldingTheSharedSegment) {
 
 }  // namespace
 }  // namespace dtrain
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  try {
-    dtrain::init();
-  } catch (const dtrain::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 1;
-  }
-  const int result = RUN_ALL_TESTS();
-  dtrain::shutdown();
-  return result;
-}

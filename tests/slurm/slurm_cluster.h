@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tests/support/command_runner.h"
 #include "tests/support/temp_dir.h"
@@ -48,6 +51,18 @@ class SlurmCluster {
   TempDir dir_;
   bool started_ = false;
   std::string start_output_;
+};
+
+// A test on a fresh two-node cluster; skipped with the reason where none can run.
+class OnTwoNodeCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = SlurmCluster::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+    cluster_ = std::make_unique<SlurmCluster>(2);
+    ASSERT_TRUE(cluster_->started()) << cluster_->start_output();
+  }
+
+  std::unique_ptr<SlurmCluster> cluster_;
 };
 
 }  // namespace dtrain::testing

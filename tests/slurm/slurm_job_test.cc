@@ -36,14 +36,8 @@ int processes_of_job(const std::string& name) {
   return count;
 }
 
-class SlurmJob : public ::testing::Test {
+class SlurmJob : public OnTwoNodeCluster {
  protected:
-  void SetUp() override {
-    if (std::string why = SlurmCluster::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    cluster_ = std::make_unique<SlurmCluster>(2);
-    ASSERT_TRUE(cluster_->started()) << cluster_->start_output();
-  }
-
   // A 2 hosts x 2 processes job spec whose command is `command` (YAML flow sequence).
   std::string write_spec(const std::string& name, const std::string& command) const {
     const std::string path = cluster_->dir() / (name + ".yaml");
@@ -64,8 +58,6 @@ class SlurmJob : public ::testing::Test {
     std::ifstream in(cluster_->dir() / ("out/" + name + "/summary.json"));
     return nlohmann::json::parse(in, nullptr, false);
   }
-
-  std::unique_ptr<SlurmCluster> cluster_;
 };
 
 TEST_F(SlurmJob, TheMnistJobCompletesWithItsArtifacts) {

@@ -17,14 +17,8 @@ namespace {
 const std::string kDemo = DTRAIN_COLLECTIVES_DEMO;
 const std::string kDtrain = DTRAIN_BINARY;
 
-class OnSlurm : public ::testing::Test {
+class OnSlurm : public OnTwoNodeCluster {
  protected:
-  void SetUp() override {
-    if (std::string why = SlurmCluster::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    cluster_ = std::make_unique<SlurmCluster>(2);
-    ASSERT_TRUE(cluster_->started()) << cluster_->start_output();
-  }
-
   // Every rank of a 2 nodes x 2 tasks world printed its place and checked every collective.
   static void expect_four_correct_ranks(const std::string& output) {
     for (int rank = 0; rank < 4; ++rank) {
@@ -36,8 +30,6 @@ class OnSlurm : public ::testing::Test {
           << output;
     }
   }
-
-  std::unique_ptr<SlurmCluster> cluster_;
 };
 
 TEST_F(OnSlurm, ABareSrunIsADtrainJob) {

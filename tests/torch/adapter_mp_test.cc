@@ -441,11 +441,3 @@ TEST(Equivalence, RanksWithBatchBMatchOneProcessWithBatchNB) {
 
 }  // namespace
 }  // namespace dtrain::libtorch
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  dtrain::init();
-  const int result = RUN_ALL_TESTS();
-  dtrain::shutdown();
-  return result;
-}

@@ -158,11 +158,3 @@ TEST(CollectivesWithGradient, OnlySumAndAverageHaveAGradient) {
 
 }  // namespace
 }  // namespace dtrain::libtorch
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  dtrain::init();
-  const int result = RUN_ALL_TESTS();
-  dtrain::shutdown();
-  return result;
-}
