@@ -76,6 +76,20 @@ RunCommand::RunCommand(CLI::App& parent) {
                  "(-np defaults to SLURM_NTASKS)");
   value("--slurm-args", options_.slurm_args, "Extra srun arguments, passed as they are (with --slurm)")
       ->type_name("\"ARGS\"");
+  value("--min-np", min_np_, "Elastic job: go on while at least N workers live (docs/elastic.md)")->type_name("N");
+  value("--max-np", max_np_, "Elastic job: at most N workers (default: -np, else all slots)")->type_name("N");
+  value("--host-discovery-script", discovery_script_,
+        "Elastic job: a script printing the usable hosts, one 'host[:slots]' per line, run every second")
+      ->type_name("SCRIPT");
+  value("--elastic-timeout", options_.elastic.timeout_s,
+        "Elastic job: seconds the job may stay below --min-np before it fails (default 600)")
+      ->type_name("S");
+  value("--host-cooldown", options_.elastic.host_cooldown_s,
+        "Elastic job: seconds a lost worker's host is set aside before it is tried again (default 300)")
+      ->type_name("S");
+  value("--reset-limit", options_.elastic.reset_limit,
+        "Elastic job: the most times the world may be re-formed (default 50)")
+      ->type_name("N");
   auto* ps = app_->add_flag("--ps", options_.ps.enabled,
                             "Parameter-server training: also start one `dtrain ps-server` per host");
   ps->excludes(mpi);
@@ -135,6 +149,13 @@ int RunCommand::execute(const std::vector<std::string>& trailing, bool had_separ
   if (!options_.ps.enabled && (app_->count("--ps-mode") || app_->count("--ps-staleness") ||
                                 app_->count("--ps-worker-timeout"))) {
     return usage_error("--ps-mode, --ps-staleness and --ps-worker-timeout need --ps");
+  }
+  if (app_->count("--min-np")) options_.elastic.min_np = min_np_;
+  if (app_->count("--max-np")) options_.elastic.max_np = max_np_;
+  if (app_->count("--host-discovery-script")) options_.elastic.discovery_script = discovery_script_;
+  if (!options_.elastic.enabled() &&
+      (app_->count("--elastic-timeout") || app_->count("--host-cooldown") || app_->count("--reset-limit"))) {
+    return usage_error("--elastic-timeout, --host-cooldown and --reset-limit need --min-np or --max-np");
   }
   if (app_->count("--ssh-port")) options_.ssh.port = ssh_port_;
   if (app_->count("--ssh-identity-file")) options_.ssh.identity_file = identity_file_;

@@ -34,6 +34,9 @@ class RunCommand {
   std::vector<std::string> value_options_;  // names of options that take a value
   // Raw values for optionals that CLI11 cannot fill directly.
   int np_ = 0;
+  int min_np_ = 0;
+  int max_np_ = 0;
+  std::string discovery_script_;
   std::string host_list_, hostfile_, iface_, output_dir_, timeline_, identity_file_;
   double fusion_mb_ = 0, cycle_ms_ = 0, stall_warning_ = 0, stall_shutdown_ = 0;
   int ssh_port_ = 0;

@@ -58,7 +58,7 @@ struct Worker {
   std::string name;
 
   std::string who() const {
-    if (service) return fmt::format("{} (host {})", name, placement.host);
+    if (!name.empty()) return fmt::format("{} (host {})", name, placement.host);
     return fmt::format("rank {} (host {})", placement.rank, placement.host);
   }
 };
@@ -77,8 +77,43 @@ class SupervisedJob {
   SupervisedJob(const SupervisorOptions& options, SignalChannel& signals,
                 std::vector<WorkerLaunch> launches)
       : options_(options), signals_(signals) {
-    workers_.reserve(launches.size());
-    for (auto& l : launches) {
+    for (auto& l : launches) add_worker(std::move(l));
+  }
+
+  int run() {
+    launched_at_ = Clock::now();
+    guardian_.emplace(options_.kill_grace_s);
+    spawn_all();
+    while (!finished()) {
+      wait_for_events();
+      handle_signals();
+      reap();
+      follow_elastic_control();
+      stop_services_after_workers();
+      check_start_timeout();
+      check_time_limit();
+      check_kill_deadline();
+      note_all_reaped();
+    }
+    for (auto& w : workers_) close_streams(w);
+    if (stopping_) kill_groups(SIGKILL);  // whatever a failed job left behind
+    reap();
+
+    if (interrupt_signal_ != 0 && !failure_) return 128 + interrupt_signal_;
+    if (failure_) {
+      if (options_.on_failure) {
+        options_.on_failure(*failure_);
+      } else {
+        write_fully(2, fmt::format("dtrain run: {}\n", failure_->description));
+      }
+      return 1;
+    }
+    return 0;
+  }
+
+ private:
+  void add_worker(WorkerLaunch l) {
+    {
       Worker w;
       w.placement = std::move(l.placement);
       w.request = std::move(l.request);
@@ -107,46 +142,21 @@ class SupervisedJob {
     }
   }
 
-  int run() {
-    launched_at_ = Clock::now();
-    guardian_.emplace(options_.kill_grace_s);
-    spawn_all();
-    while (!finished()) {
-      wait_for_events();
-      handle_signals();
-      reap();
-      stop_services_after_workers();
-      check_start_timeout();
-      check_time_limit();
-      check_kill_deadline();
-      note_all_reaped();
-    }
-    for (auto& w : workers_) close_streams(w);
-    if (stopping_) kill_groups(SIGKILL);  // whatever a failed job left behind
-    reap();
-
-    if (interrupt_signal_ != 0 && !failure_) return 128 + interrupt_signal_;
-    if (failure_) {
-      if (options_.on_failure) {
-        options_.on_failure(*failure_);
-      } else {
-        write_fully(2, fmt::format("dtrain run: {}\n", failure_->description));
-      }
-      return 1;
-    }
-    return 0;
-  }
-
- private:
   void spawn_all() {
     for (auto& w : workers_) {
-      if (stopping_) break;
+      if (stopping_ || !spawn(w)) break;
+    }
+  }
+
+  // Starts one worker; false when it could not be started (the job then fails).
+  bool spawn(Worker& w) {
+    {
       SpawnedChild child;
       try {
         child = spawn_child(w.request);
       } catch (const LaunchError& e) {
         fail(fmt::format("{}: {}", w.who(), e.what()), &w);
-        break;
+        return false;
       }
       w.pid = child.pid;
       w.running = true;
@@ -159,11 +169,33 @@ class SupervisedJob {
         fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0],
                          std::strerror(child.exec_errno)),
              &w);
+        return false;
       }
+    }
+    return true;
+  }
+
+  // An elastic job: start the workers the control asks for, kill those it gave up on.
+  void follow_elastic_control() {
+    if (!options_.elastic || stopping_) return;
+    ElasticControl::Actions actions = options_.elastic->step();
+    for (int id : actions.stop) {
+      for (auto& w : workers_) {
+        if (w.running && w.placement.rank == id && !w.service) ::killpg(w.pid, SIGKILL);
+      }
+    }
+    if (actions.failure) {
+      fail(*actions.failure);
+      return;
+    }
+    for (auto& launch : actions.start) {
+      add_worker(std::move(launch));
+      if (!spawn(workers_.back())) return;
     }
   }
 
   bool finished() const {
+    if (options_.elastic && !stopping_ && !options_.elastic->done()) return false;
     bool any_running = std::any_of(workers_.begin(), workers_.end(),
                                    [](const Worker& w) { return w.running; });
     if (any_running) return false;
@@ -201,7 +233,7 @@ class SupervisedJob {
 
   int poll_timeout_ms() const {
     auto now = Clock::now();
-    auto next = now + std::chrono::seconds(1);
+    auto next = now + (options_.elastic ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000));
     if (!stopping_ && options_.start_timeout_s > 0 && !start_checked_) {
       next = std::min(next, launched_at_ + seconds(options_.start_timeout_s));
     }
@@ -275,6 +307,7 @@ class SupervisedJob {
       if (options_.on_exit) options_.on_exit(it->placement, status);
       bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (stopping_) continue;
+      if (options_.elastic && !it->service && options_.elastic->worker_ended(it->placement, status)) continue;
       if (it->service) {
         fail(fmt::format("{} while the workers were training", describe_exit(*it, status)), &*it, status);
       } else if (!success && options_.tolerate_worker_failures && it->placement.rank != 0) {
@@ -297,7 +330,7 @@ class SupervisedJob {
   }
 
   void check_start_timeout() {
-    if (stopping_ || start_checked_ || options_.start_timeout_s <= 0) return;
+    if (stopping_ || start_checked_ || options_.start_timeout_s <= 0 || options_.elastic) return;
     if (Clock::now() < launched_at_ + seconds(options_.start_timeout_s)) return;
     start_checked_ = true;
     for (const auto& w : workers_) {

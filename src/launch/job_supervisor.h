@@ -20,7 +20,8 @@ struct WorkerLaunch {
   SpawnRequest request;
   // A service (a parameter server) runs for the workers: it is stopped with SIGTERM
   // once every worker has exited, and its exit before then fails the job. Its
-  // placement.rank is the rank it reports ready as; `name` is how messages call it.
+  // placement.rank is the rank it reports ready as; `name` is how messages call it (an elastic
+  // job's workers are named too: "worker 3", their rank changes with the world).
   bool service = false;
   std::string name;
 };
@@ -31,6 +32,24 @@ struct WorkerFailure {
   RankPlacement placement;
   std::string description;
   std::optional<int> wait_status;
+};
+
+// What an elastic job (`dtrain run --min-np`) adds to supervision: a worker's end need not end
+// the job, and workers are started and stopped while it runs. launch/elastic_driver.h has the one.
+class ElasticControl {
+ public:
+  struct Actions {
+    std::vector<WorkerLaunch> start;      // placement.rank: the worker's number
+    std::vector<int> stop;                // workers to kill (SIGKILL to their process groups)
+    std::optional<std::string> failure;   // end the job with this line
+  };
+  virtual ~ElasticControl() = default;
+  // A worker's process ended; true when the job goes on without it.
+  virtual bool worker_ended(const RankPlacement& worker, int wait_status) = 0;
+  // Asked at every wakeup of the supervisor (at least every 100 ms).
+  virtual Actions step() = 0;
+  // True once no worker will be started any more: the job ends when the last one has.
+  virtual bool done() const = 0;
 };
 
 struct SupervisorOptions {
@@ -60,6 +79,9 @@ struct SupervisorOptions {
   // Parameter-server training: a worker other than rank 0 that fails is reported
   // on stderr and the others go on; the job fails only for rank 0 or a service.
   bool tolerate_worker_failures = false;
+  // An elastic job's membership (start_timeout_s does not apply: the control gives up on
+  // workers that do not arrive).
+  ElasticControl* elastic = nullptr;
 };
 
 // Runs the workers of one job to the end. Relays their output line by line

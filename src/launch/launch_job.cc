@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "launch/elastic_driver.h"
 #include "launch/host_spec.h"
 #include "launch/job_identity.h"
 #include "launch/job_supervisor.h"
@@ -75,6 +76,21 @@ void validate(const LaunchOptions& o) {
       throw LaunchError::usage("--slurm takes the hosts from the Slurm allocation; drop -H/--hostfile");
     }
     if (o.output_dir) throw LaunchError::usage("--output-filename is not supported with --slurm; use srun's --output in --slurm-args");
+  }
+  if (o.elastic.enabled()) {
+    const char* other = o.use_mpi ? "--mpi" : o.use_slurm ? "--slurm" : o.ps.enabled ? "--ps" : nullptr;
+    if (other) throw LaunchError::usage(fmt::format("--min-np/--max-np (an elastic job) cannot be combined with {}", other));
+    if (o.elastic.min_np && *o.elastic.min_np < 1) {
+      throw LaunchError::usage(fmt::format("--min-np must be at least 1, got {}", *o.elastic.min_np));
+    }
+    if (o.elastic.max_np && o.elastic.min_np && *o.elastic.max_np < *o.elastic.min_np) {
+      throw LaunchError::usage(fmt::format("--max-np {} is below --min-np {}", *o.elastic.max_np, *o.elastic.min_np));
+    }
+    require_at_least(o.elastic.timeout_s, 0, "--elastic-timeout");
+    require_at_least(o.elastic.host_cooldown_s, 0, "--host-cooldown");
+    if (o.elastic.reset_limit < 0) {
+      throw LaunchError::usage(fmt::format("--reset-limit must be >= 0, got {}", o.elastic.reset_limit));
+    }
   }
   if (o.network_interface && o.network_interface->empty()) {
     throw LaunchError::usage("--network-interface: empty interface name");
@@ -298,6 +314,90 @@ int run_srun(const LaunchOptions& options) {
   return ran.code;
 }
 
+// DTRAIN_TIMEOUT_S as the workers will read it: how long a round waits for a member.
+double worker_timeout_s() {
+  const char* value = std::getenv("DTRAIN_TIMEOUT_S");
+  if (!value || !*value) return 300;
+  try {
+    return std::stod(value);
+  } catch (const std::exception&) {
+    throw LaunchError::usage(fmt::format("DTRAIN_TIMEOUT_S='{}' is not a number of seconds", value));
+  }
+}
+
+// `dtrain run --min-np/--max-np`: the supervisor runs whatever workers the elastic driver starts;
+// they meet through rounds in the store (docs/elastic.md).
+int run_elastic(const LaunchOptions& options) {
+  const auto& elastic = options.elastic;
+  std::vector<HostSlots> hosts;
+  if (options.host_list || options.hostfile || !elastic.discovery_script) hosts = requested_hosts(options);
+  const int max_np = elastic.max_np.value_or(options.np.value_or(total_slots(hosts)));
+  const int min_np = elastic.min_np.value_or(1);
+  if (max_np < 1) throw LaunchError::usage("--max-np is needed when the hosts come from --host-discovery-script alone");
+  if (max_np < min_np) throw LaunchError::usage(fmt::format("--max-np {} is below --min-np {}", max_np, min_np));
+
+  std::vector<std::string> remote_hosts;
+  for (const auto& h : hosts) {
+    if (!is_local_host(h.name)) remote_hosts.push_back(h.name);
+  }
+  const bool all_local = remote_hosts.empty() && !elastic.discovery_script;
+  RendezvousEndpoint endpoint = choose_endpoint(all_local, options.network_interface);
+  // Before any thread exists, so every thread inherits the blocked signals.
+  SignalChannel signals;
+  if (!remote_hosts.empty()) require_ssh_reachable(remote_hosts, options.ssh);
+
+  const JobIdentity identity = JobIdentity::generate();
+  rendezvous::RendezvousServer rendezvous(identity.token, max_np);
+  const int port = start_rendezvous(rendezvous, endpoint.bind_address);
+  WorkerEnvSettings settings = knob_settings(options);
+  settings.rendezvous_addr = endpoint.advertised_address;
+  settings.rendezvous_port = port;
+  settings.identity = identity;
+  const std::vector<std::string> parent_env = current_environment();
+  const std::string cwd = current_directory();
+
+  ElasticDriverOptions driver_options;
+  driver_options.settings = ElasticSettings{min_np, max_np, options.start_timeout_s, worker_timeout_s(),
+                                            elastic.timeout_s, elastic.host_cooldown_s, elastic.reset_limit};
+  driver_options.discovery_script = elastic.discovery_script;
+  driver_options.is_remote = [](const std::string& host) { return !is_local_host(host); };
+  driver_options.make_launch = [&](int worker, const std::string& host) {
+    // A worker learns its rank and size from the round it joins; until then it is a world of one.
+    WorkerLaunch launch;
+    launch.placement = RankPlacement{0, 1, 0, 1, 0, 1, host};
+    EnvVars env = dtrain_env_for(launch.placement, settings);
+    env.emplace_back("DTRAIN_ELASTIC_WORKER", std::to_string(worker));
+    launch.placement.rank = worker;
+    launch.name = fmt::format("worker {}", worker);
+    if (is_local_host(host)) {
+      launch.request = SpawnRequest{options.command, merge_environment(parent_env, env), false};
+    } else {
+      EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, env));
+      std::string script = remote_worker_script(cwd, remote_env, options.command, options.kill_grace_s);
+      launch.request = SpawnRequest{ssh_worker_argv(host, options.ssh, remote_shell_command(script)), parent_env, true};
+    }
+    return launch;
+  };
+  ElasticDriver driver(std::move(driver_options), hosts, rendezvous);
+  spdlog::debug("elastic job {}: {}..{} workers on {}; rendezvous store on {}:{}", identity.job_id, min_np, max_np,
+                describe_hosts(hosts), endpoint.advertised_address, port);
+
+  SupervisorOptions supervision;
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.output_dir = options.output_dir;
+  supervision.elastic = &driver;
+  if (options.tag_output_with_host) {
+    supervision.prefix = [](const RankPlacement& p, std::string_view stream) {
+      return relay_prefix(p.rank, p.host, stream);
+    };
+  }
+  supervision.on_failure = options.on_failure;
+  JobSupervisor supervisor(std::move(supervision), signals);
+  const int exit_code = supervisor.run({});
+  rendezvous.stop();
+  return exit_code;
+}
+
 }  // namespace
 
 // This program's own path: `dtrain run --ps` starts the parameter servers as `<it> ps-server`.
@@ -310,6 +410,7 @@ static std::string current_executable() {
 int launch_job(const LaunchOptions& options) {
   validate(options);
   if (options.use_slurm) return run_srun(options);
+  if (options.elastic.enabled()) return run_elastic(options);
   std::vector<HostSlots> hosts = requested_hosts(options);
   int np = options.np.value_or(total_slots(hosts));
   std::vector<RankPlacement> placements = assign_ranks(hosts, np);

@@ -45,6 +45,19 @@ struct LaunchOptions {
     double worker_timeout_s = 15;   // --ps-worker-timeout S
   } ps;
 
+  // --min-np/--max-np: an elastic job (docs/elastic.md). The job goes on while at least
+  // min_np workers live; hosts of lost workers are set aside for host_cooldown_s; the
+  // discovery script's hosts are added up to max_np; ranks are numbered again at each change.
+  struct Elastic {
+    std::optional<int> min_np;                     // --min-np
+    std::optional<int> max_np;                     // --max-np (default: -np, else all slots)
+    std::optional<std::string> discovery_script;   // --host-discovery-script
+    double timeout_s = 600;                        // --elastic-timeout: below min_np this long fails
+    double host_cooldown_s = 300;                  // --host-cooldown
+    int reset_limit = 50;                          // --reset-limit
+    bool enabled() const { return min_np || max_np || discovery_script; }
+  } elastic;
+
   // For programs that call launch_job() themselves (the job entry point):
   // prefix output lines with host and rank ("[host:rank]<stdout>:"), and
   // receive the first failure instead of the final "dtrain run: ..." line.

@@ -151,4 +151,9 @@ std::optional<std::string> RendezvousServer::value(const std::string& key) const
   return it->second;
 }
 
+void RendezvousServer::set(const std::string& key, std::string value) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->values[key] = std::move(value);
+}
+
 }  // namespace dtrain::rendezvous

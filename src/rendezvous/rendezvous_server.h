@@ -28,6 +28,8 @@ class RendezvousServer {
   bool is_ready(int rank) const;
   std::vector<int> ready_ranks() const;
   std::optional<std::string> value(const std::string& key) const;
+  // Stores `value` under `key` as a client's PUT would (the elastic driver publishes rounds so).
+  void set(const std::string& key, std::string value);
 
  private:
   struct Impl;

@@ -6,6 +6,7 @@
 
 #include "dtrain/dtrain.h"
 #include "runtime/background_loop.h"
+#include "runtime/elastic_membership.h"
 #include "runtime/logging.h"
 #include "runtime/transport/transport_factory.h"
 
@@ -78,7 +79,10 @@ void Handle::wait() const {
     lock.lock();
   }
   state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
-  if (state_->status == Status::kFailed) throw Error(state_->error);
+  if (state_->status == Status::kFailed) {
+    if (state_->workers_lost) throw WorkersLostError(state_->error);
+    throw Error(state_->error);
+  }
 }
 
 Status Handle::status() const {
@@ -123,6 +127,7 @@ using runtime::TensorEntry;
 std::mutex lifecycle_mutex;
 std::unique_ptr<BackgroundLoop> loop;
 int init_generation = 0;
+int last_elastic_round = 0;  // the newest round this process belonged to
 
 void expedite_negotiation() {
   std::lock_guard lock(lifecycle_mutex);
@@ -202,8 +207,22 @@ void start(bool alone) {
     config.launched_by_slurm = false;
     config.rendezvous_in_step = false;
   }
-  std::unique_ptr<runtime::Transport> transport = runtime::connect_transport(config, init_generation);
-  ++init_generation;
+  int generation = init_generation++;
+  if (config.elastic_worker >= 0 && !alone) {
+    // The round decides the world; its number keys the Gloo rendezvous, the same on every member.
+    runtime::adopt_round(config, runtime::join_next_round(config, last_elastic_round));
+    last_elastic_round = config.elastic_round;
+    generation = config.elastic_round;
+    runtime::configure_logging(config.rank, config.hostname);
+  }
+  std::unique_ptr<runtime::Transport> transport;
+  try {
+    transport = runtime::connect_transport(config, generation);
+  } catch (const Error& e) {
+    // A member lost while the round's world forms is a lost worker like any other.
+    if (config.elastic_worker >= 0 && !alone) throw WorkersLostError(e.what());
+    throw;
+  }
   loop = std::make_unique<BackgroundLoop>(std::move(config), std::move(transport));
   static bool registered = false;
   if (!registered) {
@@ -249,6 +268,11 @@ void stop_timeline() {
 }
 
 int rank() { return running_loop("rank").config().rank; }
+
+namespace runtime {
+int current_elastic_round() { return running_loop("elastic round").config().elastic_round; }
+}  // namespace runtime
+
 int size() { return running_loop("size").config().size; }
 int local_rank() { return running_loop("local_rank").config().local_rank; }
 int local_size() { return running_loop("local_size").config().local_size; }

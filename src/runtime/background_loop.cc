@@ -47,7 +47,10 @@ BackgroundLoop::~BackgroundLoop() { stop(); }
 
 void BackgroundLoop::submit(std::vector<TensorEntry> entries) {
   std::lock_guard lock(mutex_);
-  if (!failure_.empty()) throw Error(failure_);
+  if (!failure_.empty()) {
+    if (failure_lost_peer_) throw WorkersLostError(failure_);
+    throw Error(failure_);
+  }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& name = entries[i].request.name;
     bool repeated = in_flight_.contains(name);
@@ -102,6 +105,7 @@ void BackgroundLoop::take_timeline_handover() {
 
 void BackgroundLoop::run() {
   std::string reason = "dtrain: the runtime was shut down before this operation completed";
+  bool lost_peer = false;
   try {
     while (!stopped_by_plan_) {
       const auto start = Clock::now();
@@ -125,24 +129,29 @@ void BackgroundLoop::run() {
     } catch (const std::exception&) {
       // A peer that already went away changes nothing for this rank's shutdown.
     }
+  } catch (const WorkersLostError& e) {
+    reason = e.what();
+    lost_peer = true;
+    log().error("{}", reason);
   } catch (const std::exception& e) {
     reason = e.what();
     log().error("{}", reason);
   }
-  fail_everything(reason);
+  fail_everything(reason, lost_peer);
 }
 
-void BackgroundLoop::fail_everything(const std::string& reason) {
+void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) {
   std::deque<TensorEntry> queued;
   {
     std::lock_guard lock(mutex_);
     failure_ = reason;
+    failure_lost_peer_ = lost_peer;
     timeline_taken_.notify_all();
     queued.swap(queue_);
     in_flight_.clear();
   }
-  for (auto& entry : queued) entry.state->fail(reason);
-  for (auto& [name, entry] : pending_) entry.state->fail(reason);
+  for (auto& entry : queued) entry.state->fail(reason, lost_peer);
+  for (auto& [name, entry] : pending_) entry.state->fail(reason, lost_peer);
   pending_.clear();
 }
 

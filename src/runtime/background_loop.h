@@ -54,7 +54,7 @@ class BackgroundLoop {
   void cycle();
   std::vector<Response> resolve(const CyclePlan& plan);
   void feed_autotuner(const std::vector<Response>& executed);
-  void fail_everything(const std::string& reason);
+  void fail_everything(const std::string& reason, bool lost_peer);
   void take_timeline_handover();  // with mutex_ held
 
   RuntimeConfig config_;
@@ -72,6 +72,7 @@ class BackgroundLoop {
   std::deque<TensorEntry> queue_;
   std::set<std::string> in_flight_;
   std::string failure_;  // set once the loop has ended; what submit() reports
+  bool failure_lost_peer_ = false;  // ...because a peer was lost (WorkersLostError)
   std::atomic<bool> stop_requested_{false};
   bool expedited_ = false;  // since the last cycle began
   std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken

@@ -123,6 +123,13 @@ RuntimeConfig read_config_from_environment() {
   gethostname(host, sizeof(host) - 1);
   c.hostname = text("DTRAIN_HOSTNAME", host);
   c.iface = text("DTRAIN_IFACE");
+  c.elastic_worker = number<int>("DTRAIN_ELASTIC_WORKER", -1);
+  require(c.elastic_worker >= -1, "DTRAIN_ELASTIC_WORKER must be a worker number >= 0");
+  if (c.elastic_worker >= 0) {
+    require(!c.rendezvous_addr.empty() && c.rendezvous_port > 0 && !c.job_token.empty(),
+            "DTRAIN_ELASTIC_WORKER is set but the rendezvous store is not (DTRAIN_RENDEZVOUS_ADDR, "
+            "DTRAIN_RENDEZVOUS_PORT, DTRAIN_JOB_TOKEN); start elastic workers with `dtrain run --min-np`");
+  }
 
   const auto threshold = number<long long>("DTRAIN_FUSION_THRESHOLD", 64LL * 1024 * 1024);
   require(threshold >= 0, "DTRAIN_FUSION_THRESHOLD must be >= 0 bytes");

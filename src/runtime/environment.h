@@ -32,6 +32,12 @@ struct RuntimeConfig {
   bool rendezvous_in_step = false;
   bool job_token_derived = false;
 
+  // An elastic job's worker (`dtrain run --min-np/--max-np`): the launcher's number for this
+  // process (DTRAIN_ELASTIC_WORKER; -1 otherwise). Its rank and size come from the round it
+  // joins (runtime/elastic_membership.h), not from DTRAIN_RANK/DTRAIN_SIZE.
+  int elastic_worker = -1;
+  int elastic_round = 0;  // the round this process's world was formed in
+
   // Knobs.
   std::size_t fusion_threshold_bytes = 64 * 1024 * 1024;
   double cycle_time_ms = 1.0;

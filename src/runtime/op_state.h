@@ -17,6 +17,7 @@ struct OpState {
   std::condition_variable finished;
   Status status = Status::kPending;
   std::string error;
+  bool workers_lost = false;  // failed because a peer was lost: wait() raises WorkersLostError
   int remaining = 1;  // tensors still to finish (a grouped allreduce has several)
 
   // Results.
@@ -35,11 +36,12 @@ struct OpState {
     }
   }
 
-  void fail(const std::string& message) {
+  void fail(const std::string& message, bool lost_peer = false) {
     std::lock_guard lock(mutex);
     if (status != Status::kPending) return;
     status = Status::kFailed;
     error = message;
+    workers_lost = lost_peer;
     finished.notify_all();
   }
 };

@@ -36,7 +36,7 @@ void translate_gloo_errors(const char* what, Fn&& fn) {
   try {
     fn();
   } catch (const ::gloo::Exception& e) {
-    throw Error(std::string("dtrain: ") + what + " failed in Gloo (a peer may have exited): " + e.what());
+    throw WorkersLostError(std::string("dtrain: ") + what + " failed in Gloo (a peer may have exited): " + e.what());
   }
 }
 
@@ -115,7 +115,8 @@ std::vector<char> GlooTransport::receive_message(int peer) {
   auto length_buffer = context_->createUnboundBuffer(&length, sizeof(length));
   length_buffer->recv(peer, kControlLengthSlot);
   if (!length_buffer->waitRecv(context_->getTimeout())) {
-    throw Error("dtrain: no control message from rank " + std::to_string(peer));
+    throw WorkersLostError("dtrain: no control message from rank " + std::to_string(peer) + " within " +
+                           std::to_string(context_->getTimeout().count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
   }
   std::vector<char> message(length);
   if (length) {

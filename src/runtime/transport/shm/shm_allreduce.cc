@@ -89,7 +89,7 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
       }
       sched_yield();
       if ((spins & 1023) == 0 && std::chrono::steady_clock::now() > deadline) {
-        throw Error("dtrain: local rank " + std::to_string(r) + " did not reach the shared-memory barrier within " +
+        throw WorkersLostError("dtrain: local rank " + std::to_string(r) + " did not reach the shared-memory barrier within " +
                     std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
       }
     }

@@ -125,11 +125,11 @@ void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::
     if (counter.load(std::memory_order_acquire) == value) return;
     const pid_t peer_pid = control_header_of(segment_.data())->pid[peer].load(std::memory_order_acquire);
     if (process_gone(peer_pid)) {
-      throw Error("dtrain: rank " + std::to_string(peer) + " (pid " + std::to_string(peer_pid) +
+      throw WorkersLostError("dtrain: rank " + std::to_string(peer) + " (pid " + std::to_string(peer_pid) +
                   ") exited during negotiation");
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      throw Error("dtrain: no negotiation message from rank " + std::to_string(peer) + " within " +
+      throw WorkersLostError("dtrain: no negotiation message from rank " + std::to_string(peer) + " within " +
                   std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
     }
   }
