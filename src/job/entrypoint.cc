@@ -205,8 +205,8 @@ int run_worker(const EntrypointOptions& options, const TrainingEnvironment& env)
   }
   std::optional<JobEnd> end = link.wait_for_end();
   if (!end) {
-    std::string reason = fmt::format("ClientError: {}: the master {} disappeared before the job ended",
-                                     env.current_host, link.master());
+    std::string reason =
+        fmt::format("ClientError: {}: {} before the job ended", env.current_host, link.how_lost());
     write_failure(layout, reason);
     std::fprintf(stderr, "dtrain entrypoint: %s\n", reason.c_str());
     return 1;

@@ -53,8 +53,9 @@ bool send_all(int fd, const std::string& text) {
   return true;
 }
 
-// Reads one '\n'-terminated line; nullopt on EOF or error.
-std::optional<std::string> read_line(int fd, std::string& buffer) {
+// Reads one '\n'-terminated line; nullopt on EOF or error, with `error` set to the errno
+// (0 for EOF) when given.
+std::optional<std::string> read_line(int fd, std::string& buffer, int* error = nullptr) {
   while (true) {
     size_t nl = buffer.find('\n');
     if (nl != std::string::npos) {
@@ -65,7 +66,10 @@ std::optional<std::string> read_line(int fd, std::string& buffer) {
     char chunk[4096];
     ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
+    if (n <= 0) {
+      if (error) *error = n < 0 ? errno : 0;
+      return std::nullopt;
+    }
     buffer.append(chunk, static_cast<size_t>(n));
   }
 }
@@ -177,6 +181,14 @@ void MasterLinks::report_end(const JobEnd& end, double ack_wait_s) {
 
 void WorkerLink::acknowledge_end() { close_quietly(master_fd_); }
 
+// The two ways differ in where to look: a closed link means the master's entry point ended
+// (its host is up); a failed one (keepalive: "Connection timed out") means the network between
+// the two hosts broke, or the master's host went down: not necessarily the master's fault.
+std::string WorkerLink::how_lost() const {
+  if (lost_errno_ == 0) return fmt::format("the master {} closed the link", master_);
+  return fmt::format("the link to the master {} failed ({})", master_, std::strerror(lost_errno_));
+}
+
 WorkerLink::~WorkerLink() {
   close_quietly(listen_fd_);
   close_quietly(master_fd_);
@@ -225,7 +237,7 @@ bool WorkerLink::accept_master(double wait_s) {
 
 std::optional<JobEnd> WorkerLink::wait_for_end() {
   std::string buffer;
-  std::optional<std::string> line = read_line(master_fd_, buffer);
+  std::optional<std::string> line = read_line(master_fd_, buffer, &lost_errno_);
   if (!line || !line->starts_with("end ")) {
     close_quietly(master_fd_);
     return std::nullopt;

@@ -66,8 +66,12 @@ class WorkerLink {
   bool accept_master(double wait_s);
 
   // Blocks until the master reports the end (returned) or the connection
-  // drops without a report (nullopt: the master disappeared).
+  // drops without a report (nullopt: see how_lost()).
   std::optional<JobEnd> wait_for_end();
+  // Why wait_for_end() saw no end: "the master algo-1 closed the link", or "the link to the
+  // master algo-1 failed (Connection timed out)" when the network broke (TCP keepalive
+  // notices a silent peer within about 11 s).
+  std::string how_lost() const;
   // Tells the master the end has been recorded (closes the link); the master waits for it.
   void acknowledge_end();
 
@@ -77,6 +81,7 @@ class WorkerLink {
   int listen_fd_ = -1;
   int master_fd_ = -1;
   std::string master_;
+  int lost_errno_ = 0;  // the link's error when it failed, 0 when the master closed it
 };
 
 }  // namespace dtrain::job

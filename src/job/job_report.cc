@@ -1,8 +1,11 @@
 #include "job/job_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "job/artifact_packer.h"
@@ -25,6 +28,9 @@ Json host_summaries(const std::vector<LocalHost>& hosts, const JobResults& resul
     entry["exit_code"] = exit != results.host_exit.end() ? Json(exit->second) : Json(nullptr);
     std::string host_failure = read_if_exists(ContainerLayout(h.root).failure_file());
     entry["failure"] = host_failure.empty() ? Json(nullptr) : Json(host_failure);
+    // A stopped host's own failure (stopped by SIGTERM) is a consequence, not the job's reason.
+    const std::string why_stopped = results.outcome.why_stopped(h.name);
+    entry["stopped_because"] = why_stopped.empty() ? Json(nullptr) : Json(why_stopped);
     Json channels = Json::array();
     for (const auto& s : results.staged.staging) {
       if (s.host == h.name) channels.push_back(s.to_json());
@@ -46,6 +52,11 @@ Json pipe_summaries(const std::vector<std::unique_ptr<PipeFeeder>>& feeders) {
 }
 
 }  // namespace
+
+std::string JobOutcome::why_stopped(const std::string& host) const {
+  const bool stopped_host = std::find(stopped_hosts.begin(), stopped_hosts.end(), host) != stopped_hosts.end();
+  return stopped_host ? failed_host + " failed" : "";
+}
 
 std::string read_if_exists(const std::string& path) {
   std::error_code ec;
@@ -114,6 +125,10 @@ void report_end(const JobSpec& spec, const JobOutcome& outcome, double run_secon
     std::printf("dtrain job %s: Completed in %.1f s; artifacts in %s\n", spec.name.c_str(), run_seconds,
                 outputs.dir.c_str());
   } else {
+    if (!outcome.stopped_hosts.empty()) {
+      std::fprintf(stderr, "dtrain job %s: %s stopped because %s failed\n", spec.name.c_str(),
+                   fmt::format("{}", fmt::join(outcome.stopped_hosts, ", ")).c_str(), outcome.failed_host.c_str());
+    }
     std::fprintf(stderr, "dtrain job %s: %s (exit %d): %s\n", spec.name.c_str(), outcome.status().c_str(),
                  outcome.code, limit_failure_reason(outcome.reason).c_str());
   }

@@ -21,8 +21,14 @@ struct JobOutcome {
   int code = 0;        // the job's exit code
   std::string reason;  // empty when the job completed
   bool stopped = false;  // ended from outside (a signal to the runner, scancel): status Stopped
+  // When a host failed first (the local runner knows): that host, whose failure is the reason,
+  // and the hosts stopped because of it.
+  std::string failed_host;
+  std::vector<std::string> stopped_hosts;
 
   std::string status() const { return code == 0 ? "Completed" : stopped ? "Stopped" : "Failed"; }
+  // "algo-3 failed" for a host stopped because of the first failure, else "".
+  std::string why_stopped(const std::string& host) const;
 };
 
 // The text of `path`, or "" when it is missing or unreadable (a host's failure file).
@@ -54,7 +60,8 @@ struct JobResults {
 void write_summary(const JobSpec& spec, const JobOutputs& outputs, const std::vector<LocalHost>& hosts,
                    const JobResults& results);
 
-// "dtrain job NAME: Completed in ..." on stdout, or the status and reason on stderr.
+// "dtrain job NAME: Completed in ..." on stdout, or the status and reason on stderr (after a
+// line naming the hosts stopped because another failed, if any).
 void report_end(const JobSpec& spec, const JobOutcome& outcome, double run_seconds, const JobOutputs& outputs);
 
 }  // namespace dtrain::job

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,6 +108,9 @@ std::vector<launch::WorkerLaunch> entrypoint_launches(const JobSpec& spec, const
 // What the supervisor saw while the hosts ran.
 struct HostsRun {
   std::map<std::string, int> host_exit;  // exit code by host name, for the hosts that ended
+  std::vector<std::string> ended;        // the same hosts, in the order the supervisor saw them end
+  // The supervisor's first failure (it stopped every other host then): a host's entry point,
+  // or, with placement.rank -1, the time limit.
   std::optional<launch::WorkerFailure> failure;
   int supervisor_code = 0;
   double seconds = 0;
@@ -128,6 +132,7 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
   };
   supervision.on_exit = [&ran](const launch::RankPlacement& p, int status) {
     ran.host_exit[p.host] = launch::exit_code_of(status);
+    ran.ended.push_back(p.host);
   };
   supervision.on_failure = [&ran](const launch::WorkerFailure& f) { ran.failure = f; };
   return supervision;
@@ -153,8 +158,55 @@ HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster&
 
 // ---- the outcome ----
 
-// The master's exit code decides; when it is 0, any other host's failure, a host that never
-// ended or a failed supervision still fails the job.
+// The host whose entry point failed first, or nullptr when no host failed first (the job
+// completed, ran past max_run_seconds, or the runner was stopped). Its failure is the job's:
+// the supervisor stopped every other host then, so their ends are consequences (a master
+// stopped by SIGTERM would otherwise take the blame for a worker cut off from it).
+const LocalHost* first_failed_host(const std::vector<LocalHost>& hosts, const HostsRun& ran) {
+  if (!ran.failure || ran.failure->placement.rank < 0) return nullptr;
+  for (const auto& h : hosts) {
+    if (h.name == ran.failure->placement.host) return &h;
+  }
+  return nullptr;
+}
+
+// The hosts the supervisor stopped because `failed` failed: those still running when it
+// ended. A host that ended with status 0 afterwards had done its part already (a worker told
+// the end by the master), so it is not counted.
+std::vector<std::string> hosts_stopped_by(const std::vector<LocalHost>& hosts, const HostsRun& ran,
+                                          const std::string& failed) {
+  const auto failed_at = std::find(ran.ended.begin(), ran.ended.end(), failed);
+  std::vector<std::string> stopped;
+  for (const auto& h : hosts) {
+    if (h.name == failed) continue;
+    const auto ended_at = std::find(ran.ended.begin(), ran.ended.end(), h.name);
+    const bool ended_before = ended_at < failed_at;  // not ended at all compares as after
+    const bool completed = ended_at != ran.ended.end() && ran.host_exit.at(h.name) == 0;
+    if (!ended_before && !completed) stopped.push_back(h.name);
+  }
+  return stopped;
+}
+
+// How a host's entry point ended, for a host that left no failure file (killed outright).
+std::string describe_host_end(const std::string& host, const launch::WorkerFailure& failure) {
+  if (!failure.wait_status) return failure.description;  // it never ran
+  const int status = *failure.wait_status;
+  if (WIFSIGNALED(status)) {
+    return fmt::format("{}: its entry point was killed by signal {} ({})", host, WTERMSIG(status),
+                       launch::signal_name(WTERMSIG(status)));
+  }
+  return fmt::format("{}: its entry point exited with status {}", host, WEXITSTATUS(status));
+}
+
+// The first failure as the failed host recorded it (its output/failure), else how it ended.
+std::string first_failure_reason(const LocalHost& failed, const launch::WorkerFailure& failure) {
+  std::string reason = read_if_exists(ContainerLayout(failed.root).failure_file());
+  return reason.empty() ? describe_host_end(failed.name, failure) : reason;
+}
+
+// The master's exit code decides (judge_outcome puts the first failed host's first); when it
+// is 0, any other host's failure, a host that never ended or a failed supervision still fails
+// the job.
 int job_exit_code(const std::vector<LocalHost>& hosts, const HostsRun& ran) {
   const auto master = ran.host_exit.find(hosts.front().name);
   const int master_code = master != ran.host_exit.end() ? master->second : 1;
@@ -165,7 +217,8 @@ int job_exit_code(const std::vector<LocalHost>& hosts, const HostsRun& ran) {
   return ran.host_exit.size() < hosts.size() || ran.supervisor_code != 0 ? 1 : 0;
 }
 
-// The master's failure file, else the supervisor's description, else any host's file.
+// When no host failed first: the master's failure file, else the supervisor's description,
+// else any host's file.
 std::string failure_reason(const std::vector<LocalHost>& hosts, const HostsRun& ran, int code) {
   std::string reason = read_if_exists(ContainerLayout(hosts.front().root).failure_file());
   if (reason.empty() && ran.failure) reason = ran.failure->description;
@@ -188,6 +241,12 @@ JobOutcome judge_outcome(const JobSpec& spec, const std::vector<LocalHost>& host
     outcome.reason = fmt::format("MaxRuntimeExceeded: the job ran longer than max_run_seconds ({} s) and was stopped",
                                  launch::format_env_number(spec.max_run_seconds));
     if (outcome.code == 0) outcome.code = 1;
+  } else if (const LocalHost* failed = first_failed_host(hosts, ran)) {
+    // Without elastic mode the first failure is the job's, as SageMaker reports it.
+    outcome.reason = first_failure_reason(*failed, *ran.failure);
+    if (auto code = ran.host_exit.find(failed->name); code != ran.host_exit.end()) outcome.code = code->second;
+    outcome.failed_host = failed->name;
+    outcome.stopped_hosts = hosts_stopped_by(hosts, ran, failed->name);
   } else if (outcome.code != 0) {
     outcome.reason = failure_reason(hosts, ran, outcome.code);
   }

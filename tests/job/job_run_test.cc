@@ -434,6 +434,56 @@ TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
   EXPECT_EQ(launch::testing::wait_for_no_marker(marker, 10), 0);
 }
 
+// Algo-3 cut off from the network mid-run (its eth0 down) while the ranks run allreduces: its
+// entry point's link to the master fails first (TCP keepalive, about 8 s; the collectives would
+// give up only after DTRAIN_TIMEOUT_S), the runner stops the other hosts, and the job's failure
+// is algo-3's, not the SIGTERM the master got because of it.
+TEST(NetnsHosts, AHostCutOffMidRunIsTheJobsFailureAndStopsTheOthers) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  write_file(dir / "spec.yaml", std::string(R"y(
+name: partition
+command: [")y") + DTRAIN_ALLREDUCE_LOOP + R"y("]
+instance_count: 3
+environment: {DTRAIN_TIMEOUT_S: "30"}
+max_run_seconds: 90
+output_path: out
+)y");
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
+                     dir / "work", "--keep-work-dir"});
+  pid_t runner = child.pid();
+  ASSERT_TRUE(child.wait_for_stdout(": ready", 60, 3)) << child.out();
+
+  const std::string algo3 = "dtrain-" + std::to_string(runner) + "-algo-3";  // local_cluster's namespace name
+  auto cut_at = std::chrono::steady_clock::now();
+  CommandResult down = run_command({"ip", "netns", "exec", algo3, "ip", "link", "set", "eth0", "down"});
+  ASSERT_EQ(down.exit_code, 0) << down.output;
+  ChildResult r = child.finish(100);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count();
+  std::printf("algo-3 cut off to job end: %.2f s\n", seconds);
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // algo-3's entry point's, not the stopped master's 143
+  // The job ends on the failure, long before max_run_seconds would have ended it.
+  EXPECT_LT(seconds, 60) << r.err;
+
+  Json summary = read_json(dir / "out/partition/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  const std::string reason = summary["failure_reason"];
+  EXPECT_TRUE(reason.starts_with("ClientError: algo-3: the link to the master algo-1 failed (") &&
+              reason.ends_with(") before the job ended"))
+      << reason;
+  EXPECT_EQ(summary["hosts"][2]["failure"], reason);
+  EXPECT_EQ(summary["hosts"][2]["stopped_because"], nullptr);
+  for (int h : {0, 1}) EXPECT_EQ(summary["hosts"][h]["stopped_because"], "algo-3 failed") << summary["hosts"][h];
+  EXPECT_NE(r.err.find("dtrain job partition: algo-1, algo-2 stopped because algo-3 failed\n"
+                       "dtrain job partition: Failed (exit 1): " + reason),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(launch::testing::wait_for_no_marker(DTRAIN_ALLREDUCE_LOOP, 5), 0);
+  expect_no_network_leftovers(runner);
+  expect_no_shm_dirs(runner);
+}
+
 // The same jobs with each engine the ranks can move data with: a test of this kind runs once
 // per engine and is named after it, e.g.
 // Engines/NetnsHostsWithEngine.KillingOneHostsRankEndsTheJobNamingTheRank/mpi.
