@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "apps/mnist/elastic_training.h"
+#include "apps/mnist/training_parts.h"
 #include "mnist/mnist_idx.h"
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
@@ -36,36 +38,12 @@ namespace {
 
 namespace dt = dtrain::libtorch;
 using Clock = std::chrono::steady_clock;
-
-struct Options {
-  int epochs = 1;
-  std::int64_t max_steps = 0;  // 0: run every epoch to the end
-  std::int64_t batch_size = 128;
-  std::string optimizer = "adam";  // or "sgd" (momentum 0.5, Horovod's PyTorch example)
-  double learning_rate = 0;  // 0: 0.000125 * size for Adam (the Keras tutorial), 0.01 * size for SGD
-  std::string data_dir = "data/mnist";
-  std::string model_dir;
-  std::string checkpoint_dir;
-  std::int64_t checkpoint_every = 0;  // steps; 0: at the end of each epoch only
-  bool resume = false;
-  std::uint64_t seed = 42;
-  int threads = 0;  // 0: the cores divided among this host's ranks
-  std::int64_t log_every = 50;
-  std::string distribution = "allreduce";  // or "ps"
-};
+using dtrain::mnist_app::Options;
+using dtrain::mnist_app::make_optimizer;
+using dtrain::mnist_app::test_accuracy;
+using dtrain::mnist_app::write_model;
 
 bool parameter_servers(const Options& options) { return options.distribution == "ps"; }
-
-// The learning rate scales with the number of ranks, as in the tutorials the example follows.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options, dtrain::mnist::MnistNet& model,
-                                                        int size) {
-  if (options.optimizer == "sgd") {
-    const double lr = options.learning_rate > 0 ? options.learning_rate : 0.01 * size;
-    return std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(lr).momentum(0.5));
-  }
-  const double lr = options.learning_rate > 0 ? options.learning_rate : 0.000125 * size;
-  return std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
-}
 
 // Where this process sits. Parameter-server workers do not use the runtime: their placement
 // is the launcher's.
@@ -74,55 +52,6 @@ dtrain::Placement start(bool ps) {
   dtrain::init();
   return {dtrain::rank(),       dtrain::size(),       dtrain::local_rank(),
           dtrain::local_size(), dtrain::cross_rank(), dtrain::cross_size()};
-}
-
-void use_cores(const Options& options, const dtrain::Placement& placement) {
-  const int threads =
-      options.threads > 0 ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / placement.local_size);
-  dt::set_num_threads(threads);
-  dt::pin_device();
-  // Large activations freed by one step or scoring chunk are kept for the next, instead of
-  // glibc returning them to the kernel and faulting them in again.
-  dt::retain_freed_memory();
-}
-
-// Images scored at once. Measured with one thread, a 5-step run that scores the 10,000 test
-// images: 45 s in chunks of 1000 (activations of ~100 MB; 20 s in the kernel, mapping fresh
-// memory at every chunk), 12 s with freed blocks kept (retain_freed_memory), 6 s in chunks
-// of 200 with blocks kept.
-constexpr std::int64_t kScoringChunk = 200;
-
-// `collective`: every rank scores a contiguous slice and the counts are summed; otherwise
-// this process scores the whole set.
-
-double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& test, bool collective) {
-  model->eval();
-  torch::NoGradGuard no_grad;
-  const std::int64_t n = test.images.size(0);
-  const int rank = collective ? dtrain::rank() : 0, size = collective ? dtrain::size() : 1;
-  const std::int64_t begin = n * rank / size, end = n * (rank + 1) / size;
-  std::int64_t correct = 0;
-  for (std::int64_t i = begin; i < end; i += kScoringChunk) {
-    const std::int64_t j = std::min(end, i + kScoringChunk);
-    const at::Tensor predicted = model->forward(test.images.slice(0, i, j)).argmax(1);
-    correct += predicted.eq(test.labels.slice(0, i, j)).sum().item<std::int64_t>();
-  }
-  std::int64_t counts[2] = {correct, end - begin};
-  if (collective) dtrain::allreduce("test.counts", {counts, dtrain::DataType::kInt64, {2}}, {counts, dtrain::DataType::kInt64, {2}},
-                    {dtrain::ReduceOp::kSum});
-  model->train();
-  return static_cast<double>(counts[0]) / static_cast<double>(counts[1]);
-}
-
-void write_model(dtrain::mnist::MnistNet& model, const Options& options, int rank, double accuracy) {
-  if (rank != 0 || options.model_dir.empty()) return;
-  std::filesystem::create_directories(options.model_dir);
-  torch::save(model, options.model_dir + "/model.pt");
-  // What a server needs to know to load the weights.
-  std::ofstream meta(options.model_dir + "/model.json");
-  meta << "{\"kind\": \"mnist\", \"weights\": \"model.pt\", \"input\": [1, 28, 28], \"classes\": 10, "
-       << "\"test_accuracy\": " << accuracy << "}\n";
 }
 
 // Parameter-server workers do not use the runtime: rank 0 restores its checkpoint alone
@@ -246,13 +175,7 @@ class ProgressLog {
 at::Tensor train_batch(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& train_set,
                        const std::vector<std::size_t>& indices, std::int64_t b, std::int64_t batch_size,
                        GradientExchange& exchange) {
-  const std::size_t begin = static_cast<std::size_t>(b * batch_size);
-  const std::size_t end = std::min(indices.size(), begin + static_cast<std::size_t>(batch_size));
-  std::vector<std::int64_t> batch(indices.begin() + begin, indices.begin() + end);
-  const at::Tensor index = at::tensor(batch, at::kLong);
-  const at::Tensor images = train_set.images.index_select(0, index);
-  const at::Tensor labels = train_set.labels.index_select(0, index);
-
+  const auto [images, labels] = dtrain::mnist_app::batch_of(train_set, indices, b, batch_size);
   exchange.zero_grad();
   const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
   loss.backward();
@@ -292,7 +215,7 @@ int train(const Options& options) {
   const bool ps = parameter_servers(options);
   const dtrain::Placement placement = start(ps);
   const int rank = placement.rank;
-  use_cores(options, placement);
+  dtrain::mnist_app::use_cores(options, placement.local_size);
   const auto train_set = dtrain::mnist::load_mnist(options.data_dir, "train");
   const auto test_set = dtrain::mnist::load_mnist(options.data_dir, "t10k");
 
@@ -360,6 +283,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "LibTorch threads per rank (0: cores / local ranks)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", options.log_every, "Print the loss every N steps")->check(CLI::PositiveNumber);
+  app.add_flag("--elastic", options.elastic,
+               "An elastic job (under `dtrain run --min-np N`): go on when workers are lost or join")->excludes("--resume");
+  app.add_option("--commit-every", options.commit_every, "With --elastic: steps between in-memory commits")
+      ->check(CLI::PositiveNumber);
   app.add_option("--distribution", options.distribution,
                  "allreduce (default) or ps: train through parameter servers (under `dtrain run --ps`)")
       ->check(CLI::IsMember({"allreduce", "ps"}));
@@ -374,7 +301,11 @@ int main(int argc, char** argv) {
   }
   if (const char* sm = std::getenv("SM_CHANNEL_TRAINING"); sm && !app.count("--data-dir")) options.data_dir = sm;
   try {
-    return train(options);
+    if (options.elastic && parameter_servers(options)) {
+      std::fprintf(stderr, "dtrain-mnist: --elastic trains through allreduce; drop --distribution ps\n");
+      return 2;
+    }
+    return options.elastic ? dtrain::mnist_app::train_elastic(options) : train(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dtrain-mnist: %s\n", e.what());
     return 1;

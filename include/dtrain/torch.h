@@ -17,6 +17,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "dtrain/dtrain.h"
+#include "dtrain/elastic.h"
 
 namespace dtrain::libtorch {
 
@@ -271,6 +273,67 @@ class DistributedSampler {
   bool drop_last_;
   std::size_t num_samples_;
   std::int64_t epoch_ = 0;
+};
+
+// ---- elastic training (include/dtrain/elastic.h, docs/elastic.md) ----
+
+// An epoch's samples for a world whose size may change mid-epoch. All ranks share one
+// shuffled order per epoch (from the seed); what whole steps of all ranks consumed is a
+// prefix of it, so after a reset the rest is dealt out again to the new world: no sample is
+// skipped or seen twice within an epoch (but for the padding of the epoch's last batch, which
+// wraps around as DistributedSampler's does).
+class ElasticSampler {
+ public:
+  explicit ElasticSampler(std::size_t dataset_size, std::uint64_t seed = 0, bool shuffle = true);
+  // Starts `epoch` from its first sample.
+  void set_epoch(std::int64_t epoch);
+  // Rank `rank` of `size`'s share of what remains of the epoch: every size-th sample from its
+  // rank's position, padded (wrapping around) so every rank has the same number.
+  std::vector<std::size_t> indices(int rank, int size) const;
+  // After every rank finished a step of `batch_size` samples each (the same call on every rank).
+  void record_batch(std::size_t batch_size, int size);
+  std::int64_t epoch() const { return epoch_; }
+  std::size_t consumed() const { return consumed_; }
+  std::size_t remaining() const { return dataset_size_ - consumed_; }
+  std::size_t dataset_size() const { return dataset_size_; }
+  // For TorchState: where the epoch stands.
+  void set_position(std::int64_t epoch, std::size_t consumed);
+
+ private:
+  std::size_t dataset_size_;
+  std::uint64_t seed_;
+  bool shuffle_;
+  std::int64_t epoch_ = 0;
+  std::size_t consumed_ = 0;
+};
+
+// An elastic State for LibTorch training loops: the model's parameters and buffers, the
+// optimizer's state and options, a sampler's position and the loop's own counters. save()
+// copies them in memory (the model's tensors into buffers of their own, the optimizer through
+// LibTorch's archive); restore() copies them back; sync() broadcasts rank 0's to every rank.
+class TorchState final : public elastic::State {
+ public:
+  TorchState(torch::nn::Module& model, torch::optim::Optimizer& optimizer, ElasticSampler* sampler = nullptr);
+
+  // The loop's counters (e.g. "step"): saved, restored and synced with the rest. Names are
+  // single words; the reference stays valid for the state's life.
+  std::int64_t& counter(const std::string& name) { return counters_[name]; }
+
+  void save() override;
+  void restore() override;
+  void sync() override;
+
+ private:
+  torch::nn::Module& model_;
+  torch::optim::Optimizer& optimizer_;
+  ElasticSampler* sampler_;
+  std::map<std::string, std::int64_t> counters_;
+  // The last save().
+  std::vector<at::Tensor> saved_tensors_;
+  std::string saved_optimizer_;
+  std::map<std::string, std::int64_t> saved_counters_;
+  std::int64_t saved_epoch_ = 0;
+  std::size_t saved_consumed_ = 0;
 };
 
 // ---- checkpoints ----

@@ -234,7 +234,7 @@ class SupervisedJob {
   int poll_timeout_ms() const {
     auto now = Clock::now();
     auto next = now + (options_.elastic ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000));
-    if (!stopping_ && options_.start_timeout_s > 0 && !start_checked_) {
+    if (!stopping_ && options_.start_timeout_s > 0 && !start_checked_ && !options_.elastic) {
       next = std::min(next, launched_at_ + seconds(options_.start_timeout_s));
     }
     if (stopping_ && !killed_) next = std::min(next, kill_at_);

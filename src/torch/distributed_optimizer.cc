@@ -7,6 +7,11 @@
 // and only what changes the gradients clears it (a backward pass, step(), zero_grad()).
 // step() and zero_grad() clear it on every rank alike, so a rank that ran no backward pass
 // this step still reduces (zeros) and meets the ranks that did.
+//
+// A lost peer (WorkersLostError) can break a step anywhere: in a hook, in synchronize(). The
+// step is then over: the next zero_grad() (an elastic loop's retry starts with one) sees a
+// failed reduction or `broken` (a hook could not even start one) and forgets the step's passes
+// and reductions, so the retry starts clean.
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -36,7 +41,32 @@ struct DistributedOptimizer::Impl {
   std::vector<Slot> slots;  // one per named parameter, whether or not it requires a gradient now
   std::unordered_set<const void*> named;  // the named parameters' TensorImpls
   bool synchronized = false;
+  bool broken = false;  // a reduction of this step failed: zero_grad() starts over
   int skipping = 0;  // live SkipSynchronize guards
+
+  bool any_reduction_failed() const {
+    for (const auto& slot : slots) {
+      if (slot.started && slot.handle.status() == Status::kFailed) return true;
+    }
+    return false;
+  }
+
+  // Forgets the step in progress: passes counted and reductions started (waited for, so the
+  // runtime writes into no gradient afterwards; in a broken world they have failed already).
+  void abandon_step() {
+    for (auto& slot : slots) {
+      if (slot.started) {
+        try {
+          slot.handle.wait();
+        } catch (const std::exception&) {
+        }
+      }
+      slot.started = false;
+      slot.passes = 0;
+      slot.wire = at::Tensor();
+    }
+    broken = false;
+  }
 
   // Hooks the parameter's gradient accumulator, once it requires a gradient.
   void attach_hook(std::size_t index) {
@@ -94,7 +124,12 @@ struct DistributedOptimizer::Impl {
       reduce.postscale_factor = options.gradient_predivide_factor;
     }
     const TensorView view = view_of(slot.wire);
-    slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce);
+    try {
+      slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce);
+    } catch (const WorkersLostError&) {
+      broken = true;
+      throw;
+    }
     slot.started = true;
   }
 
@@ -164,22 +199,22 @@ void DistributedOptimizer::synchronize() {
   for (auto& slot : impl_->slots) {
     if (!slot.started && slot.parameter.requires_grad()) impl_->start(slot);
   }
-  std::string first_error;
+  std::exception_ptr first_error;  // rethrown as it is: a WorkersLostError stays one
   for (auto& slot : impl_->slots) {
     if (slot.started) {
       try {
         slot.handle.wait();
         at::Tensor& grad = slot.parameter.mutable_grad();
         if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
-      } catch (const std::exception& e) {
-        if (first_error.empty()) first_error = e.what();
+      } catch (const std::exception&) {
+        if (!first_error) first_error = std::current_exception();
       }
     }
     slot.wire = at::Tensor();
     slot.started = false;
     slot.passes = 0;
   }
-  if (!first_error.empty()) throw Error(first_error);
+  if (first_error) std::rethrow_exception(first_error);
   // Parameters unfrozen since the last step: their first gradient was reduced above; from
   // now on their hooks overlap it with backward.
   for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
@@ -202,6 +237,7 @@ void DistributedOptimizer::step() {
 }
 
 void DistributedOptimizer::zero_grad() {
+  if (impl_->broken || impl_->any_reduction_failed()) impl_->abandon_step();
   optimizer_.zero_grad();
   impl_->synchronized = false;
 }
