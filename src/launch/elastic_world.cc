@@ -67,13 +67,18 @@ ElasticWorld::Ending ElasticWorld::worker_ended(int worker, int wait_status, Clo
     finishing_ = true;
     return Ending::kFinished;
   }
-  const bool ssh_lost_host = w.remote && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 255;
-  if (WIFSIGNALED(wait_status) || ssh_lost_host) {
-    const std::string how = WIFSIGNALED(wait_status)
-                                ? fmt::format("was killed by signal {} ({})", WTERMSIG(wait_status),
-                                              signal_name(WTERMSIG(wait_status)))
-                                : std::string("lost its ssh connection");
-    lose(worker, how, now);
+  // A remote worker's end comes through ssh (or the job's agent): 255 when the connection
+  // broke, 128+N when the remote shell saw the worker killed by signal N.
+  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  const int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status)
+                     : w.remote && code > 128 && code < 128 + 65 ? code - 128
+                                                                 : 0;
+  if (signal != 0) {
+    lose(worker, fmt::format("was killed by signal {} ({})", signal, signal_name(signal)), now);
+    return Ending::kLost;
+  }
+  if (w.remote && code == 255) {
+    lose(worker, "lost its ssh connection", now);
     return Ending::kLost;
   }
   return Ending::kFatal;

@@ -6,8 +6,9 @@
 // Rules, in the order they apply:
 // - A worker that exits 0 has finished training: the job is finishing, no round is formed
 //   after that, and workers still asking for one are told the rounds are closed.
-// - A worker killed by a signal this driver did not send, or whose ssh lost its host (exit
-//   255 of a remote worker), is lost: its host is set aside for the cool-down.
+// - A worker killed by a signal this driver did not send (for a remote worker: ssh's exit
+//   128+N), or whose ssh lost its host (exit 255), is lost: its host is set aside for the
+//   cool-down.
 // - Any other non-zero exit is the program's own failure: the job ends as without elasticity.
 // - A round is formed when a member of the current round (or, at the start, any worker) asks
 //   for a newer one. It waits for every live worker to ask, at most the arrival timeout (the

@@ -153,10 +153,12 @@ TEST(InferenceServer, BusyQueueAnswers503) {
   RunningServer server;  // 2 workers, 2 waiting at most
   std::vector<std::thread> clients;
   std::vector<int> statuses(8, 0);
+  // Each request holds its worker for 2 s: long enough that the 8 overlap even on a loaded
+  // machine (at 400 ms, a full test suite on 2 cores once spread them out and no 503 came).
   for (int i = 0; i < 8; ++i) {
     clients.emplace_back([&, i] {
       auto client = server.client();
-      auto answer = client.Post("/invocations?sleep_ms=400", "{}", "application/json");
+      auto answer = client.Post("/invocations?sleep_ms=2000", "{}", "application/json");
       statuses[i] = answer ? answer->status : -1;
     });
   }

@@ -101,6 +101,77 @@ TEST(MnistJob, ResumesAfterRankZeroIsKilledMidEpoch) {
   EXPECT_EQ(newest_checkpoint_step(dir), 120);
 }
 
+// The pid of the elastic worker numbered `worker` whose command line mentions `marker`, or -1.
+pid_t find_elastic_worker(const std::string& marker, int worker) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
+    std::string cmd((std::istreambuf_iterator<char>(cmdline)), {}), env((std::istreambuf_iterator<char>(environ)), {});
+    if (cmd.find("dtrain-mnist") == std::string::npos || cmd.find(marker) == std::string::npos) continue;
+    if (env.find("DTRAIN_ELASTIC_WORKER=" + std::to_string(worker) + '\0') != std::string::npos) {
+      return static_cast<pid_t>(std::stol(pid));
+    }
+  }
+  return -1;
+}
+
+double test_accuracy_in(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex(R"(Test accuracy: ([0-9.]+))"))) return -1;
+  return std::stod(m[1]);
+}
+
+// Three hosts (loopback addresses) x 1 rank, one epoch: one host's worker is killed mid-epoch;
+// the other two finish the epoch (every remaining sample once), as well as an undisturbed run.
+TEST(MnistJob, ElasticRunLosesAWorkerMidEpochAndFinishesOnTwoRanks) {
+  const TempDir temp;
+  const std::string marker = (temp.path() / "elastic").string();
+  const std::string launch = "env DTRAIN_TIMEOUT_S=10 " + kLauncher +
+                             " run --min-np 2 --max-np 3 -H 127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 -- " + kMnist +
+                             " --elastic --commit-every 10 --data-dir " + kData + " --threads 1 --log-every 10" +
+                             " --model-dir " + marker;
+  const auto undisturbed = dtrain::testing::run_job(launch, 240);
+  ASSERT_EQ(undisturbed.exit_code, 0) << undisturbed.output;
+  EXPECT_NE(undisturbed.output.find("Trained 157 steps"), std::string::npos) << undisturbed.output;
+
+  const std::string log = temp / "log";
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    const std::string command = launch + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto output = [&] {
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (output().find("Step #40\t") == std::string::npos && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const pid_t victim = find_elastic_worker(marker, 2);
+  ASSERT_GT(victim, 0) << output();
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  const std::string out = output();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_NE(out.find("host 127.0.0.3: worker 2 was killed by signal 9 (SIGKILL); the job goes on without it"),
+            std::string::npos) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(World changed: 3 -> 2 ranks \(round 2, a worker was lost\); )"
+                                                   R"(resuming at step (\d+), redoing (\d+) steps)")))
+      << out;
+  const long resumed = std::stol(m[1]), redone = std::stol(m[2]);
+  EXPECT_EQ(resumed % 10, 0) << out;
+  EXPECT_LE(redone, 10) << "more than one commit interval redone:\n" << out;
+  // The epoch's 60,000 samples: `resumed` steps of 3 x 128, the rest in steps of 2 x 128.
+  const long rest = (60000 - resumed * 3 * 128 + 2 * 128 - 1) / (2 * 128);
+  EXPECT_NE(out.find("Trained " + std::to_string(resumed + rest) + " steps"), std::string::npos) << out;
+  EXPECT_NEAR(test_accuracy_in(out), test_accuracy_in(undisturbed.output), 0.005) << out;
+}
+
 TEST(MnistJob, MissingDataIsNamed) {
   const auto result = dtrain::testing::run_job(kMnist + " --data-dir /nonexistent/mnist --steps 1", 60);
   EXPECT_EQ(result.exit_code, 1);
