@@ -1,7 +1,5 @@
-#include <numeric>
-#include <random>
-
 #include "dtrain/torch.h"
+#include "torch/epoch_order.h"
 
 namespace dtrain::libtorch {
 
@@ -18,16 +16,7 @@ DistributedSampler::DistributedSampler(std::size_t dataset_size, int num_replica
 }
 
 std::vector<std::size_t> DistributedSampler::indices() const {
-  std::vector<std::size_t> order(dataset_size_);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (shuffle_) {
-    // Fisher-Yates with a fixed generator, written out so every build shuffles alike.
-    std::mt19937_64 generator(seed_ + static_cast<std::uint64_t>(epoch_));
-    for (std::size_t i = order.size(); i > 1; --i) {
-      const std::size_t j = static_cast<std::size_t>(generator() % i);
-      std::swap(order[i - 1], order[j]);
-    }
-  }
+  std::vector<std::size_t> order = epoch_order(dataset_size_, shuffle_, seed_, epoch_);
   const std::size_t total = num_samples_ * static_cast<std::size_t>(num_replicas_);
   if (total > order.size() && !order.empty()) {
     // Pad by wrapping around so every rank takes the same number of steps.

@@ -2,10 +2,9 @@
 // prefix. Rank r of s takes remaining[r], remaining[r + s], ...: after k steps of b samples on
 // every rank, exactly the first k*b*s remaining samples were used, so the prefix grows by that.
 #include <algorithm>
-#include <numeric>
-#include <random>
 
 #include "dtrain/torch.h"
+#include "torch/epoch_order.h"
 
 namespace dtrain::libtorch {
 
@@ -27,16 +26,7 @@ std::vector<std::size_t> ElasticSampler::indices(int rank, int size) const {
   if (size < 1 || rank < 0 || rank >= size) {
     throw Error("dtrain::ElasticSampler: rank " + std::to_string(rank) + " is outside 0.." + std::to_string(size - 1));
   }
-  std::vector<std::size_t> order(dataset_size_);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (shuffle_) {
-    // The same Fisher-Yates as DistributedSampler, so an epoch's order does not depend on the world.
-    std::mt19937_64 generator(seed_ + static_cast<std::uint64_t>(epoch_));
-    for (std::size_t i = order.size(); i > 1; --i) {
-      const std::size_t j = static_cast<std::size_t>(generator() % i);
-      std::swap(order[i - 1], order[j]);
-    }
-  }
+  const std::vector<std::size_t> order = epoch_order(dataset_size_, shuffle_, seed_, epoch_);
   const std::size_t remaining = dataset_size_ - consumed_;
   if (remaining == 0) return {};
   const auto ranks = static_cast<std::size_t>(size);

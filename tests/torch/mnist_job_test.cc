@@ -28,16 +28,16 @@ const std::string kLauncher = DTRAIN_CLI;
 const std::string kMnist = DTRAIN_MNIST;
 const std::string kData = MNIST_DATA_DIR;
 
-// The pid of the process whose environment has DTRAIN_RANK=<rank> and whose command line
-// mentions `marker`, or -1.
-pid_t find_rank(const std::string& marker, int rank) {
+// The pid of the dtrain-mnist process whose command line mentions `marker` and whose
+// environment has `variable`=<value> (DTRAIN_RANK, or an elastic job's DTRAIN_ELASTIC_WORKER), or -1.
+pid_t find_mnist_process(const std::string& marker, const std::string& variable, int value) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
     std::string cmd((std::istreambuf_iterator<char>(cmdline)), {}), env((std::istreambuf_iterator<char>(environ)), {});
     if (cmd.find("dtrain-mnist") == std::string::npos || cmd.find(marker) == std::string::npos) continue;
-    if (env.find(std::string("DTRAIN_RANK=") + std::to_string(rank) + '\0') != std::string::npos) {
+    if (env.find(variable + "=" + std::to_string(value) + '\0') != std::string::npos) {
       return static_cast<pid_t>(std::stol(pid));
     }
   }
@@ -74,7 +74,7 @@ TEST(MnistJob, ResumesAfterRankZeroIsKilledMidEpoch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_GE(newest_checkpoint_step(dir), 30) << "no checkpoint appeared";
-  const pid_t rank0 = find_rank(dir.string(), 0);
+  const pid_t rank0 = find_mnist_process(dir.string(), "DTRAIN_RANK", 0);
   ASSERT_GT(rank0, 0);
   ASSERT_EQ(kill(rank0, SIGKILL), 0);
   int status = 0;
@@ -99,21 +99,6 @@ TEST(MnistJob, ResumesAfterRankZeroIsKilledMidEpoch) {
       << second.output;
   EXPECT_NE(second.output.find("Step #120\t"), std::string::npos) << second.output;
   EXPECT_EQ(newest_checkpoint_step(dir), 120);
-}
-
-// The pid of the elastic worker numbered `worker` whose command line mentions `marker`, or -1.
-pid_t find_elastic_worker(const std::string& marker, int worker) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
-    std::string cmd((std::istreambuf_iterator<char>(cmdline)), {}), env((std::istreambuf_iterator<char>(environ)), {});
-    if (cmd.find("dtrain-mnist") == std::string::npos || cmd.find(marker) == std::string::npos) continue;
-    if (env.find("DTRAIN_ELASTIC_WORKER=" + std::to_string(worker) + '\0') != std::string::npos) {
-      return static_cast<pid_t>(std::stol(pid));
-    }
-  }
-  return -1;
 }
 
 double test_accuracy_in(const std::string& output) {
@@ -150,7 +135,7 @@ TEST(MnistJob, ElasticRunLosesAWorkerMidEpochAndFinishesOnTwoRanks) {
   while (output().find("Step #40\t") == std::string::npos && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  const pid_t victim = find_elastic_worker(marker, 2);
+  const pid_t victim = find_mnist_process(marker, "DTRAIN_ELASTIC_WORKER", 2);
   ASSERT_GT(victim, 0) << output();
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   int status = 0;
@@ -240,7 +225,7 @@ TEST(MnistParameterServers, AsyncTrainingFinishesWhenAWorkerIsKilled) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_NE(output().find("Step #20\t"), std::string::npos) << output();
-  const pid_t rank2 = find_rank(dir.string(), 2);
+  const pid_t rank2 = find_mnist_process(dir.string(), "DTRAIN_RANK", 2);
   ASSERT_GT(rank2, 0);
   ASSERT_EQ(kill(rank2, SIGKILL), 0);
 
