@@ -124,6 +124,29 @@ TEST(SharedSegment, UnlinkedSegmentLeavesNoName) {
   EXPECT_THROW(SharedSegment::open(name, 4096), Error);
 }
 
+// A local rank that dies is named at once (an elastic job recovers from it), not after the
+// timeout, which is set far beyond the test's own limit here.
+TEST(ShmAllreduce, ADeadLocalRankIsALostWorkerAtOnce) {
+  const std::string name = unique_name("dead-peer");
+  SharedSegment created = SharedSegment::create(name, ShmAllreduce::segment_bytes(2));
+  ShmAllreduce::format(created, 2);
+  ShmAllreduce survivor(std::move(created), 0, 2, std::chrono::hours(1));
+  const pid_t peer = fork();
+  if (peer == 0) {
+    ShmAllreduce dying(SharedSegment::open(name, ShmAllreduce::segment_bytes(2)), 1, 2, std::chrono::hours(1));
+    _exit(0);  // gone before the barrier
+  }
+  int status = 0;
+  waitpid(peer, &status, 0);
+  try {
+    survivor.barrier();
+    FAIL() << "the barrier passed without local rank 1";
+  } catch (const WorkersLostError& e) {
+    EXPECT_NE(std::string(e.what()).find("local rank 1 (pid " + std::to_string(peer) + ") exited"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SharedSegment, StaleSegmentsOfDeadCreatorsAreRemoved) {
   const pid_t child = fork();
   if (child == 0) _exit(0);

@@ -1,6 +1,7 @@
 #include "runtime/transport/shm/shm_allreduce.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "runtime/reduction.h"
+#include "runtime/transport/shm/peer_process.h"
 #include "runtime/transport/buffer_pieces.h"
 
 namespace dtrain::runtime {
@@ -16,9 +18,11 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x64747261696e5348ull;  // "dtrainSH"
 
-// One cache line per rank, so ranks announcing their arrival do not contend.
+// One cache line per rank, so ranks announcing their arrival do not contend. The pid lets
+// the others tell a dead rank from a slow one.
 struct alignas(64) ArrivalCounter {
   std::atomic<std::uint64_t> generation;
+  std::atomic<pid_t> pid;
 };
 
 struct Header {
@@ -54,7 +58,10 @@ void ShmAllreduce::format(SharedSegment& segment, int local_size) {
   }
   Header* header = new (segment.data()) Header;
   header->local_size = local_size;
-  for (auto& counter : header->arrived) counter.generation.store(0, std::memory_order_relaxed);
+  for (auto& counter : header->arrived) {
+    counter.generation.store(0, std::memory_order_relaxed);
+    counter.pid.store(0, std::memory_order_relaxed);
+  }
   std::atomic_thread_fence(std::memory_order_release);
   header->magic = kMagic;
 }
@@ -70,6 +77,7 @@ ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size
     throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
                 std::to_string(local_size) + " local ranks");
   }
+  header_of(segment_.data())->arrived[local_rank].pid.store(::getpid(), std::memory_order_release);
 }
 
 char* ShmAllreduce::slot(int set, int rank) const {
@@ -88,9 +96,14 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
         continue;
       }
       sched_yield();
-      if ((spins & 1023) == 0 && std::chrono::steady_clock::now() > deadline) {
+      if ((spins & 1023) != 0) continue;
+      if (const pid_t pid = header->arrived[r].pid.load(std::memory_order_acquire); process_gone(pid)) {
+        throw WorkersLostError("dtrain: local rank " + std::to_string(r) + " (pid " + std::to_string(pid) +
+                               ") exited during a shared-memory allreduce");
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
         throw WorkersLostError("dtrain: local rank " + std::to_string(r) + " did not reach the shared-memory barrier within " +
-                    std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+                               std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
       }
     }
   }

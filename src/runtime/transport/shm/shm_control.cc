@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "dtrain/dtrain.h"
+#include "runtime/transport/shm/peer_process.h"
 
 namespace dtrain::runtime {
 
@@ -57,8 +58,6 @@ void publish(std::atomic<std::uint32_t>& counter, std::atomic<std::uint32_t>& sl
   counter.store(value, std::memory_order_seq_cst);
   if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(counter);
 }
-
-bool process_gone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
 }  // namespace
 
