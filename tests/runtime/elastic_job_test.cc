@@ -89,7 +89,7 @@ class ElasticJob {
   // Sends `signal` to elastic worker `worker` once it has trained a few steps.
   void signal_worker_mid_run(int worker, int signal) const {
     const std::string pid = wait_for("worker " + std::to_string(worker) + " pid ([0-9]+)");
-    wait_for("rank [0-9]+/3 step 12\n");
+    wait_for("rank [0-9]+/[0-9]+ step 12\n");
     ASSERT_FALSE(pid.empty());
     ASSERT_EQ(::kill(std::stoi(pid), signal), 0);
   }
@@ -150,6 +150,19 @@ TEST(ElasticJob, KilledWorkerLeavesTheOthersTrainingOnTwoRanks) {
             std::string::npos) << out;
   EXPECT_NE(out.find("round 2: 2 ranks"), std::string::npos) << out;
   expect_every_step_counted_once(out, 3, 2);
+  EXPECT_EQ(job.survivors(), "");
+}
+
+// Two ranks per host: a hierarchical world (shared memory inside each host, Gloo across)
+// shrinks to hosts of uneven sizes, which the new world handles with the flat allreduce.
+TEST(ElasticJob, KilledWorkerSharingItsHostWithAnother) {
+  const testing::TempDir dir;
+  ElasticJob job(dir.path(), {"--min-np", "2", "--max-np", "4", "-H", "127.0.0.1:2,127.0.0.2:2"}, {});
+  job.signal_worker_mid_run(1, SIGKILL);
+  ASSERT_EQ(job.wait(), 0) << job.output();
+  const std::string out = job.output();
+  EXPECT_NE(out.find("round 2: 3 ranks"), std::string::npos) << out;
+  expect_every_step_counted_once(out, 4, 3);
   EXPECT_EQ(job.survivors(), "");
 }
 
