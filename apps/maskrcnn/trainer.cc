@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "dtrain/dtrain.h"
+#include "dtrain/elastic.h"
 #include "dtrain/torch.h"
 #include "apps/maskrcnn/model_export.h"
 #include "apps/maskrcnn/sharded_evaluation.h"
@@ -323,7 +324,8 @@ struct TrainingRun {
         clipper(config),
         output_dir(output_directory(config, settings)),
         test_data(test_data_of(config)),
-        log(open_log(where.rank, output_dir)) {}
+        log(open_log(where.rank, output_dir)),
+        elastic(config.get<bool>("SOLVER.ELASTIC.ENABLED")) {}
 
   dtrain::Placement placement;
   modeling::MaskRcnnOptions options;
@@ -334,6 +336,7 @@ struct TrainingRun {
   fs::path output_dir;
   EvaluationData test_data;
   TrainingLog log;
+  bool elastic;  // SOLVER.ELASTIC.ENABLED: the world may change under the model
 };
 
 modeling::MaskRcnn build_model(const Config& config, const TrainingRun& run) {
@@ -342,8 +345,11 @@ modeling::MaskRcnn build_model(const Config& config, const TrainingRun& run) {
   modeling::MaskRcnn model(run.options);
   model->to(compute_type(config));
   // On one rank SyncBN is BatchNorm: skip 40 no-op allreduces per step. (Parameter-server
-  // workers each have a runtime of their own: their BatchNorm statistics stay local.)
-  if (run.options.backbone.synchronized_batch_norm && dtrain::size() > 1) synchronize_batch_norm(*model);
+  // workers each have a runtime of their own: their BatchNorm statistics stay local.) An
+  // elastic job's model is built before its first world and may outlive many: synchronised.
+  if (run.options.backbone.synchronized_batch_norm && (run.elastic || dtrain::size() > 1)) {
+    synchronize_batch_norm(*model);
+  }
   return model;
 }
 
@@ -628,9 +634,96 @@ void finish_training(TrainableModel& m, const Config& config, TrainingRun& run, 
   dtrain::shutdown();
 }
 
+// ---- SOLVER.ELASTIC: an elastic job ----
+
+dtrain::Placement current_placement() {
+  return {dtrain::rank(), dtrain::size(), dtrain::local_rank(), dtrain::local_size(), dtrain::cross_rank(),
+          dtrain::cross_size()};
+}
+
+// One seed for every world of the job, new workers included: SEED, or else drawn from the
+// job's id, which the launcher gives every worker alike.
+void fix_elastic_seed(Config& config) {
+  if (config.get<int64_t>("SEED") >= 0) return;
+  const char* job = environment("DTRAIN_JOB_ID");
+  config.set("SEED", static_cast<int64_t>(std::hash<std::string>{}(job ? job : "dtrain") & 0x7fffffff));
+}
+
+// The loop of train() inside dtrain::elastic::run. The global batch and the schedule stay as
+// configured whatever the world's size: R ranks x IMS_PER_BATCH / R images step as one rank
+// with all of them (losses normalised over the global batch, samples drawn per image), and
+// without aspect-ratio grouping the global batch of an iteration is the same images in any
+// world. So a reset changes who computes, not what: the state to keep is the model, SGD's
+// momentum and the iteration.
+void train_elastic(Config config, const TrainerSettings& settings) {
+  if (settings.distribution != "allreduce" || settings.eval_only || settings.resume) {
+    throw std::invalid_argument(
+        "SOLVER.ELASTIC.ENABLED trains from MODEL.WEIGHTS through allreduce (not with --distribution ps, --eval-only "
+        "or --resume)");
+  }
+  if (config.get<int64_t>("SOLVER.REFERENCE_WORLD_SIZE") > 0) {
+    throw std::invalid_argument("SOLVER.ELASTIC.ENABLED keeps the solver keys as they are for every world; "
+                                "set SOLVER.REFERENCE_WORLD_SIZE 0");
+  }
+  const int64_t commit_period = config.get<int64_t>("SOLVER.ELASTIC.COMMIT_PERIOD");
+  if (commit_period < 1) throw std::invalid_argument("SOLVER.ELASTIC.COMMIT_PERIOD must be at least 1");
+  fix_elastic_seed(config);
+  const std::unique_ptr<TrainingDistribution> distribution = choose_distribution(settings);
+  // What does not depend on the world, built before the first: a placement of rank -1 opens no log.
+  const TrainingRun before_any_world(config, settings, dtrain::Placement{-1, 1, 0, 1, 0, 1}, *distribution);
+  TrainableModel m(config, before_any_world);
+  // Every worker reads the weights: whichever is rank 0 of the first world hands them on (sync).
+  if (const std::string weights = config.get<std::string>("MODEL.WEIGHTS"); !weights.empty()) {
+    modeling::load_weights(*m.model, weights);
+  }
+  const TrainingSet training = load_training_set(config, before_any_world.options);
+  const std::unique_ptr<GradientExchange> exchange = distribution->attach(m.sgd, m.trainable, 0, false);
+
+  libtorch::TorchState state(*m.model, m.sgd);
+  int64_t& iteration = state.counter("iteration");
+  int64_t furthest = 0;  // the furthest iteration begun: what a restore redoes
+  state.on_reset([&](const dtrain::elastic::WorldChange& change) {
+    if (dtrain::rank() != 0) return;
+    std::printf("World changed: %d -> %d ranks (round %d, %s); resuming at iteration %lld, redoing %lld\n",
+                change.previous_size, change.size, change.round, change.restored ? "a worker was lost" : "workers joined",
+                static_cast<long long>(iteration), static_cast<long long>(change.restored ? furthest - iteration : 0));
+    std::fflush(stdout);
+  });
+  std::optional<TrainingRun> run;  // this world's
+  const Clock::time_point started = Clock::now();
+  dtrain::elastic::run(state, [&] {
+    const dtrain::Placement placement = current_placement();
+    use_cores(settings.threads, placement);
+    run.reset();  // the old world's log closes before the new rank 0 opens it
+    run.emplace(config, settings, placement, *distribution);
+    vision::DataLoader loader(training.dataset,
+                              loader_options(config, run->options, run->steps.per_rank, run->seed, placement));
+    m.model->train();
+    announce_training(*run, loader.items().size());
+    BatchStream batches(loader, *run, iteration, training.paths.annotations);
+    ProgressReport progress(*run, iteration);
+    while (iteration < run->steps.max_iter) {
+      furthest = std::max(furthest, iteration);
+      const vision::SampleBatch batch = batches.next();
+      const double lr = run->schedule.lr(iteration);
+      const modeling::LossDict losses = train_step(m, *run, *exchange, batch, iteration, lr);
+      progress.step_done();
+      ++iteration;
+      if (progress.due(iteration)) progress.report(iteration, losses, lr, run->log);
+      checkpoint_and_evaluate(m, *run, *exchange, iteration);
+      if (iteration % commit_period == 0) state.commit();
+    }
+  });
+  finish_training(m, config, *run, training.dataset, 0, started);
+}
+
 }  // namespace
 
 void train(Config config, const TrainerSettings& settings) {
+  if (config.get<bool>("SOLVER.ELASTIC.ENABLED")) {
+    train_elastic(std::move(config), settings);
+    return;
+  }
   const std::unique_ptr<TrainingDistribution> distribution = choose_distribution(settings);
   const dtrain::Placement placement = distribution->start();
   use_cores(settings.threads, placement);

@@ -86,6 +86,8 @@ void define_solver(Config& c) {
   // another size scales IMS_PER_BATCH and BASE_LR by world/reference and the
   // iteration counts by reference/world (the same epochs, linear LR rule).
   c.define("SOLVER.REFERENCE_WORLD_SIZE", int64_t{0});
+  c.define("SOLVER.ELASTIC.ENABLED", false);  // an elastic job (`dtrain run --min-np`, docs/elastic.md)
+  c.define("SOLVER.ELASTIC.COMMIT_PERIOD", int64_t{10});
   c.define("SOLVER.CLIP_GRADIENTS.ENABLED", false);
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_TYPE", std::string("value"));  // "value" or "norm"
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_VALUE", 1.0);

@@ -276,5 +276,63 @@ TEST_F(TrainCli, AJobKilledWithSigkillResumesAtItsLastCheckpointWithTheSameSched
   }
 }
 
+// SOLVER.ELASTIC on three loopback "hosts": a rank killed mid-run, the other two go back to the
+// last commit and carry on. The global batch is the same images in any world and the losses are
+// normalised over it, so (float64, SyncBN, no aspect grouping, as above) every iteration after
+// the reset logs what an undisturbed two-rank run logs.
+TEST_F(TrainCli, ElasticRunLosingARankGoesOnAsAnUndisturbedRun) {
+  const std::string settings =
+      "SOLVER.MAX_ITER 12 SOLVER.IMS_PER_BATCH 6 SOLVER.LOG_PERIOD 1 SOLVER.CHECKPOINT_PERIOD 0 SOLVER.WARMUP_ITERS 2 "
+      "SOLVER.BASE_LR 0.02 MODEL.RESNETS.NORM SyncBN MODEL.PRECISION float64 DATALOADER.ASPECT_RATIO_GROUPING False "
+      "SEED 3";
+  const JobResult reference = train(settings + " OUTPUT_DIR " + dir_.path().string() + "/reference", 2);
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+
+  const std::string shapes = dir_.path().string() + "/shapes";
+  const std::string log = dir_.path().string() + "/elastic.log";
+  const std::string command =
+      "env DTRAIN_TIMEOUT_S=20 " + std::string(DTRAIN_CLI) +
+      " run --min-np 2 --max-np 3 -H 127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 -- " + DTRAIN_MASKRCNN +
+      " train --threads 1 --config-file " + SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " + shapes +
+      "/annotations/instances_train.json DATASETS.TRAIN_IMAGES " + shapes +
+      "/train INPUT.MIN_SIZE_TRAIN 96 INPUT.MAX_SIZE_TRAIN 128 OUTPUT_DIR " + output() + test_set() + " " + settings +
+      " SOLVER.ELASTIC.ENABLED True SOLVER.ELASTIC.COMMIT_PERIOD 2";
+  // Worker 2 (found by the variable the launcher gives it) is killed once iteration 5 is logged.
+  const std::string script =
+      command + " >" + log + " 2>&1 & job=$!; " +
+      "for i in $(seq 1200); do grep -q 'iter: 5/12' " + log + " 2>/dev/null && break; sleep 0.05; done; " +
+      "for p in $(pgrep -f 'OUTPUT_DIR " + output() + "'); do " +
+      "tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx DTRAIN_ELASTIC_WORKER=2 && kill -KILL $p; done; " +
+      "wait $job";
+  const std::string script_path = dir_.path().string() + "/elastic.sh";
+  {
+    std::ofstream out(script_path);
+    out << script << "\n";
+  }
+  const JobResult elastic = run_job("sh " + script_path, 200);
+  const std::string out = dtrain::testing::read_file(log);
+  ASSERT_EQ(elastic.exit_code, 0) << out;
+  EXPECT_NE(out.find("host 127.0.0.3: worker 2 was killed by signal 9 (SIGKILL)"), std::string::npos) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(World changed: 3 -> 2 ranks \(round 2, a worker was lost\); )"
+                                                   R"(resuming at iteration (\d+), redoing (\d+))")))
+      << out;
+  const int resumed = std::stoi(m[1]);
+  EXPECT_EQ(resumed % 2, 0) << out;
+  EXPECT_LE(std::stoi(m[2]), 2) << "more than one commit period redone:\n" << out;
+  for (int i = 1; i <= 12; ++i) {
+    const std::string key = "[0]<stdout>:iter: " + std::to_string(i) + "/12";
+    std::string expected = line_of(reference.output, key);
+    // After the reset: the last time the iteration was logged.
+    const size_t at = out.rfind(key);
+    ASSERT_NE(at, std::string::npos) << key << "\n" << out;
+    std::string actual = out.substr(at, out.find('\n', at) - at);
+    expected = expected.substr(0, expected.find("  images/s"));
+    actual = actual.substr(0, actual.find("  images/s"));
+    EXPECT_EQ(actual, expected) << "iteration " << i;
+  }
+  EXPECT_NE(out.find("Trained iterations 0..12"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace dtrain::maskrcnn
