@@ -681,7 +681,7 @@ void train_elastic(Config config, const TrainerSettings& settings) {
 
   libtorch::TorchState state(*m.model, m.sgd);
   int64_t& iteration = state.counter("iteration");
-  int64_t furthest = 0;  // the furthest iteration begun: what a restore redoes
+  int64_t furthest = 0;  // the most iterations this process completed: beyond the commit, what a restore redoes
   state.on_reset([&](const dtrain::elastic::WorldChange& change) {
     if (dtrain::rank() != 0) return;
     std::printf("World changed: %d -> %d ranks (round %d, %s); resuming at iteration %lld, redoing %lld\n",
@@ -703,12 +703,12 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     BatchStream batches(loader, *run, iteration, training.paths.annotations);
     ProgressReport progress(*run, iteration);
     while (iteration < run->steps.max_iter) {
-      furthest = std::max(furthest, iteration);
       const vision::SampleBatch batch = batches.next();
       const double lr = run->schedule.lr(iteration);
       const modeling::LossDict losses = train_step(m, *run, *exchange, batch, iteration, lr);
       progress.step_done();
       ++iteration;
+      furthest = std::max(furthest, iteration);
       if (progress.due(iteration)) progress.report(iteration, losses, lr, run->log);
       checkpoint_and_evaluate(m, *run, *exchange, iteration);
       if (iteration % commit_period == 0) state.commit();

@@ -33,7 +33,7 @@ int train_elastic(const Options& options) {
   // Created once: its hooks outlive resets (a broken step is forgotten at the next zero_grad()).
   dt::DistributedOptimizer distributed(optimizer, model->named_parameters().pairs());
 
-  std::int64_t furthest = 0;  // the furthest step this process began: what a restore redoes
+  std::int64_t furthest = 0;  // the most steps this process completed: beyond the commit, what a restore redoes
   std::int64_t steps_redone = 0;
   state.on_reset([&](const dtrain::elastic::WorldChange& change) {
     set_learning_rate(optimizer, default_learning_rate(options, change.size));
@@ -60,7 +60,6 @@ int train_elastic(const Options& options) {
       const std::vector<std::size_t> indices = sampler.indices(rank, size);
       const auto batches = static_cast<std::int64_t>((indices.size() + options.batch_size - 1) / options.batch_size);
       for (std::int64_t b = 0; b < batches && (options.max_steps == 0 || step < options.max_steps); ++b) {
-        furthest = std::max(furthest, step);
         const auto [images, labels] = batch_of(train_set, indices, b, options.batch_size);
         distributed.zero_grad();
         const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
@@ -68,6 +67,7 @@ int train_elastic(const Options& options) {
         distributed.step();
         sampler.record_batch(static_cast<std::size_t>(options.batch_size), size);
         ++step;
+        furthest = std::max(furthest, step);
         if (step % options.log_every == 0) {
           const double average = dt::metric_average(loss.item<double>(), "train.loss");
           if (rank == 0) {

@@ -56,19 +56,18 @@ int main(int argc, char** argv) {
                static_cast<int>(::getpid()));
 
   CounterState state;
-  long resets = 0, redone = 0, reached = 0;  // reached: the furthest step begun in this process
+  long resets = 0, redone = 0, reached = 0;  // reached: the most steps this process completed
   state.on_reset([&](const dtrain::elastic::WorldChange& change) {
     ++resets;
-    const long again = reached - state.now.step;
-    redone += again > 0 ? again : 0;
+    const long again = change.restored ? reached - state.now.step : 0;
+    redone += again;
     std::printf("reset: %d -> %d ranks, round %d, resuming at step %ld, redoing %ld steps\n", change.previous_size,
-                change.size, change.round, state.now.step, again > 0 ? again : 0);
+                change.size, change.round, state.now.step, again);
     std::fflush(stdout);
   });
   try {
     dtrain::elastic::run(state, [&] {
       while (state.now.step < steps) {
-        reached = std::max(reached, state.now.step);
         if (state.now.step == fail_at) throw std::runtime_error("the program's own failure at step " + std::to_string(fail_at));
         float one = 1.0f;
         dtrain::TensorView view{&one, dtrain::DataType::kFloat32, {1}};
@@ -80,6 +79,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
         ++state.now.step;
+        reached = std::max(reached, state.now.step);
         if (state.now.step % commit_every == 0) state.commit();
       }
     });
