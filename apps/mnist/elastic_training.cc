@@ -2,6 +2,7 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -37,7 +38,8 @@ int train_elastic(const Options& options) {
   std::int64_t steps_redone = 0;
   state.on_reset([&](const dtrain::elastic::WorldChange& change) {
     set_learning_rate(optimizer, default_learning_rate(options, change.size));
-    const std::int64_t redo = change.restored ? furthest - step : 0;
+    // A world broken in the commit's own check (after the step counted) redoes nothing.
+    const std::int64_t redo = change.restored ? std::max<std::int64_t>(0, furthest - step) : 0;
     steps_redone += redo;
     if (dtrain::rank() != 0) return;
     std::printf("World changed: %d -> %d ranks (round %d, %s); resuming at step %lld, redoing %lld steps\n",
