@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/container_layout.h"
+#include "job/host_link.h"
 #include "job/host_staging.h"
 #include "job/job_error.h"
 #include "job/job_outputs.h"
@@ -113,8 +114,10 @@ struct HostsRun {
   // The supervisor's first failure (it stopped every other host then): a host's entry point,
   // or, with placement.rank -1, the time limit.
   std::optional<launch::WorkerFailure> failure;
-  // Elastic jobs: worker hosts whose entry point failed while the others went on, and why.
+  // Elastic jobs: worker hosts whose entry point failed while the others went on, and why;
+  // and those whose entry point ended because the master's did (it closed their link).
   std::map<std::string, std::string> lost;
+  std::vector<std::string> master_gone;
   int supervisor_code = 0;
   double seconds = 0;
   int left_behind = 0;  // processes killed in the hosts after the supervisor returned
@@ -123,8 +126,9 @@ struct HostsRun {
 std::string describe_host_end(const std::string& host, int wait_status);
 
 // Elastic jobs: a worker host's failed entry point (its link to the master broke, the host went
-// down) loses that host; the launcher on the master goes on without its workers. The master's
-// failure still ends the job.
+// down, it was killed) loses that host; the launcher on the master goes on without its workers.
+// The master's failure still ends the job: a worker host whose link the master closed (its entry
+// point died) is not lost but waits for the master's end to be reaped, whatever the order.
 std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const JobSpec& spec,
                                                                         const LocalCluster& cluster, HostsRun& ran) {
   return [&spec, &cluster, &ran](const launch::RankPlacement& p, int wait_status) {
@@ -132,6 +136,10 @@ std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const J
     if (p.host == hosts.front().name) return false;
     const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const LocalHost& h) { return h.name == p.host; });
     std::string reason = host == hosts.end() ? "" : read_if_exists(ContainerLayout(host->root).failure_file());
+    if (reason.find(master_closed_link(hosts.front().name)) != std::string::npos) {
+      ran.master_gone.push_back(p.host);
+      return true;
+    }
     if (reason.empty()) reason = describe_host_end(p.host, wait_status);
     ran.lost[p.host] = reason;
     std::fprintf(stderr, "dtrain job %s: %s lost (%s); the job goes on without it\n", spec.name.c_str(),
@@ -197,7 +205,8 @@ const LocalHost* first_failed_host(const std::vector<LocalHost>& hosts, const Ho
 
 // The hosts the supervisor stopped because `failed` failed: those still running when it
 // ended. A host that ended with status 0 afterwards had done its part already (a worker told
-// the end by the master), so it is not counted.
+// the end by the master), so it is not counted. In an elastic job, the worker hosts that ended because the master's entry point did count too,
+// even where the supervisor reaped them before the master.
 std::vector<std::string> hosts_stopped_by(const std::vector<LocalHost>& hosts, const HostsRun& ran,
                                           const std::string& failed) {
   const auto failed_at = std::find(ran.ended.begin(), ran.ended.end(), failed);
@@ -207,7 +216,9 @@ std::vector<std::string> hosts_stopped_by(const std::vector<LocalHost>& hosts, c
     const auto ended_at = std::find(ran.ended.begin(), ran.ended.end(), h.name);
     const bool ended_before = ended_at < failed_at;  // not ended at all compares as after
     const bool completed = ended_at != ran.ended.end() && ran.host_exit.at(h.name) == 0;
-    if (!ended_before && !completed) stopped.push_back(h.name);
+    const bool master_gone = failed == hosts.front().name &&
+                             std::find(ran.master_gone.begin(), ran.master_gone.end(), h.name) != ran.master_gone.end();
+    if ((!ended_before && !completed) || master_gone) stopped.push_back(h.name);
   }
   return stopped;
 }
