@@ -12,6 +12,7 @@
 
 #include "job/container_layout.h"
 #include "job/job_error.h"
+#include "job/job_report.h"
 #include "job/job_spec.h"
 #include "job/local_cluster.h"
 #include "job/sbatch_script.h"
@@ -190,6 +191,13 @@ int JobCommand::host_exec() const {
   auto hosts = job::hosts_from_table(job::read_json_file(table_file_));
   for (const auto& h : hosts) {
     if (h.name != exec_host_) continue;
+    // A host whose entry point failed is down (an elastic job's lost host): answer as ssh does
+    // for a host it cannot reach, so the launcher sets it aside instead of failing the job.
+    const std::string failure = job::read_if_exists(job::ContainerLayout(h.root).failure_file());
+    if (!failure.empty()) {
+      std::fprintf(stderr, "dtrain job host-exec: %s is down: %s\n", exec_host_.c_str(), failure.c_str());
+      return 255;
+    }
     ::setenv("SAGEMAKER_BASE_DIR", h.root.c_str(), 1);
     // The hosts share one host name, /tmp and /dev/shm; Open MPI's daemon and ranks started
     // here by mpirun would name their files as another host's do (see LocalHost::shm_dir).

@@ -2,6 +2,7 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 

@@ -283,8 +283,13 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "LibTorch threads per rank (0: cores / local ranks)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", options.log_every, "Print the loss every N steps")->check(CLI::PositiveNumber);
-  app.add_flag("--elastic", options.elastic,
-               "An elastic job (under `dtrain run --min-np N`): go on when workers are lost or join")->excludes("--resume");
+  // A flag that also takes a value, as a job's hyperparameter `elastic: true` passes it (--elastic True).
+  app.add_option("--elastic", options.elastic,
+                 "An elastic job (under `dtrain run --min-np N`): go on when workers are lost or join")
+      ->expected(0, 1)
+      ->default_str("true")
+      ->option_text("[BOOL]")
+      ->excludes("--resume");
   app.add_option("--commit-every", options.commit_every, "With --elastic: steps between in-memory commits")
       ->check(CLI::PositiveNumber);
   app.add_option("--distribution", options.distribution,

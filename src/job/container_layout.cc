@@ -53,6 +53,15 @@ nlohmann::ordered_json hyperparameters_file_for(const JobSpec& spec) {
   file["sagemaker_mpi_custom_mpi_options"] = encode_hyperparameter(spec.custom_mpi_options);
   file["sagemaker_distribution_engine"] = encode_hyperparameter(to_string(spec.engine));
   file["sagemaker_job_name"] = encode_hyperparameter(spec.name);
+  if (spec.elastic) {
+    // dtrain's own: the master's launcher reads it (TrainingEnvironment::elastic).
+    file["sagemaker_elastic"] = encode_hyperparameter(nlohmann::ordered_json{
+        {"min_hosts", spec.elastic->min_hosts},
+        {"max_hosts", spec.elastic->max_hosts},
+        {"timeout_s", spec.elastic->timeout_s},
+        {"host_cooldown_s", spec.elastic->host_cooldown_s},
+        {"reset_limit", spec.elastic->reset_limit}});
+  }
   return file;
 }
 

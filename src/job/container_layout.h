@@ -67,7 +67,8 @@ struct ContainerConfig {
 // hyperparameters.json for a job: the user's hyperparameters plus the
 // framework parameters the toolkit reads (sagemaker_mpi_enabled,
 // sagemaker_mpi_num_of_processes_per_host, sagemaker_mpi_custom_mpi_options,
-// sagemaker_distribution_engine), every value JSON-encoded as the SDK does.
+// sagemaker_distribution_engine; sagemaker_elastic, an object, for an elastic job), every
+// value JSON-encoded as the SDK does.
 nlohmann::ordered_json hyperparameters_file_for(const JobSpec& spec);
 
 // inputdataconfig.json for a job's channels.

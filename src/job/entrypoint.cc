@@ -103,12 +103,19 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
                const std::vector<std::string>& command) {
   const ContainerLayout& layout = env.layout;
   int ppn = env.processes_per_host();
+  std::optional<ElasticSpec> elastic;
+  try {
+    elastic = env.elastic();
+  } catch (const JobError& e) {
+    return fail_before_launch(options, env, layout, fmt::format("ClientError: {}", e.what()));
+  }
   std::vector<std::string> others;
   for (const auto& h : env.hosts) {
     if (h != env.current_host) others.push_back(h);
   }
-  spdlog::info("{} is the master: {} host{} x {} process{}", env.current_host, env.hosts.size(),
-               env.hosts.size() == 1 ? "" : "s", ppn, ppn == 1 ? "" : "es");
+  spdlog::info("{} is the master: {} host{} x {} process{}{}", env.current_host, env.hosts.size(),
+               env.hosts.size() == 1 ? "" : "s", ppn, ppn == 1 ? "" : "es",
+               elastic ? fmt::format(", elastic: {}..{} hosts", elastic->min_hosts, elastic->max_hosts) : "");
 
   MasterLinks links;
   try {
@@ -147,6 +154,18 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
   } else if (env.engine() == "parameter_server") {
     // One parameter server per host beside the ranks (the workers); see docs/parameter-servers.md.
     launch.ps.enabled = true;
+  }
+  if (elastic) {
+    // docs/elastic.md: the launcher goes on while min_hosts hosts' workers live; a worker host
+    // that is lost is set aside (its entry point's end is the job runner's concern). The first
+    // round waits for every worker as long as the hosts wait for each other.
+    launch.np.reset();
+    launch.elastic.min_np = elastic->min_hosts * ppn;
+    launch.elastic.max_np = elastic->max_hosts * ppn;
+    launch.elastic.timeout_s = elastic->timeout_s;
+    launch.elastic.host_cooldown_s = elastic->host_cooldown_s;
+    launch.elastic.reset_limit = elastic->reset_limit;
+    launch.start_timeout_s = options.host_wait_s;
   }
   launch.command = {options.dtrain_exe, "entrypoint", "--as-rank", "--"};
   launch.command.insert(launch.command.end(), command.begin(), command.end());

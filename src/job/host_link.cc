@@ -115,6 +115,8 @@ std::optional<std::string> resolve_host(const std::string& name) {
   return std::string(text);
 }
 
+std::string master_closed_link(const std::string& master) { return fmt::format("the master {} closed the link", master); }
+
 int host_link_port() {
   const char* text = std::getenv("DTRAIN_HOST_PORT");
   if (text && *text) {
@@ -185,7 +187,7 @@ void WorkerLink::acknowledge_end() { close_quietly(master_fd_); }
 // (its host is up); a failed one (keepalive: "Connection timed out") means the network between
 // the two hosts broke, or the master's host went down: not necessarily the master's fault.
 std::string WorkerLink::how_lost() const {
-  if (lost_errno_ == 0) return fmt::format("the master {} closed the link", master_);
+  if (lost_errno_ == 0) return master_closed_link(master_);
   return fmt::format("the link to the master {} failed ({})", master_, std::strerror(lost_errno_));
 }
 

@@ -16,6 +16,11 @@ std::optional<std::string> resolve_host(const std::string& name);
 // default 29417).
 int host_link_port();
 
+// How a worker says that the master's entry point ended without reporting the end (it closed
+// the link, its host up): "the master algo-1 closed the link". Not a lost worker host: the job
+// ends with the master.
+std::string master_closed_link(const std::string& master);
+
 // How the master reports the end of the job to a worker.
 struct JobEnd {
   int exit_code = 0;

@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-Json host_summaries(const std::vector<LocalHost>& hosts, const JobResults& results) {
+Json host_summaries(const JobSpec& spec, const std::vector<LocalHost>& hosts, const JobResults& results) {
   Json host_list = Json::array();
   for (const auto& h : hosts) {
     Json entry;
@@ -31,6 +31,11 @@ Json host_summaries(const std::vector<LocalHost>& hosts, const JobResults& resul
     // A stopped host's own failure (stopped by SIGTERM) is a consequence, not the job's reason.
     const std::string why_stopped = results.outcome.why_stopped(h.name);
     entry["stopped_because"] = why_stopped.empty() ? Json(nullptr) : Json(why_stopped);
+    if (spec.elastic) {
+      // A lost host's failure did not end the job: the others went on without it.
+      const auto lost = results.outcome.lost_hosts.find(h.name);
+      entry["lost"] = lost != results.outcome.lost_hosts.end() ? Json(lost->second) : Json(nullptr);
+    }
     Json channels = Json::array();
     for (const auto& s : results.staged.staging) {
       if (s.host == h.name) channels.push_back(s.to_json());
@@ -103,8 +108,15 @@ void write_summary(const JobSpec& spec, const JobOutputs& outputs, const std::ve
   summary["hosts_backend"] = results.backend;
   summary["instance_count"] = spec.instance_count;
   summary["processes_per_host"] = spec.processes_per_host;
+  if (spec.elastic) {
+    summary["elastic"] = {{"min_hosts", spec.elastic->min_hosts},
+                          {"max_hosts", spec.elastic->max_hosts},
+                          {"timeout_s", spec.elastic->timeout_s},
+                          {"host_cooldown_s", spec.elastic->host_cooldown_s},
+                          {"reset_limit", spec.elastic->reset_limit}};
+  }
   for (const auto& [key, value] : results.extra.items()) summary[key] = value;
-  summary["hosts"] = host_summaries(hosts, results);
+  summary["hosts"] = host_summaries(spec, hosts, results);
   Json final_metrics = Json::object();
   for (const auto& [name, value] : results.recorder.final_metrics()) final_metrics[name] = value;
   summary["final_metrics"] = final_metrics;

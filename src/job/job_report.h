@@ -25,6 +25,8 @@ struct JobOutcome {
   // and the hosts stopped because of it.
   std::string failed_host;
   std::vector<std::string> stopped_hosts;
+  // Elastic jobs: the worker hosts lost while the job went on, and why (their failure).
+  std::map<std::string, std::string> lost_hosts;
 
   std::string status() const { return code == 0 ? "Completed" : stopped ? "Stopped" : "Failed"; }
   // "algo-3 failed" for a host stopped because of the first failure, else "".

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/container_layout.h"
+#include "job/host_link.h"
 #include "job/host_staging.h"
 #include "job/job_error.h"
 #include "job/job_outputs.h"
@@ -112,10 +114,40 @@ struct HostsRun {
   // The supervisor's first failure (it stopped every other host then): a host's entry point,
   // or, with placement.rank -1, the time limit.
   std::optional<launch::WorkerFailure> failure;
+  // Elastic jobs: worker hosts whose entry point failed while the others went on, and why;
+  // and those whose entry point ended because the master's did (it closed their link).
+  std::map<std::string, std::string> lost;
+  std::vector<std::string> master_gone;
   int supervisor_code = 0;
   double seconds = 0;
   int left_behind = 0;  // processes killed in the hosts after the supervisor returned
 };
+
+std::string describe_host_end(const std::string& host, int wait_status);
+
+// Elastic jobs: a worker host's failed entry point (its link to the master broke, the host went
+// down, it was killed) loses that host; the launcher on the master goes on without its workers.
+// The master's failure still ends the job: a worker host whose link the master closed (its entry
+// point died) is not lost but waits for the master's end to be reaped, whatever the order.
+std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const JobSpec& spec,
+                                                                        const LocalCluster& cluster, HostsRun& ran) {
+  return [&spec, &cluster, &ran](const launch::RankPlacement& p, int wait_status) {
+    const std::vector<LocalHost>& hosts = cluster.hosts();
+    if (p.host == hosts.front().name) return false;
+    const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const LocalHost& h) { return h.name == p.host; });
+    std::string reason = host == hosts.end() ? "" : read_if_exists(ContainerLayout(host->root).failure_file());
+    if (reason.find(master_closed_link(hosts.front().name)) != std::string::npos) {
+      ran.master_gone.push_back(p.host);
+      return true;
+    }
+    if (reason.empty()) reason = describe_host_end(p.host, wait_status);
+    ran.lost[p.host] = reason;
+    std::fprintf(stderr, "dtrain job %s: %s lost (%s); the job goes on without it\n", spec.name.c_str(),
+                 p.host.c_str(), reason.c_str());
+    std::fflush(stderr);
+    return true;
+  };
+}
 
 // Host-tagged output into the recorder, exit codes and the first failure into `ran`.
 launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOptions& options, JobRecorder& recorder,
@@ -145,6 +177,7 @@ HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster&
   HostsRun ran;
   std::vector<launch::WorkerLaunch> launches = entrypoint_launches(spec, options, cluster);
   launch::SupervisorOptions supervision = supervision_options(spec, options, recorder, ran);
+  if (spec.elastic) supervision.tolerate_failure = lose_worker_hosts(spec, cluster, ran);
   for (auto& f : feeders) f->start();
   auto started = Clock::now();
   launch::JobSupervisor supervisor(supervision, signals);
@@ -172,7 +205,8 @@ const LocalHost* first_failed_host(const std::vector<LocalHost>& hosts, const Ho
 
 // The hosts the supervisor stopped because `failed` failed: those still running when it
 // ended. A host that ended with status 0 afterwards had done its part already (a worker told
-// the end by the master), so it is not counted.
+// the end by the master), so it is not counted. In an elastic job, the worker hosts that ended because the master's entry point did count too,
+// even where the supervisor reaped them before the master.
 std::vector<std::string> hosts_stopped_by(const std::vector<LocalHost>& hosts, const HostsRun& ran,
                                           const std::string& failed) {
   const auto failed_at = std::find(ran.ended.begin(), ran.ended.end(), failed);
@@ -182,20 +216,25 @@ std::vector<std::string> hosts_stopped_by(const std::vector<LocalHost>& hosts, c
     const auto ended_at = std::find(ran.ended.begin(), ran.ended.end(), h.name);
     const bool ended_before = ended_at < failed_at;  // not ended at all compares as after
     const bool completed = ended_at != ran.ended.end() && ran.host_exit.at(h.name) == 0;
-    if (!ended_before && !completed) stopped.push_back(h.name);
+    const bool master_gone = failed == hosts.front().name &&
+                             std::find(ran.master_gone.begin(), ran.master_gone.end(), h.name) != ran.master_gone.end();
+    if ((!ended_before && !completed) || master_gone) stopped.push_back(h.name);
   }
   return stopped;
 }
 
 // How a host's entry point ended, for a host that left no failure file (killed outright).
-std::string describe_host_end(const std::string& host, const launch::WorkerFailure& failure) {
-  if (!failure.wait_status) return failure.description;  // it never ran
-  const int status = *failure.wait_status;
+std::string describe_host_end(const std::string& host, int status) {
   if (WIFSIGNALED(status)) {
     return fmt::format("{}: its entry point was killed by signal {} ({})", host, WTERMSIG(status),
                        launch::signal_name(WTERMSIG(status)));
   }
   return fmt::format("{}: its entry point exited with status {}", host, WEXITSTATUS(status));
+}
+
+std::string describe_host_end(const std::string& host, const launch::WorkerFailure& failure) {
+  if (!failure.wait_status) return failure.description;  // it never ran
+  return describe_host_end(host, *failure.wait_status);
 }
 
 // The first failure as the failed host recorded it (its output/failure), else how it ended.
@@ -205,14 +244,14 @@ std::string first_failure_reason(const LocalHost& failed, const launch::WorkerFa
 }
 
 // The master's exit code decides (judge_outcome puts the first failed host's first); when it
-// is 0, any other host's failure, a host that never ended or a failed supervision still fails
-// the job.
+// is 0, any other host's failure (but a lost host's, in an elastic job), a host that never
+// ended or a failed supervision still fails the job.
 int job_exit_code(const std::vector<LocalHost>& hosts, const HostsRun& ran) {
   const auto master = ran.host_exit.find(hosts.front().name);
   const int master_code = master != ran.host_exit.end() ? master->second : 1;
   if (master_code != 0) return master_code;
   for (const auto& [name, code] : ran.host_exit) {
-    if (code != 0) return code;
+    if (code != 0 && !ran.lost.contains(name)) return code;
   }
   return ran.host_exit.size() < hosts.size() || ran.supervisor_code != 0 ? 1 : 0;
 }
@@ -235,6 +274,7 @@ std::string failure_reason(const std::vector<LocalHost>& hosts, const HostsRun& 
 JobOutcome judge_outcome(const JobSpec& spec, const std::vector<LocalHost>& hosts, const HostsRun& ran) {
   JobOutcome outcome;
   outcome.code = job_exit_code(hosts, ran);
+  outcome.lost_hosts = ran.lost;
   const bool timed_out =
       ran.failure && ran.failure->placement.rank < 0 && ran.failure->description.starts_with("time limit");
   if (timed_out) {

@@ -33,6 +33,9 @@ class Problems {
     items_.push_back(fmt::format("{}: {}", field, message));
   }
   bool empty() const { return items_.empty(); }
+  bool about(const std::string& field) const {
+    return std::any_of(items_.begin(), items_.end(), [&](const std::string& i) { return i.starts_with(field + ":"); });
+  }
   const std::vector<std::string>& items() const { return items_; }
 
  private:
@@ -477,6 +480,64 @@ void parse_environment(const YAML::Node& env, JobSpec& spec, Problems& problems)
   std::sort(spec.environment.begin(), spec.environment.end());
 }
 
+// A number of seconds >= 0.
+std::optional<double> get_seconds(const YAML::Node& node, const std::string& field, Problems& problems) {
+  if (node.IsScalar()) {
+    auto value = scalar_to_json(node);
+    if (value.is_number() && value.get<double>() >= 0 && std::isfinite(value.get<double>())) return value.get<double>();
+  }
+  problems.add(field, fmt::format("must be a number of seconds >= 0, got {}{}",
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection", where(node)));
+  return std::nullopt;
+}
+
+// The `elastic:` section, after instance_count and distribution (its bounds and the engine).
+void parse_elastic(const YAML::Node& node, JobSpec& spec, Problems& problems) {
+  if (!node.IsMap()) {
+    problems.add("elastic", fmt::format("must be a mapping with min_hosts (required), max_hosts, timeout_s, "
+                                        "host_cooldown_s, reset_limit{}",
+                                        where(node)));
+    return;
+  }
+  check_keys(node, "elastic", {"min_hosts", "max_hosts", "timeout_s", "host_cooldown_s", "reset_limit"}, problems);
+  if (spec.engine != Engine::kGloo) {
+    problems.add("elastic", fmt::format("not supported with distribution.engine {}: elastic jobs run over dtrain's "
+                                        "own launcher and Gloo (use engine gloo)",
+                                        to_string(spec.engine)));
+  }
+  ElasticSpec elastic;
+  // A bad instance_count is reported already; its default must not make a second problem here.
+  const int hosts = problems.about("instance_count") ? 200 : spec.instance_count;
+  bool bounds_ok = true;
+  if (!node["min_hosts"]) {
+    problems.add("elastic.min_hosts", fmt::format("required: the fewest hosts the job goes on with, 1..{} "
+                                                  "(instance_count)",
+                                                  hosts));
+    bounds_ok = false;
+  } else if (auto min = get_int(node["min_hosts"], "elastic.min_hosts", 1, hosts, problems)) {
+    elastic.min_hosts = static_cast<int>(*min);
+  } else {
+    bounds_ok = false;
+  }
+  elastic.max_hosts = hosts;
+  if (node["max_hosts"]) {
+    // At least min_hosts when that is known; at most the hosts the job has.
+    const long long lowest = bounds_ok ? elastic.min_hosts : 1;
+    if (auto max = get_int(node["max_hosts"], "elastic.max_hosts", lowest, hosts, problems)) {
+      elastic.max_hosts = static_cast<int>(*max);
+    }
+  }
+  if (node["timeout_s"]) elastic.timeout_s = get_seconds(node["timeout_s"], "elastic.timeout_s", problems).value_or(600);
+  if (node["host_cooldown_s"]) {
+    elastic.host_cooldown_s = get_seconds(node["host_cooldown_s"], "elastic.host_cooldown_s", problems).value_or(300);
+  }
+  if (node["reset_limit"]) {
+    elastic.reset_limit =
+        static_cast<int>(get_int(node["reset_limit"], "elastic.reset_limit", 0, 1000000, problems).value_or(50));
+  }
+  spec.elastic = elastic;
+}
+
 // The spec's fields in order, every problem collected.
 JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& problems) {
   JobSpec spec;
@@ -487,7 +548,7 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
   check_keys(root, "",
              {"name", "command", "instance_count", "instance_type", "processes_per_host",
               "hyperparameters", "channels", "distribution", "metric_definitions", "checkpoint",
-              "output_path", "max_run_seconds", "environment"},
+              "output_path", "max_run_seconds", "environment", "elastic"},
              problems);
   parse_name(root["name"], spec, problems);
   parse_command(root["command"], base_dir, spec, problems);
@@ -500,6 +561,7 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
   parse_output_path(root["output_path"], base_dir, spec, problems);
   if (const YAML::Node max_run = root["max_run_seconds"]) parse_max_run_seconds(max_run, spec, problems);
   if (const YAML::Node env = root["environment"]) parse_environment(env, spec, problems);
+  if (const YAML::Node elastic = root["elastic"]) parse_elastic(elastic, spec, problems);
   return spec;
 }
 

@@ -37,6 +37,17 @@ struct CheckpointSpec {
   std::optional<std::string> sync_to;  // absolute path
 };
 
+// An elastic job (docs/elastic.md): the launcher on algo-1 goes on while at least min_hosts
+// hosts' workers live. The hosts are still algo-1..instance_count; processes_per_host times
+// min_hosts / max_hosts become the launcher's --min-np / --max-np.
+struct ElasticSpec {
+  int min_hosts = 1;               // required to enable the section
+  int max_hosts = 1;               // default: instance_count
+  double timeout_s = 600;          // --elastic-timeout: below min_hosts this long fails the job
+  double host_cooldown_s = 300;    // --host-cooldown
+  int reset_limit = 50;            // --reset-limit
+};
+
 // A training job as its YAML spec describes it (see docs/jobs.md).
 struct JobSpec {
   std::string name;
@@ -53,6 +64,7 @@ struct JobSpec {
   std::string output_path;  // absolute path
   double max_run_seconds = 86400;
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
+  std::optional<ElasticSpec> elastic;  // the `elastic:` section; gloo engine only
 };
 
 // Parses and validates a spec. Relative paths are resolved against

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "job/hyperparameters.h"
+#include "job/job_error.h"
 #include "launch/ssh_command.h"
 
 namespace dtrain::job {
@@ -134,6 +135,11 @@ void emit_replica(YAML::Emitter& out, const Replica& r, const std::string& name,
 }
 
 std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
+  if (spec.elastic) {
+    throw JobError::usage(
+        "elastic: not supported by --target kubeflow: an MPIJob (kubeflow.org/v2beta1) has no elastic policy (its "
+        "workers are fixed, a failed worker pod is not replaced); drop the elastic section to render it fixed-size");
+  }
   std::string name = kubernetes_name(spec.name);
   std::string claim = options.data_claim.empty() ? name + "-data" : options.data_claim;
   EnvPairs env = algorithm_env(spec, options);

@@ -27,7 +27,8 @@ struct KubeflowOptions {
 // (<mount>/jobs/<name>/{model,output,checkpoints}), the SM_* variables the
 // algorithm reads, runPolicy cleanPodPolicy Running with
 // activeDeadlineSeconds = max_run_seconds, and
-// launcherCreationPolicy WaitForWorkersReady. Returns YAML text.
+// launcherCreationPolicy WaitForWorkersReady. Returns YAML text. Throws JobError (usage)
+// for an elastic job: an MPIJob has no elastic policy.
 std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options);
 
 // A Kubernetes object name from a job name (lower case, [a-z0-9-]).

@@ -21,6 +21,11 @@ void check_runs_on_slurm(const JobSpec& spec) {
     throw JobError::usage(fmt::format("distribution engine '{}' is not supported on Slurm yet; use gloo",
                                       to_string(spec.engine)));
   }
+  if (spec.elastic) {
+    throw JobError::usage(
+        "elastic: not supported on Slurm yet (the ranks start as one srun step, which ends with any of its "
+        "tasks); drop the elastic section or run the job with --backend local");
+  }
 }
 
 std::string slurm_time_limit(double seconds) {

@@ -19,7 +19,7 @@ struct SbatchOptions {
 };
 
 // Throws JobError (usage) for what Slurm cannot run yet: Pipe-mode channels (their FIFOs are
-// fed from the submitting host), and the mpi and parameter_server engines.
+// fed from the submitting host), the mpi and parameter_server engines, and elastic jobs.
 void check_runs_on_slurm(const JobSpec& spec);
 
 // The script: #SBATCH directives (job name, nodes, tasks per node, time limit from

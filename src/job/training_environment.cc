@@ -114,6 +114,23 @@ std::string TrainingEnvironment::custom_mpi_options() const {
   return it != framework_parameters.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+std::optional<ElasticSpec> TrainingEnvironment::elastic() const {
+  auto it = framework_parameters.find("sagemaker_elastic");
+  if (it == framework_parameters.end() || it->is_null()) return std::nullopt;
+  try {
+    ElasticSpec elastic;
+    elastic.min_hosts = it->at("min_hosts").get<int>();
+    elastic.max_hosts = it->at("max_hosts").get<int>();
+    elastic.timeout_s = it->value("timeout_s", elastic.timeout_s);
+    elastic.host_cooldown_s = it->value("host_cooldown_s", elastic.host_cooldown_s);
+    elastic.reset_limit = it->value("reset_limit", elastic.reset_limit);
+    return elastic;
+  } catch (const nlohmann::json::exception& e) {
+    throw JobError::runtime(fmt::format("{}: sagemaker_elastic must be an object with min_hosts and max_hosts: {}",
+                                        layout.hyperparameters_file(), e.what()));
+  }
+}
+
 std::vector<std::string> TrainingEnvironment::user_args() const {
   return to_cmd_args(hyperparameters);
 }

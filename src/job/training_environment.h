@@ -9,6 +9,7 @@
 
 #include "job/container_layout.h"
 #include "job/hyperparameters.h"
+#include "job/job_spec.h"
 
 namespace dtrain::job {
 
@@ -45,6 +46,9 @@ struct TrainingEnvironment {
   int processes_per_host() const;          // sagemaker_mpi_num_of_processes_per_host, default 1
   std::string engine() const;              // sagemaker_distribution_engine, default "gloo"
   std::string custom_mpi_options() const;  // sagemaker_mpi_custom_mpi_options
+  // sagemaker_elastic (dtrain's own): the spec's elastic section; nullopt for a fixed-size job.
+  // Throws JobError when it is there but malformed.
+  std::optional<ElasticSpec> elastic() const;
 
   // The hyperparameters as the algorithm's arguments (mapping.to_cmd_args).
   std::vector<std::string> user_args() const;

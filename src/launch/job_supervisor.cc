@@ -312,6 +312,8 @@ class SupervisedJob {
         fail(fmt::format("{} while the workers were training", describe_exit(*it, status)), &*it, status);
       } else if (!success && options_.tolerate_worker_failures && it->placement.rank != 0) {
         write_fully(2, fmt::format("dtrain run: {}; the other workers go on without it\n", describe_exit(*it, status)));
+      } else if (!success && options_.tolerate_failure && options_.tolerate_failure(it->placement, status)) {
+        continue;  // the caller reported it; the others go on
       } else if (!success) {
         fail(describe_exit(*it, status), &*it, status);
       }

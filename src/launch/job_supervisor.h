@@ -79,6 +79,10 @@ struct SupervisorOptions {
   // Parameter-server training: a worker other than rank 0 that fails is reported
   // on stderr and the others go on; the job fails only for rank 0 or a service.
   bool tolerate_worker_failures = false;
+  // Asked when a worker fails (not a service, not when the job is stopping already): true lets
+  // the others go on without it, and the caller reports it (the job runner's elastic jobs: a
+  // worker host lost). Unset: every failure ends the job, as above.
+  std::function<bool(const RankPlacement&, int wait_status)> tolerate_failure;
   // An elastic job's membership (start_timeout_s does not apply: the control gives up on
   // workers that do not arrive).
   ElasticControl* elastic = nullptr;

@@ -23,7 +23,7 @@ std::string RendezvousClient::where() const { return "rendezvous store " + host_
 
 void RendezvousClient::set(const std::string& key, const std::string& value) {
   auto result = client_->Put((kKeyPath + key).c_str(), value, "application/octet-stream");
-  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
   if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
   if (result->status != 200) {
     throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to setting '" + key + "'");
@@ -32,7 +32,7 @@ void RendezvousClient::set(const std::string& key, const std::string& value) {
 
 std::optional<std::string> RendezvousClient::try_get(const std::string& key) {
   auto result = client_->Get((kKeyPath + key).c_str());
-  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
   if (result->status == 404) return std::nullopt;
   if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
   if (result->status != 200) {
@@ -77,7 +77,7 @@ void RendezvousClient::wait_until_reachable(std::chrono::milliseconds timeout) {
 
 void RendezvousClient::report_ready(int rank) {
   auto result = client_->Post((kReadyPath + std::to_string(rank)).c_str(), "", "text/plain");
-  if (!result) throw Error("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
   if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
   if (result->status != 200) {
     throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to rank " +

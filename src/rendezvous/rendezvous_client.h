@@ -9,11 +9,21 @@ namespace httplib {
 class Client;
 }
 
+#include "dtrain/error.h"
+
 namespace dtrain::rendezvous {
+
+// The store did not answer at all (no connection, or it broke): unlike a refusal, this may
+// pass (a network partition that heals, or one the launcher resolves by stopping this rank).
+class StoreUnreachable : public Error {
+ public:
+  using Error::Error;
+};
 
 // A client of the launcher's key-value store (rendezvous/protocol.h): what ranks use to
 // meet at init() and what parameter servers use to publish their addresses. Every request
-// carries the job token; failures are dtrain::Error naming the store.
+// carries the job token; failures are dtrain::Error naming the store (StoreUnreachable when
+// it did not answer).
 class RendezvousClient {
  public:
   RendezvousClient(const std::string& host, int port, std::string token);

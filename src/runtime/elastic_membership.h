@@ -11,10 +11,13 @@ namespace dtrain::runtime {
 // Posts this worker's wish for a round newer than `last_round` and waits until the driver
 // publishes one that lists this worker, and returns it; throws Error when the driver closed
 // the rounds (the job is ending). Waits as long as the driver does: the driver, not the
-// worker, owns the deadlines (a worker it gives up on, it stops).
+// worker, owns the deadlines (a worker it gives up on, it stops). A store out of reach (this
+// worker cut off) is tried again until it has been so for 2 x DTRAIN_TIMEOUT_S, long after the
+// driver would have given up on a member that cannot ask.
 rendezvous::ElasticRound join_next_round(const RuntimeConfig& config, int last_round);
 
-// How many started workers wait to join the world (0 when the store does not say).
+// How many started workers wait to join the world (0 when the store does not say, or cannot
+// be reached).
 int workers_waiting_to_join(const RuntimeConfig& config);
 
 // The round of the running world (0 outside an elastic job); defined with the lifecycle (api.cc).

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -84,6 +85,13 @@ std::vector<std::string> lines_in(const std::string& path) {
   return lines;
 }
 
+size_t lines_in_text(const std::string& text) {
+  size_t lines = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines += line.empty() ? 0 : 1;
+  return lines;
+}
+
 std::vector<std::string> tar_listing(const std::string& archive) {
   CommandResult r = run_command({"tar", "tzf", archive});
   std::vector<std::string> names;
@@ -117,6 +125,34 @@ pid_t find_rank_on_host(const std::string& marker, const std::string& host) {
 std::string unique_sleep_seconds(const std::string& whole) {
   static int counter = 0;
   return whole + "." + std::to_string(::getpid()) + std::to_string(counter++);
+}
+
+// The entry point of the host whose root is `root` (`dtrain entrypoint -- ...`, not a rank's
+// `--as-rank`), looked for for up to 10 s; -1 when none appears.
+pid_t find_entrypoint(const std::string& root) {
+  const std::string words = std::string("entrypoint") + '\0' + "--" + '\0';
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::string name = entry.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = read_file(entry.path().string() + "/cmdline");
+      std::string environ = read_file(entry.path().string() + "/environ");
+      if (cmdline.find(words) != std::string::npos &&
+          environ.find("SAGEMAKER_BASE_DIR=" + root + '\0') != std::string::npos) {
+        return std::stoi(name);
+      }
+    }
+  }
+  return -1;
+}
+
+// An elastic job on process hosts whose ranks wait for DIR/go: they need not use the runtime
+// (no round is formed; the launcher waits for its workers as the hosts wait for each other).
+void write_waiting_elastic_spec(const TempDir& dir) {
+  write_file(dir / "spec.yaml", "name: elastic-proc\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; "
+                                "while [ ! -e " + (dir / "go") + " ]; do sleep 0.1; done', algo]\n"
+                                "instance_count: 3\nelastic: {min_hosts: 1}\noutput_path: out\n");
 }
 
 TEST(ProcessHosts, RunsAJobWithArgumentsMetricsAndArtifacts) {
@@ -282,6 +318,99 @@ TEST(JobCommands, RenderNeedsNoChannelSourceOnThisMachine) {
   ASSERT_TRUE(refused.exited);
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("  instance_count: must be an integer in 1..200"), std::string::npos) << refused.err;
+}
+
+// An elastic job's worker host whose entry point dies is lost: the runner says so and goes on;
+// the job completes when the master's launcher does. The ranks here run on (they are the master's).
+TEST(ProcessHosts, ElasticJobGoesOnWithoutAWorkerHostWhoseEntryPointDied) {
+  TempDir dir;
+  write_waiting_elastic_spec(dir);
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--work-dir", dir / "work"});
+  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
+  const pid_t algo2 = find_entrypoint(dir / "work/hosts/algo-2");
+  ASSERT_GT(algo2, 0);
+  ASSERT_EQ(::kill(algo2, SIGKILL), 0);
+  // The ranks are let go once the runner has reaped the dead entry point (a zombie still
+  // answers kill 0), so the loss comes first.
+  for (int i = 0; i < 600 && ::kill(algo2, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  write_file(dir / "go", "");
+  ChildResult r = child.finish(60);
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string lost = "algo-2: its entry point was killed by signal 9 (SIGKILL)";
+  EXPECT_NE(r.err.find("dtrain job elastic-proc: algo-2 lost (" + lost + "); the job goes on without it\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("dtrain job elastic-proc: Completed in "), std::string::npos) << r.out;
+  Json summary = read_json(dir / "out/elastic-proc/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["exit_code"], 0);
+  EXPECT_EQ(summary["elastic"]["min_hosts"], 1);
+  EXPECT_EQ(summary["elastic"]["max_hosts"], 3);
+  EXPECT_EQ(summary["hosts"][1]["lost"], lost);
+  EXPECT_EQ(summary["hosts"][1]["exit_code"], 137);
+  EXPECT_EQ(summary["hosts"][1]["stopped_because"], nullptr);
+  for (int h : {0, 2}) EXPECT_EQ(summary["hosts"][h]["lost"], nullptr) << summary["hosts"][h];
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "go", 5), 0);
+}
+
+// The master (algo-1 runs the launcher) is not a host an elastic job can lose.
+TEST(ProcessHosts, ElasticJobEndsWhenTheMasterHostsEntryPointDies) {
+  TempDir dir;
+  write_waiting_elastic_spec(dir);
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--work-dir", dir / "work"});
+  ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
+  const pid_t algo1 = find_entrypoint(dir / "work/hosts/algo-1");
+  ASSERT_GT(algo1, 0);
+  ASSERT_EQ(::kill(algo1, SIGKILL), 0);
+  ChildResult r = child.finish(60);
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 137) << r.out << r.err;
+  EXPECT_EQ(r.err.find(" lost ("), std::string::npos) << r.err;
+  Json summary = read_json(dir / "out/elastic-proc/summary.json");
+  EXPECT_EQ(summary["status"], "Failed");
+  EXPECT_EQ(summary["failure_reason"], "algo-1: its entry point was killed by signal 9 (SIGKILL)");
+  for (int h : {1, 2}) {
+    EXPECT_EQ(summary["hosts"][h]["stopped_because"], "algo-1 failed") << summary["hosts"][h];
+    EXPECT_EQ(summary["hosts"][h]["lost"], nullptr) << summary["hosts"][h];
+  }
+  // The launcher's guardian stops the ranks when the launcher is killed outright.
+  EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "go", 10), 0);
+}
+
+TEST(JobCommands, RenderRefusesAnElasticJobInOneLine) {
+  TempDir dir;
+  write_file(dir / "spec.yaml", "name: e\ncommand: [x]\ninstance_count: 2\nelastic: {min_hosts: 1}\n");
+  for (const std::string target : {"kubeflow", "slurm"}) {
+    ChildRunner render({DTRAIN_BINARY, "job", "render", "--target", target, dir / "spec.yaml"});
+    ChildResult r = render.finish(30);
+    ASSERT_TRUE(r.exited);
+    EXPECT_EQ(r.exit_code, 2) << target;
+    EXPECT_EQ(r.out, "") << target;
+    EXPECT_TRUE(r.err.starts_with("dtrain job: elastic: not supported ")) << r.err;
+    EXPECT_EQ(lines_in_text(r.err), 1u) << r.err;
+  }
+  ChildRunner validate({DTRAIN_BINARY, "job", "validate", dir / "spec.yaml"});
+  ChildResult v = validate.finish(30);
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+}
+
+// The launch agent of local hosts answers as ssh does for a host that is down (255) once the
+// host's entry point has failed, so an elastic launcher sets the host aside again.
+TEST(JobCommands, HostExecAnswersLikeSshForAHostWhoseEntryPointFailed) {
+  TempDir dir;
+  write_file(dir / "hosts.json", R"({"kind": "process", "hosts": [{"name": "algo-2", "address": "127.0.0.2", "root": ")" +
+                                     (dir / "algo-2") + R"("}]})");
+  ChildRunner up({DTRAIN_BINARY, "job", "host-exec", "--table", dir / "hosts.json", "algo-2", "echo", "on", "algo-2"});
+  ChildResult r = up.finish(30);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "on algo-2\n");
+  write_file(dir / "algo-2/output/failure", "ClientError: algo-2: the link to the master algo-1 failed");
+  ChildRunner down({DTRAIN_BINARY, "job", "host-exec", "--table", dir / "hosts.json", "algo-2", "echo", "on", "algo-2"});
+  r = down.finish(30);
+  EXPECT_EQ(r.exit_code, 255);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "dtrain job host-exec: algo-2 is down: ClientError: algo-2: the link to the master algo-1 failed\n");
 }
 
 TEST(JobCommands, RunRefusesAMissingChannelSourceInOneLine) {
@@ -480,6 +609,73 @@ output_path: out
             std::string::npos)
       << r.err;
   EXPECT_EQ(launch::testing::wait_for_no_marker(DTRAIN_ALLREDUCE_LOOP, 5), 0);
+  expect_no_network_leftovers(runner);
+  expect_no_shm_dirs(runner);
+}
+
+// The elastic counterpart: three hosts, min_hosts 2, training MNIST for one epoch. Algo-3 is cut
+// off mid-run. Its worker stops answering; the launcher on algo-1 gives up on it after
+// DTRAIN_TIMEOUT_S and stops it, and the workers on algo-1 and algo-2 go on from their last
+// commit; algo-3's entry point loses its link to the master, and that host is lost, not the
+// job's failure. No timing is asserted: a loaded machine only makes it slower.
+TEST(NetnsHosts, ElasticJobGoesOnWhenAHostIsCutOffMidRun) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  write_file(dir / "spec.yaml", std::string(R"y(
+name: elastic-mnist
+command: [")y") + DTRAIN_MNIST + R"y("]
+instance_count: 3
+hyperparameters: {elastic: true, threads: 1, commit-every: 10, log-every: 10}
+channels:
+  training: {source: ")y" + MNIST_DATA_DIR + R"y(", shared: true}
+elastic: {min_hosts: 2}
+environment: {DTRAIN_TIMEOUT_S: "10", OMP_NUM_THREADS: "1"}
+metric_definitions:
+  - {name: test:accuracy, regex: "Test accuracy: ([0-9.]+)"}
+max_run_seconds: 540
+output_path: out
+)y");
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
+                     dir / "work", "--keep-work-dir"});
+  pid_t runner = child.pid();
+  ASSERT_TRUE(child.wait_for_stdout("<stdout>:Step #30\t", 300)) << child.out();
+  const std::string algo3 = "dtrain-" + std::to_string(runner) + "-algo-3";  // local_cluster's namespace name
+  CommandResult down = run_command({"ip", "netns", "exec", algo3, "ip", "link", "set", "eth0", "down"});
+  ASSERT_EQ(down.exit_code, 0) << down.output;
+  ChildResult r = child.finish(560);
+  ASSERT_TRUE(r.exited) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // The launcher gave up on algo-3's worker and formed a world of two; the runner lost algo-3.
+  EXPECT_NE(r.err.find("[algo-1] dtrain run: elastic: host algo-3: worker 2 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[algo-1] dtrain run: elastic: round 2: 2 ranks (rank 0 = worker 0 on algo-1, "
+                       "rank 1 = worker 1 on algo-2)"),
+            std::string::npos)
+      << r.err;
+  const std::string lost = "ClientError: algo-3: the link to the master algo-1 failed (";
+  EXPECT_NE(r.err.find("dtrain job elastic-mnist: algo-3 lost (" + lost), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("<stdout>:World changed: 3 -> 2 ranks (round 2, a worker was lost)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("dtrain job elastic-mnist: Completed in "), std::string::npos) << r.out;
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(r.out, accuracy, std::regex(R"(\[algo-1:0\]<stdout>:Test accuracy: ([0-9.]+))")))
+      << r.out;
+  EXPECT_GT(std::stod(accuracy[1]), 0.9) << r.out;
+
+  Json summary = read_json(dir / "out/elastic-mnist/summary.json");
+  EXPECT_EQ(summary["status"], "Completed");
+  EXPECT_EQ(summary["exit_code"], 0);
+  EXPECT_EQ(summary["failure_reason"], nullptr);
+  EXPECT_EQ(summary["elastic"]["min_hosts"], 2);
+  EXPECT_TRUE(summary["hosts"][2]["lost"].get<std::string>().starts_with(lost)) << summary["hosts"][2];
+  for (int h : {0, 1}) {
+    EXPECT_EQ(summary["hosts"][h]["lost"], nullptr) << summary["hosts"][h];
+    EXPECT_EQ(summary["hosts"][h]["exit_code"], 0) << summary["hosts"][h];
+  }
+  EXPECT_GT(summary["final_metrics"]["test:accuracy"].get<double>(), 0.9) << summary;
+  EXPECT_EQ(summary["processes_left_behind"], 0);
+  EXPECT_TRUE(fs::exists(dir / "out/elastic-mnist/model.tar.gz"));
+  EXPECT_EQ(launch::testing::wait_for_no_marker(DTRAIN_MNIST, 10), 0);
   expect_no_network_leftovers(runner);
   expect_no_shm_dirs(runner);
 }

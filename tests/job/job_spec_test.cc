@@ -158,6 +158,101 @@ TEST(JobSpec, SharedChannelsCannotBeShardedOrPiped) {
   }
 }
 
+TEST(JobSpec, ElasticSectionWithDefaults) {
+  JobSpec spec = parse_job_spec("name: a\ncommand: [x]\ninstance_count: 4\nprocesses_per_host: 2\nelastic: {min_hosts: 2}\n",
+                                "s", "/tmp");
+  ASSERT_TRUE(spec.elastic);
+  EXPECT_EQ(spec.elastic->min_hosts, 2);
+  EXPECT_EQ(spec.elastic->max_hosts, 4) << "max_hosts defaults to instance_count";
+  EXPECT_EQ(spec.elastic->timeout_s, 600);
+  EXPECT_EQ(spec.elastic->host_cooldown_s, 300);
+  EXPECT_EQ(spec.elastic->reset_limit, 50);
+
+  spec = parse_job_spec(R"y(
+name: a
+command: [x]
+instance_count: 5
+elastic: {min_hosts: 1, max_hosts: 3, timeout_s: 60.5, host_cooldown_s: 0, reset_limit: 7}
+)y",
+                        "s", "/tmp");
+  ASSERT_TRUE(spec.elastic);
+  EXPECT_EQ(spec.elastic->min_hosts, 1);
+  EXPECT_EQ(spec.elastic->max_hosts, 3);
+  EXPECT_EQ(spec.elastic->timeout_s, 60.5);
+  EXPECT_EQ(spec.elastic->host_cooldown_s, 0);
+  EXPECT_EQ(spec.elastic->reset_limit, 7);
+
+  EXPECT_FALSE(parse_job_spec("name: a\ncommand: [x]\n", "s", "/tmp").elastic) << "fixed-size without the section";
+}
+
+TEST(JobSpec, SetEnablesAndChangesTheElasticSection) {
+  JobSpec spec = parse_job_spec("name: a\ncommand: [x]\ninstance_count: 3\n", "s", "/tmp",
+                                {"elastic.min_hosts=2", "elastic.reset_limit=5"});
+  ASSERT_TRUE(spec.elastic);
+  EXPECT_EQ(spec.elastic->min_hosts, 2);
+  EXPECT_EQ(spec.elastic->max_hosts, 3);
+  EXPECT_EQ(spec.elastic->reset_limit, 5);
+}
+
+// The section's problems, each naming its field, all at once (with the spec's others).
+TEST(JobSpec, ElasticSectionProblemsAreReportedWithTheOthers) {
+  auto problems_of = [](const std::string& yaml) {
+    try {
+      parse_job_spec(yaml, "bad.yaml", "/tmp");
+    } catch (const JobError& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "accepted:\n" << yaml;
+    return std::string();
+  };
+  std::string m = problems_of(R"y(
+name: a
+command: [x]
+instance_count: 3
+max_run_seconds: 0
+elastic: {max_hosts: 4, timeout_s: -1, host_cooldown_s: soon, reset_limit: -2, grace: 3}
+)y");
+  for (const char* line :
+       {"\n  max_run_seconds: must be a number of seconds > 0",
+        "\n  elastic.min_hosts: required: the fewest hosts the job goes on with, 1..3 (instance_count)",
+        "\n  elastic.max_hosts: must be an integer in 1..3, got '4'",
+        "\n  elastic.timeout_s: must be a number of seconds >= 0, got '-1'",
+        "\n  elastic.host_cooldown_s: must be a number of seconds >= 0, got 'soon'",
+        "\n  elastic.reset_limit: must be an integer in 0..1000000, got '-2'",
+        "\n  elastic.grace: unknown field"}) {
+    EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
+  }
+  EXPECT_NE(m.find("7 problems"), std::string::npos) << m;
+
+  m = problems_of("name: a\ncommand: [x]\ninstance_count: 3\nelastic: {min_hosts: 3, max_hosts: 2}\n");
+  EXPECT_NE(m.find("\n  elastic.max_hosts: must be an integer in 3..3, got '2'"), std::string::npos) << m;
+  m = problems_of("name: a\ncommand: [x]\ninstance_count: 2\nelastic: {min_hosts: 0}\n");
+  EXPECT_NE(m.find("\n  elastic.min_hosts: must be an integer in 1..2, got '0'"), std::string::npos) << m;
+  m = problems_of("name: a\ncommand: [x]\nelastic: 2\n");
+  EXPECT_NE(m.find("\n  elastic: must be a mapping with min_hosts (required)"), std::string::npos) << m;
+  // A bad instance_count is one problem, not a second one about min_hosts' range.
+  m = problems_of("name: a\ncommand: [x]\ninstance_count: none\nelastic: {min_hosts: 2}\n");
+  EXPECT_NE(m.find("1 problem in"), std::string::npos) << m;
+}
+
+TEST(JobSpec, ElasticIsRefusedWithTheMpiAndParameterServerEngines) {
+  for (const char* engine : {"mpi", "parameter_server"}) {
+    try {
+      parse_job_spec(std::string("name: a\ncommand: [x]\ninstance_count: 2\ndistribution: {engine: ") + engine +
+                         "}\nelastic: {min_hosts: 1}\n",
+                     "s.yaml", "/tmp");
+      ADD_FAILURE() << engine << " accepted";
+    } catch (const JobError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string("1 problem in the job spec:\n  elastic: not supported with distribution.engine ") +
+                       engine + ": elastic jobs run over dtrain's own launcher and Gloo (use engine gloo)"),
+                std::string::npos)
+          << m;
+    }
+  }
+}
+
 TEST(JobSpec, InvalidYamlIsAUsageError) {
   try {
     parse_job_spec("name: [unclosed", "s.yaml", "/tmp");

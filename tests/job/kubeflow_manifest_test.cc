@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "job/job_error.h"
 #include "tests/job/test_support.h"
 
 namespace dtrain::job {
@@ -44,6 +45,23 @@ TEST(KubeflowManifest, EngineMpiLaunchesWithMpirunAndTheCustomOptions) {
                                        "--hostfile", "/etc/mpi/hostfile", "-np", "8", "--", "dtrain-mnist",
                                        "--log-every", "10", "--epochs", "2", "--lr", "0.001", "--optimizer", "adam"};
   EXPECT_EQ(command, expected);
+}
+
+TEST(KubeflowManifest, AnElasticJobIsRefusedInOneLine) {
+  TempDir dir;
+  JobSpec spec = sample_spec(dir.path().string());
+  spec.elastic = ElasticSpec{1, 2};
+  try {
+    render_mpijob(spec, KubeflowOptions{});
+    ADD_FAILURE() << "an elastic job was rendered";
+  } catch (const JobError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_TRUE(m.starts_with("elastic: not supported by --target kubeflow: an MPIJob (kubeflow.org/v2beta1) has no "
+                              "elastic policy"))
+        << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
 }
 
 TEST(KubeflowManifest, EngineParameterServerLaunchesWithPs) {

@@ -61,6 +61,16 @@ TEST(SbatchScript, WhatSlurmCannotRunYetIsRefusedWithTheReason) {
   } catch (const JobError& e) {
     EXPECT_NE(std::string(e.what()).find("channel 'training': Pipe input mode"), std::string::npos) << e.what();
   }
+  JobSpec elastic = two_by_four();
+  elastic.elastic = ElasticSpec{1, 2};
+  try {
+    render_sbatch_script(elastic, {});
+    ADD_FAILURE() << "an elastic job was accepted";
+  } catch (const JobError& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(m.starts_with("elastic: not supported on Slurm yet")) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
 }
 
 }  // namespace

@@ -83,6 +83,33 @@ TEST(ContainerLayout, JobSpecBecomesConfigFiles) {
   EXPECT_EQ(idc["train"]["RecordWrapperType"], "None");
 }
 
+// The spec's elastic section reaches the master through hyperparameters.json, as a framework
+// parameter (not an argument of the algorithm).
+TEST(ContainerLayout, ElasticSectionTravelsAsAFrameworkParameter) {
+  TempDir dir;
+  ContainerLayout layout(dir / "root");
+  JobSpec spec = parse_job_spec(
+      "name: j\ncommand: [x]\ninstance_count: 3\nelastic: {min_hosts: 2, timeout_s: 30, reset_limit: 4}\n", "s",
+      dir.path().string());
+  ContainerConfig config;
+  config.hyperparameters_file = hyperparameters_file_for(spec);
+  config.resource.current_host = "algo-1";
+  config.resource.hosts = {"algo-1", "algo-2", "algo-3"};
+  write_container_config(layout, config);
+  TrainingEnvironment env = TrainingEnvironment::read(layout);
+  const std::optional<ElasticSpec> elastic = env.elastic();
+  ASSERT_TRUE(elastic);
+  EXPECT_EQ(elastic->min_hosts, 2);
+  EXPECT_EQ(elastic->max_hosts, 3);
+  EXPECT_EQ(elastic->timeout_s, 30);
+  EXPECT_EQ(elastic->host_cooldown_s, 300);
+  EXPECT_EQ(elastic->reset_limit, 4);
+  EXPECT_TRUE(env.user_args().empty());
+
+  spec.elastic.reset();
+  EXPECT_FALSE(hyperparameters_file_for(spec).contains("sagemaker_elastic"));
+}
+
 TEST(TrainingEnvironment, MatchesTheToolkitForASampleHyperparametersFile) {
   TempDir dir;
   ContainerLayout layout(dir / "root");
