@@ -113,33 +113,31 @@ class SupervisedJob {
 
  private:
   void add_worker(WorkerLaunch l) {
-    {
-      Worker w;
-      w.placement = std::move(l.placement);
-      w.request = std::move(l.request);
-      w.service = l.service;
-      w.name = std::move(l.name);
-      int rank = w.placement.rank;
-      if (options_.output_dir && !w.service) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
-      auto prefix = [&](std::string_view stream) {
-        if (w.service) {
-          return options_.prefix ? fmt::format("[{}:{}]<{}>:", w.placement.host, w.name, stream)
-                                 : fmt::format("[{}]<{}>:", w.name, stream);
-        }
-        return options_.prefix ? options_.prefix(w.placement, stream) : relay_prefix(rank, stream);
-      };
-      auto sink = [this, placement = w.placement](bool is_stderr) -> LineRelay::Sink {
-        if (options_.line_sink) {
-          return [this, placement, is_stderr](std::string_view line) {
-            options_.line_sink(placement, is_stderr, line);
-          };
-        }
-        return [is_stderr](std::string_view line) { write_fully(is_stderr ? 2 : 1, line); };
-      };
-      w.stdout_relay = std::make_unique<LineRelay>(prefix("stdout"), sink(false));
-      w.stderr_relay = std::make_unique<LineRelay>(prefix("stderr"), sink(true));
-      workers_.push_back(std::move(w));
-    }
+    Worker w;
+    w.placement = std::move(l.placement);
+    w.request = std::move(l.request);
+    w.service = l.service;
+    w.name = std::move(l.name);
+    int rank = w.placement.rank;
+    if (options_.output_dir && !w.service) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
+    auto prefix = [&](std::string_view stream) {
+      if (w.service) {
+        return options_.prefix ? fmt::format("[{}:{}]<{}>:", w.placement.host, w.name, stream)
+                               : fmt::format("[{}]<{}>:", w.name, stream);
+      }
+      return options_.prefix ? options_.prefix(w.placement, stream) : relay_prefix(rank, stream);
+    };
+    auto sink = [this, placement = w.placement](bool is_stderr) -> LineRelay::Sink {
+      if (options_.line_sink) {
+        return [this, placement, is_stderr](std::string_view line) {
+          options_.line_sink(placement, is_stderr, line);
+        };
+      }
+      return [is_stderr](std::string_view line) { write_fully(is_stderr ? 2 : 1, line); };
+    };
+    w.stdout_relay = std::make_unique<LineRelay>(prefix("stdout"), sink(false));
+    w.stderr_relay = std::make_unique<LineRelay>(prefix("stderr"), sink(true));
+    workers_.push_back(std::move(w));
   }
 
   void spawn_all() {
@@ -150,27 +148,25 @@ class SupervisedJob {
 
   // Starts one worker; false when it could not be started (the job then fails).
   bool spawn(Worker& w) {
-    {
-      SpawnedChild child;
-      try {
-        child = spawn_child(w.request);
-      } catch (const LaunchError& e) {
-        fail(fmt::format("{}: {}", w.who(), e.what()), &w);
-        return false;
-      }
-      w.pid = child.pid;
-      w.running = true;
-      guardian_->watch(child.pid);  // the child leads a process group of its own id
-      w.stdout_fd = child.stdout_fd;
-      w.stderr_fd = child.stderr_fd;
-      w.stdin_fd = child.stdin_fd;
-      spdlog::debug("started {} as pid {}: {}", w.who(), w.pid, fmt::join(w.request.argv, " "));
-      if (child.exec_errno != 0) {
-        fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0],
-                         std::strerror(child.exec_errno)),
-             &w);
-        return false;
-      }
+    SpawnedChild child;
+    try {
+      child = spawn_child(w.request);
+    } catch (const LaunchError& e) {
+      fail(fmt::format("{}: {}", w.who(), e.what()), &w);
+      return false;
+    }
+    w.pid = child.pid;
+    w.running = true;
+    guardian_->watch(child.pid);  // the child leads a process group of its own id
+    w.stdout_fd = child.stdout_fd;
+    w.stderr_fd = child.stderr_fd;
+    w.stdin_fd = child.stdin_fd;
+    spdlog::debug("started {} as pid {}: {}", w.who(), w.pid, fmt::join(w.request.argv, " "));
+    if (child.exec_errno != 0) {
+      fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0],
+                       std::strerror(child.exec_errno)),
+           &w);
+      return false;
     }
     return true;
   }
