@@ -205,8 +205,8 @@ const LocalHost* first_failed_host(const std::vector<LocalHost>& hosts, const Ho
 
 // The hosts the supervisor stopped because `failed` failed: those still running when it
 // ended. A host that ended with status 0 afterwards had done its part already (a worker told
-// the end by the master), so it is not counted. In an elastic job, the worker hosts that ended because the master's entry point did count too,
-// even where the supervisor reaped them before the master.
+// the end by the master), so it is not counted. In an elastic job, the worker hosts that ended
+// because the master's entry point did count too, even where the supervisor reaped them first.
 std::vector<std::string> hosts_stopped_by(const std::vector<LocalHost>& hosts, const HostsRun& ran,
                                           const std::string& failed) {
   const auto failed_at = std::find(ran.ended.begin(), ran.ended.end(), failed);
