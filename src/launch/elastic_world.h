@@ -75,7 +75,6 @@ class ElasticWorld {
 
   // True once the job can only end: a worker finished, or the job failed.
   bool finishing() const { return finishing_ || failed_; }
-  int resets() const { return round_ > 1 ? round_ - 1 : 0; }
   const std::vector<std::string>& losses() const { return losses_; }
 
  private:

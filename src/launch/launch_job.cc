@@ -314,6 +314,31 @@ int run_srun(const LaunchOptions& options) {
   return ran.code;
 }
 
+// How a worker process on `host` starts: `command` itself on this machine, else ssh running the
+// launcher's remote script there, which also forwards the user's own DTRAIN_* settings (ours win).
+SpawnRequest worker_request(const LaunchOptions& options, const std::string& host, bool remote, const EnvVars& dtrain_env,
+                            const std::vector<std::string>& command, const std::vector<std::string>& parent_env,
+                            const std::string& cwd) {
+  if (!remote) return SpawnRequest{command, merge_environment(parent_env, dtrain_env), false};
+  EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, dtrain_env));
+  std::string script = remote_worker_script(cwd, remote_env, command, options.kill_grace_s);
+  return SpawnRequest{ssh_worker_argv(host, options.ssh, remote_shell_command(script)), parent_env, true};
+}
+
+// What every supervision of dtrain run's own workers shares: grace, raw output, prefixes, failure.
+SupervisorOptions worker_supervision(const LaunchOptions& options) {
+  SupervisorOptions supervision;
+  supervision.kill_grace_s = options.kill_grace_s;
+  supervision.output_dir = options.output_dir;
+  if (options.tag_output_with_host) {
+    supervision.prefix = [](const RankPlacement& p, std::string_view stream) {
+      return relay_prefix(p.rank, p.host, stream);
+    };
+  }
+  supervision.on_failure = options.on_failure;
+  return supervision;
+}
+
 // DTRAIN_TIMEOUT_S as the workers will read it: how long a round waits for a member.
 double worker_timeout_s() {
   const char* value = std::getenv("DTRAIN_TIMEOUT_S");
@@ -369,29 +394,15 @@ int run_elastic(const LaunchOptions& options) {
     env.emplace_back("DTRAIN_ELASTIC_WORKER", std::to_string(worker));
     launch.placement.rank = worker;
     launch.name = fmt::format("worker {}", worker);
-    if (is_local_host(host)) {
-      launch.request = SpawnRequest{options.command, merge_environment(parent_env, env), false};
-    } else {
-      EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, env));
-      std::string script = remote_worker_script(cwd, remote_env, options.command, options.kill_grace_s);
-      launch.request = SpawnRequest{ssh_worker_argv(host, options.ssh, remote_shell_command(script)), parent_env, true};
-    }
+    launch.request = worker_request(options, host, !is_local_host(host), env, options.command, parent_env, cwd);
     return launch;
   };
   ElasticDriver driver(std::move(driver_options), hosts, rendezvous);
   spdlog::debug("elastic job {}: {}..{} workers on {}; rendezvous store on {}:{}", identity.job_id, min_np, max_np,
                 describe_hosts(hosts), endpoint.advertised_address, port);
 
-  SupervisorOptions supervision;
-  supervision.kill_grace_s = options.kill_grace_s;
-  supervision.output_dir = options.output_dir;
+  SupervisorOptions supervision = worker_supervision(options);
   supervision.elastic = &driver;
-  if (options.tag_output_with_host) {
-    supervision.prefix = [](const RankPlacement& p, std::string_view stream) {
-      return relay_prefix(p.rank, p.host, stream);
-    };
-  }
-  supervision.on_failure = options.on_failure;
   JobSupervisor supervisor(std::move(supervision), signals);
   const int exit_code = supervisor.run({});
   rendezvous.stop();
@@ -453,12 +464,8 @@ int launch_job(const LaunchOptions& options) {
   auto request_for = [&](const RankPlacement& placement, const std::vector<std::string>& command) {
     EnvVars dtrain_env = dtrain_env_for(placement, settings);
     if (servers > 0) dtrain_env.emplace_back("DTRAIN_PS_SERVERS", std::to_string(servers));
-    bool remote = std::find(remote_hosts.begin(), remote_hosts.end(), placement.host) != remote_hosts.end();
-    if (!remote) return SpawnRequest{command, merge_environment(parent_env, dtrain_env), false};
-    // Forward the user's own DTRAIN_* settings too; ours take precedence.
-    EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, dtrain_env));
-    std::string script = remote_worker_script(cwd, remote_env, command, options.kill_grace_s);
-    return SpawnRequest{ssh_worker_argv(placement.host, options.ssh, remote_shell_command(script)), parent_env, true};
+    const bool remote = std::find(remote_hosts.begin(), remote_hosts.end(), placement.host) != remote_hosts.end();
+    return worker_request(options, placement.host, remote, dtrain_env, command, parent_env, cwd);
   };
   // The servers first, so they are listening by the time the workers look for them.
   const std::string program = current_executable();  // `<it> ps-server` on every host
@@ -480,17 +487,9 @@ int launch_job(const LaunchOptions& options) {
     launches.push_back(std::move(launch));
   }
 
-  SupervisorOptions supervision;
+  SupervisorOptions supervision = worker_supervision(options);
   supervision.start_timeout_s = options.start_timeout_s;
-  supervision.kill_grace_s = options.kill_grace_s;
-  supervision.output_dir = options.output_dir;
   supervision.is_ready = [&rendezvous](int rank) { return rendezvous.is_ready(rank); };
-  if (options.tag_output_with_host) {
-    supervision.prefix = [](const RankPlacement& p, std::string_view stream) {
-      return relay_prefix(p.rank, p.host, stream);
-    };
-  }
-  supervision.on_failure = options.on_failure;
   supervision.tolerate_worker_failures = options.ps.enabled;
 
   JobSupervisor supervisor(std::move(supervision), signals);

@@ -100,10 +100,9 @@ std::vector<std::string> tar_listing(const std::string& archive) {
   return names;
 }
 
-// The process whose command line holds `marker` and whose environment says it runs on
-// `host`, looked for for up to 10 s (a rank prints "ready" just before the shell becomes
-// the marked sleeper); -1 when none appears.
-pid_t find_rank_on_host(const std::string& marker, const std::string& host) {
+// The process whose command line holds `fragment` and whose environment holds the entry
+// `variable` (e.g. "SM_CURRENT_HOST=algo-2"), looked for for up to 10 s; -1 when none appears.
+pid_t find_process(const std::string& fragment, const std::string& variable) {
   for (int attempt = 0; attempt < 200; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     for (const auto& entry : fs::directory_iterator("/proc")) {
@@ -111,13 +110,18 @@ pid_t find_rank_on_host(const std::string& marker, const std::string& host) {
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
       std::string cmdline = read_file(entry.path().string() + "/cmdline");
       std::string environ = read_file(entry.path().string() + "/environ");
-      if (cmdline.find(marker) != std::string::npos &&
-          environ.find("SM_CURRENT_HOST=" + host + '\0') != std::string::npos) {
+      if (cmdline.find(fragment) != std::string::npos && environ.find(variable + '\0') != std::string::npos) {
         return std::stoi(name);
       }
     }
   }
   return -1;
+}
+
+// The rank whose command line holds `marker` on `host` (a rank prints "ready" just before the
+// shell becomes the marked sleeper).
+pid_t find_rank_on_host(const std::string& marker, const std::string& host) {
+  return find_process(marker, "SM_CURRENT_HOST=" + host);
 }
 
 // A sleep argument no other process has (`whole`.<pid><n>): a marker to find a job's ranks by
@@ -128,23 +132,9 @@ std::string unique_sleep_seconds(const std::string& whole) {
 }
 
 // The entry point of the host whose root is `root` (`dtrain entrypoint -- ...`, not a rank's
-// `--as-rank`), looked for for up to 10 s; -1 when none appears.
+// `--as-rank`).
 pid_t find_entrypoint(const std::string& root) {
-  const std::string words = std::string("entrypoint") + '\0' + "--" + '\0';
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& entry : fs::directory_iterator("/proc")) {
-      std::string name = entry.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string cmdline = read_file(entry.path().string() + "/cmdline");
-      std::string environ = read_file(entry.path().string() + "/environ");
-      if (cmdline.find(words) != std::string::npos &&
-          environ.find("SAGEMAKER_BASE_DIR=" + root + '\0') != std::string::npos) {
-        return std::stoi(name);
-      }
-    }
-  }
-  return -1;
+  return find_process(std::string("entrypoint") + '\0' + "--" + '\0', "SAGEMAKER_BASE_DIR=" + root);
 }
 
 // An elastic job on process hosts whose ranks wait for DIR/go: they need not use the runtime
