@@ -1,5 +1,6 @@
 // Where a job's results go (output_path/<name>/) and what records them while its hosts run:
-// every host's output to the console and logs/<host>.log, metric samples to metrics.jsonl.
+// every host's output to the console and logs/<host>.log, metric samples to metrics.jsonl
+// (status.json, the job's live state, is job_status.h's).
 // Shared by the local runner and the Slurm runner.
 #pragma once
 
@@ -22,7 +23,7 @@ struct JobOutputs {
   // Removes what an earlier run of the same job left and creates logs/; throws JobError.
   void reset() const;
 
-  std::string dir, logs_dir, metrics_file, summary_file, model_archive, output_archive;
+  std::string dir, logs_dir, metrics_file, summary_file, status_file, model_archive, output_archive;
 };
 
 // Everything the relay learns while the hosts run.

@@ -106,6 +106,7 @@ void write_summary(const JobSpec& spec, const JobOutputs& outputs, const std::ve
   summary["failure_reason"] = outcome.code == 0 ? Json(nullptr) : Json(limit_failure_reason(outcome.reason));
   summary["exit_code"] = outcome.code;
   summary["hosts_backend"] = results.backend;
+  summary["engine"] = to_string(spec.engine);
   summary["instance_count"] = spec.instance_count;
   summary["processes_per_host"] = spec.processes_per_host;
   if (spec.elastic) {
@@ -124,8 +125,11 @@ void write_summary(const JobSpec& spec, const JobOutputs& outputs, const std::ve
   if (Json pipes = pipe_summaries(results.staged.feeders); !pipes.empty()) summary["pipe_channels"] = pipes;
   summary["staging_seconds"] = results.staged.seconds;
   summary["run_seconds"] = results.run_seconds;
-  summary["total_seconds"] =
+  const double total_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - results.started).count();
+  summary["total_seconds"] = total_seconds;
+  summary["started_at"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - total_seconds;
   summary["processes_left_behind"] = results.left_behind;
   summary["artifacts"] = results.artifacts.paths;
   if (!results.artifacts.error.empty()) summary["artifact_error"] = results.artifacts.error;

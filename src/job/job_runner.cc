@@ -21,11 +21,13 @@
 #include <spdlog/spdlog.h>
 
 #include "job/container_layout.h"
+#include "job/entrypoint.h"
 #include "job/host_link.h"
 #include "job/host_staging.h"
 #include "job/job_error.h"
 #include "job/job_outputs.h"
 #include "job/job_report.h"
+#include "job/job_status.h"
 #include "launch/job_supervisor.h"
 #include "launch/local_spawner.h"
 #include "launch/signal_channel.h"
@@ -130,8 +132,9 @@ std::string describe_host_end(const std::string& host, int wait_status);
 // The master's failure still ends the job: a worker host whose link the master closed (its entry
 // point died) is not lost but waits for the master's end to be reaped, whatever the order.
 std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const JobSpec& spec,
-                                                                        const LocalCluster& cluster, HostsRun& ran) {
-  return [&spec, &cluster, &ran](const launch::RankPlacement& p, int wait_status) {
+                                                                        const LocalCluster& cluster, HostsRun& ran,
+                                                                        JobStatusFile& status) {
+  return [&spec, &cluster, &ran, &status](const launch::RankPlacement& p, int wait_status) {
     const std::vector<LocalHost>& hosts = cluster.hosts();
     if (p.host == hosts.front().name) return false;
     const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const LocalHost& h) { return h.name == p.host; });
@@ -142,6 +145,7 @@ std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const J
     }
     if (reason.empty()) reason = describe_host_end(p.host, wait_status);
     ran.lost[p.host] = reason;
+    status.host_lost(p.host, reason);
     std::fprintf(stderr, "dtrain job %s: %s lost (%s); the job goes on without it\n", spec.name.c_str(),
                  p.host.c_str(), reason.c_str());
     std::fflush(stderr);
@@ -151,7 +155,7 @@ std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const J
 
 // Host-tagged output into the recorder, exit codes and the first failure into `ran`.
 launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOptions& options, JobRecorder& recorder,
-                                              HostsRun& ran) {
+                                              HostsRun& ran, JobStatusFile& status) {
   launch::SupervisorOptions supervision;
   supervision.start_timeout_s = 0;
   supervision.kill_grace_s = options.kill_grace_s;
@@ -162,9 +166,10 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
   supervision.line_sink = [&recorder](const launch::RankPlacement& p, bool is_stderr, std::string_view line) {
     recorder.line(p.host, fmt::format("[{}] ", p.host), is_stderr, line);
   };
-  supervision.on_exit = [&ran](const launch::RankPlacement& p, int status) {
-    ran.host_exit[p.host] = launch::exit_code_of(status);
+  supervision.on_exit = [&ran, &status](const launch::RankPlacement& p, int wait_status) {
+    ran.host_exit[p.host] = launch::exit_code_of(wait_status);
     ran.ended.push_back(p.host);
+    status.host_ended(p.host, wait_status);
   };
   supervision.on_failure = [&ran](const launch::WorkerFailure& f) { ran.failure = f; };
   return supervision;
@@ -172,12 +177,14 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
 
 // Runs the entry points under the launcher's supervisor, with the Pipe feeders running.
 HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster& cluster,
-                   const std::vector<std::unique_ptr<PipeFeeder>>& feeders, JobRecorder& recorder,
+                   const StagedHosts& staged, JobRecorder& recorder, JobStatusFile& status,
                    launch::SignalChannel& signals) {
   HostsRun ran;
   std::vector<launch::WorkerLaunch> launches = entrypoint_launches(spec, options, cluster);
-  launch::SupervisorOptions supervision = supervision_options(spec, options, recorder, ran);
-  if (spec.elastic) supervision.tolerate_failure = lose_worker_hosts(spec, cluster, ran);
+  launch::SupervisorOptions supervision = supervision_options(spec, options, recorder, ran, status);
+  if (spec.elastic) supervision.tolerate_failure = lose_worker_hosts(spec, cluster, ran, status);
+  const auto& feeders = staged.feeders;
+  status.hosts_started(staged);
   for (auto& f : feeders) f->start();
   auto started = Clock::now();
   launch::JobSupervisor supervisor(supervision, signals);
@@ -321,17 +328,19 @@ int run_job(const JobSpec& spec, const RunOptions& options) {
 
   LocalCluster cluster(options.hosts, work_dir, spec.instance_count);
   const std::vector<LocalHost>& hosts = cluster.hosts();
-  announce_job(spec, options);
-  StagedHosts staged = stage_hosts(spec, hosts, cluster.network_interface());
   std::vector<std::string> host_names;
   for (const auto& h : hosts) host_names.push_back(h.name);
+  JobStatusFile status(spec, outputs.status_file, to_string(options.hosts), host_names);
+  announce_job(spec, options);
+  StagedHosts staged = stage_hosts(spec, hosts, cluster.network_interface());
   JobRecorder recorder(spec, outputs, host_names);
-  const HostsRun ran = run_hosts(spec, options, cluster, staged.feeders, recorder, signals);
+  const HostsRun ran = run_hosts(spec, options, cluster, staged, recorder, status, signals);
   const JobOutcome outcome = judge_outcome(spec, hosts, ran);
   const Artifacts artifacts = collect_artifacts(spec, outputs, hosts);
   JobResults results{to_string(options.hosts), staged, ran.host_exit, outcome, artifacts, recorder, ran.seconds,
                      job_started, ran.left_behind};
   write_summary(spec, outputs, hosts, results);
+  status.finished(outcome.status(), outcome.code == 0 ? "" : limit_failure_reason(outcome.reason));
 
   cluster.teardown();
   if (!options.keep_work_dir) fs::remove_all(work_dir, ec);

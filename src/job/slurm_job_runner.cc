@@ -14,10 +14,12 @@
 #include <spdlog/spdlog.h>
 
 #include "job/container_layout.h"
+#include "job/entrypoint.h"
 #include "job/host_staging.h"
 #include "job/job_error.h"
 #include "job/job_outputs.h"
 #include "job/job_report.h"
+#include "job/job_status.h"
 #include "job/sbatch_script.h"
 #include "job/slurm_host.h"
 #include "job/system_command.h"
@@ -205,6 +207,9 @@ int run_slurm_job(const JobSpec& spec, const SlurmRunOptions& options) {
     host.root = slurm_host_root(work_dir + "/hosts", i);
     hosts.push_back(host);
   }
+  std::vector<std::string> host_names;
+  for (const auto& h : hosts) host_names.push_back(h.name);
+  JobStatusFile status(spec, outputs.status_file, "slurm", host_names);
   std::printf("dtrain job %s: %d host%s (slurm) x %d process%s\n", spec.name.c_str(), spec.instance_count,
               spec.instance_count == 1 ? "" : "s", spec.processes_per_host, spec.processes_per_host == 1 ? "" : "es");
   std::fflush(stdout);
@@ -221,9 +226,9 @@ int run_slurm_job(const JobSpec& spec, const SlurmRunOptions& options) {
   std::printf("dtrain job %s: submitted as Slurm job %s (script %s)\n", spec.name.c_str(), job_id.c_str(),
               script.c_str());
   std::fflush(stdout);
+  status.hosts_started(staged);  // submitted: Slurm runs them when it can
 
-  std::vector<std::string> log_names;
-  for (const auto& h : hosts) log_names.push_back(h.name);
+  std::vector<std::string> log_names = host_names;
   log_names.push_back("slurm");
   JobRecorder recorder(spec, outputs, log_names);
   FileTail log(sbatch.log_file);
@@ -238,6 +243,7 @@ int run_slurm_job(const JobSpec& spec, const SlurmRunOptions& options) {
   results.extra["slurm_job_id"] = job_id;
   results.extra["slurm_state"] = followed.state.state;
   write_summary(spec, outputs, hosts, results);
+  status.finished(outcome.status(), outcome.code == 0 ? "" : limit_failure_reason(outcome.reason));
   if (!options.keep_work_dir) fs::remove_all(work_dir, ec);
   report_end(spec, outcome, followed.seconds, outputs);
   return outcome.code;

@@ -170,6 +170,19 @@ output_path: out
   EXPECT_EQ(summary["hosts"][1]["exit_code"], 0);
   EXPECT_EQ(summary["final_metrics"].size(), 1u);
   EXPECT_EQ(summary["metric_samples"], 4);
+  EXPECT_EQ(summary["engine"], "gloo");
+  EXPECT_GT(summary["started_at"].get<double>(), 1.6e9);
+  // status.json, the live record the dashboard reads, ends with the job.
+  Json status = read_json(dir / "out/proc-job/status.json");
+  EXPECT_EQ(status["status"], "Completed");
+  EXPECT_EQ(status["failure_reason"], nullptr);
+  EXPECT_EQ(status["metric_names"], Json::array({"loss"}));
+  ASSERT_EQ(status["hosts"].size(), 2u);
+  for (const auto& host : status["hosts"]) {
+    EXPECT_EQ(host["state"], "exited") << host;
+    EXPECT_EQ(host["exit_code"], 0) << host;
+    EXPECT_EQ(host["staging"].size(), 1u) << host;
+  }
   auto metrics = lines_in(dir / "out/proc-job/metrics.jsonl");
   ASSERT_EQ(metrics.size(), 4u);
   std::set<std::pair<std::string, int>> seen;
@@ -341,6 +354,12 @@ TEST(ProcessHosts, ElasticJobGoesOnWithoutAWorkerHostWhoseEntryPointDied) {
   EXPECT_EQ(summary["hosts"][1]["exit_code"], 137);
   EXPECT_EQ(summary["hosts"][1]["stopped_because"], nullptr);
   for (int h : {0, 2}) EXPECT_EQ(summary["hosts"][h]["lost"], nullptr) << summary["hosts"][h];
+  Json status = read_json(dir / "out/elastic-proc/status.json");
+  EXPECT_EQ(status["status"], "Completed");
+  EXPECT_EQ(status["hosts"][1]["state"], "lost");
+  EXPECT_EQ(status["hosts"][1]["signal"], 9);
+  EXPECT_EQ(status["hosts"][1]["reason"], lost);
+  EXPECT_EQ(status["hosts"][0]["state"], "exited");
   EXPECT_EQ(launch::testing::wait_for_no_marker(dir / "go", 5), 0);
 }
 
