@@ -27,6 +27,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"runtime", {"error", "rendezvous", "slurm"}},
     {"launch", {"rendezvous", "slurm"}},
     {"job", {"launch", "slurm"}},
+    {"dashboard", {"launch"}},  // launch/job_identity.h: the token
     {"ps", {"error", "rendezvous"}},
     {"torch", {"error", "runtime", "ps"}},
     {"metrics", {}},
