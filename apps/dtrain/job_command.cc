@@ -5,11 +5,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <filesystem>
+#include <memory>
+#include <thread>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dashboard/dashboard_server.h"
 #include "job/container_layout.h"
 #include "job/job_error.h"
 #include "job/job_report.h"
@@ -62,6 +66,10 @@ JobCommand::JobCommand(CLI::App& parent) {
       ->type_name("S")
       ->default_val(10);
   run_->add_flag("--verbose", verbose_, "Log what the runner does");
+  dashboard_ = run_->add_option("--dashboard", dashboard_port_,
+                                "Serve the dashboard on loopback while the job runs (default port 8090; 0: any)")
+                   ->expected(0, 1)
+                   ->type_name("[PORT]");
 
   validate_ = app_->add_subcommand("validate", "Check a job spec and list every problem");
   add_spec_options(validate_, spec_path_, overrides_);
@@ -132,13 +140,57 @@ int JobCommand::run() const {
     return job::run_slurm_job(spec, slurm);
   }
   if (backend_ != "local") throw job::JobError::usage("--backend must be local or slurm, got '" + backend_ + "'");
+  std::unique_ptr<dashboard::DashboardServer> dashboard = start_dashboard(spec);
   job::RunOptions options;
   options.hosts = job::parse_host_kind(hosts_);
   if (!work_dir_.empty()) options.work_dir = std::filesystem::absolute(work_dir_).string();
   options.keep_work_dir = keep_work_dir_;
   options.kill_grace_s = kill_grace_s_;
   options.dtrain_exe = self_executable();
-  return job::run_job(spec, options);
+  const int code = job::run_job(spec, options);
+  if (dashboard) linger_for_open_pages(*dashboard);
+  return code;
+}
+
+// `--dashboard [PORT]`: the dashboard of the spec's output_path, on loopback, for this run.
+std::unique_ptr<dashboard::DashboardServer> JobCommand::start_dashboard(const job::JobSpec& spec) const {
+  if (dashboard_->count() == 0) return nullptr;
+  int port = 8090;
+  if (!dashboard_port_.empty()) {
+    try {
+      size_t used = 0;
+      port = std::stoi(dashboard_port_, &used);
+      if (used != dashboard_port_.size() || port < 0 || port > 65535) throw std::out_of_range("port");
+    } catch (const std::exception&) {
+      throw job::JobError::usage("--dashboard takes a port (0-65535), got '" + dashboard_port_ + "'");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(spec.output_path, ec);
+  dashboard::DashboardOptions options;
+  options.job_roots = {spec.output_path};
+  options.port = port;
+  auto server = std::make_unique<dashboard::DashboardServer>(options);
+  try {
+    server->bind();
+  } catch (const std::exception& e) {
+    throw job::JobError::usage(std::string("--dashboard: ") + e.what());
+  }
+  server->start();
+  std::printf("dtrain job %s: dashboard at %s#/job/%s\n", spec.name.c_str(), server->url().c_str(), spec.name.c_str());
+  std::fflush(stdout);
+  return server;
+}
+
+// A page open on the dashboard polls every second: keep serving after the job's end until it
+// has asked twice more (so it shows the end), at most 10 s; not at all when no page is open.
+void JobCommand::linger_for_open_pages(const dashboard::DashboardServer& server) const {
+  const uint64_t at_end = server.api_requests();
+  if (at_end == 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.api_requests() < at_end + 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 int JobCommand::validate() const {

@@ -1,11 +1,13 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "dashboard/dashboard_server.h"
 #include "job/job_runner.h"
 #include "job/slurm_job_runner.h"
 #include "job/kubeflow_manifest.h"
@@ -33,6 +35,8 @@ class JobCommand {
 
  private:
   int run() const;
+  std::unique_ptr<dashboard::DashboardServer> start_dashboard(const job::JobSpec& spec) const;
+  void linger_for_open_pages(const dashboard::DashboardServer& server) const;
   int validate() const;
   int render() const;
   int host_exec() const;
@@ -52,6 +56,8 @@ class JobCommand {
   bool keep_work_dir_ = false;
   double kill_grace_s_ = 10;
   bool verbose_ = false;
+  CLI::Option* dashboard_ = nullptr;
+  std::string dashboard_port_;
   std::string backend_ = "local";
   std::string partition_;
   std::string sbatch_args_;

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/dtrain/coco_eval_command.h"
+#include "apps/dtrain/dashboard_command.h"
 #include "apps/dtrain/data_command.h"
 #include "apps/dtrain/entrypoint_command.h"
 #include "apps/dtrain/job_command.h"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   dtrain::cli::EntrypointCommand entrypoint(app);
   dtrain::cli::ServeCommand serve(app);
   dtrain::cli::PsServerCommand ps_server(app);
+  dtrain::cli::DashboardCommand dashboard(app);
 
   // Everything after "serve" belongs to dtrain-serve, "--" and --help included.
   if (argc > 1 && std::string(argv[1]) == "serve") {
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "job") context = "dtrain job";
   if (!args.empty() && args[0] == "entrypoint") context = "dtrain entrypoint";
   if (!args.empty() && args[0] == "ps-server") context = "dtrain ps-server";
+  if (!args.empty() && args[0] == "dashboard") context = "dtrain dashboard";
   try {
     // CLI11 wants the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -73,5 +76,6 @@ int main(int argc, char** argv) {
   if (job.subcommand()->parsed()) return job.execute(trailing);
   if (entrypoint.subcommand()->parsed()) return entrypoint.execute(trailing);
   if (ps_server.subcommand()->parsed()) return ps_server.execute();
+  if (dashboard.subcommand()->parsed()) return dashboard.execute();
   return 2;
 }
