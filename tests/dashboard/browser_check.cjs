@@ -5,6 +5,7 @@
 //   node browser_check.cjs live-job --url http://127.0.0.1:PORT --job ID --gate FILE --screenshots DIR
 //   node browser_check.cjs compare  --url URL --jobs A,B --metric train:loss --screenshots DIR
 //   node browser_check.cjs timeline --url URL --job ID --file timeline.json --screenshots DIR
+//   node browser_check.cjs job-page --url URL --job ID --metric train:total_loss [--name F.png] --screenshots DIR
 //   node browser_check.cjs request  --url URL
 //
 // Options: --timeout S (the whole scenario's deadline, default 120). playwright-core is
@@ -112,6 +113,11 @@ function finishedJobPageReady() {
   return Boolean(finals) && Number(finals.dataset.count) > 0 && Boolean(chart) && Number(chart.dataset.points) > 0;
 }
 
+function chartHasPoints(metric) {
+  const chart = [...document.querySelectorAll('.chart[data-metric]')].find((c) => c.dataset.metric === metric);
+  return Boolean(chart) && Number(chart.dataset.points) > 0;
+}
+
 function chartHasSeries({ metric, count }) {
   const chart = [...document.querySelectorAll('.chart[data-metric]')].find((c) => c.dataset.metric === metric);
   return Boolean(chart) && Number(chart.dataset.series) === count;
@@ -203,6 +209,16 @@ async function timeline(page, options, deadline, seen) {
   await screenshot(page, options, 'timeline.png');
 }
 
+// A job's page once `--metric` has points (the docs' picture of the main job is taken so):
+// saved as --name (default job-page.png).
+async function jobPage(page, options, deadline, seen) {
+  await page.goto(routeUrl(options.url, `/job/${encodeURIComponent(options.job)}`), { timeout: deadline.remainingMs() });
+  await waitFor(page, deadline, `points on the ${options.metric} chart`, chartHasPoints, options.metric);
+  await page.evaluate(nextTwoFrames);
+  await screenshot(page, options, options.name || 'job-page.png');
+  Object.assign(seen, await page.evaluate(chartInfo, options.metric));
+}
+
 async function request(page, options, deadline, seen) {
   const response = await page.goto(options.url, { timeout: deadline.remainingMs() });
   seen.status = response ? response.status() : 0;
@@ -214,6 +230,7 @@ const SCENARIOS = {
   'live-job': { run: liveJob, needs: ['job', 'gate'] },
   compare: { run: compare, needs: ['jobs', 'metric'] },
   timeline: { run: timeline, needs: ['job', 'file'] },
+  'job-page': { run: jobPage, needs: ['job', 'metric'] },
   request: { run: request, needs: [] },
 };
 
@@ -223,7 +240,7 @@ function loadPlaywright() {
   const modules = process.env.DTRAIN_NPM_MODULES;
   if (!modules) throw new SetupFailure('DTRAIN_NPM_MODULES is not set (the node_modules holding playwright-core)');
   try {
-    return require(path.join(modules, 'playwright-core'));
+    return require(path.resolve(modules, 'playwright-core'));
   } catch (err) {
     throw new SetupFailure(`cannot load playwright-core from ${modules}: ${err.message.split('\n')[0]}`);
   }

@@ -61,6 +61,7 @@ function finalMetrics(metrics, active) {
     el('span', { class: 'metric-chip large', 'data-metric': name },
       el('span', { class: 'metric-name' }, name), ' = ', el('strong', {}, formatMetricValue(value))));
   return el('div', { id: 'final-metrics', class: 'final-metrics', 'data-count': entries.length },
-    el('span', { class: 'final-metrics-label' }, 'Final metrics'),
+    // A running job's values are the latest each metric printed, not final yet.
+    el('span', { class: 'final-metrics-label' }, active ? 'Latest metrics' : 'Final metrics'),
     chips.length ? chips : el('span', { class: 'muted' }, active ? 'none yet' : 'none'));
 }
