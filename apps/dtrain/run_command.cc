@@ -42,6 +42,9 @@ RunCommand::RunCommand(CLI::App& parent) {
       ->default_val(30);
   value("--output-filename", output_dir_, "Also write raw output to DIR/rank.N/{stdout,stderr}")
       ->type_name("DIR");
+  value("--rank-status-file", rank_status_file_,
+        "Keep each rank's state (pid, rendezvous, exit code or signal) in this JSON file while the job runs")
+      ->type_name("PATH");
   value("--timeline-filename", timeline_, "Timeline file (DTRAIN_TIMELINE)")->type_name("PATH");
   app_->add_flag("--timeline-mark-cycles", options_.timeline_mark_cycles,
                  "Mark each negotiation cycle that had work in the timeline (DTRAIN_TIMELINE_MARK_CYCLES)");
@@ -140,6 +143,7 @@ int RunCommand::execute(const std::vector<std::string>& trailing, bool had_separ
   if (app_->count("--hostfile")) options_.hostfile = hostfile_;
   if (app_->count("--network-interface")) options_.network_interface = iface_;
   if (app_->count("--output-filename")) options_.output_dir = output_dir_;
+  if (app_->count("--rank-status-file")) options_.rank_status_file = rank_status_file_;
   if (app_->count("--timeline-filename")) options_.timeline_filename = timeline_;
   if (app_->count("--fusion-threshold-mb")) options_.fusion_threshold_mb = fusion_mb_;
   if (app_->count("--autotune-log-file")) options_.autotune_log = autotune_log_;

@@ -37,7 +37,7 @@ class RunCommand {
   int min_np_ = 0;
   int max_np_ = 0;
   std::string discovery_script_;
-  std::string host_list_, hostfile_, iface_, output_dir_, timeline_, identity_file_;
+  std::string host_list_, hostfile_, iface_, output_dir_, rank_status_file_, timeline_, identity_file_;
   double fusion_mb_ = 0, cycle_ms_ = 0, stall_warning_ = 0, stall_shutdown_ = 0;
   int ssh_port_ = 0;
   std::string autotune_log_;

@@ -64,11 +64,12 @@ bool runner_gone(const Json& status) {
 }
 
 struct JobFiles {
-  Json summary, status;
+  Json summary, status, ranks;  // ranks.json: the master's launcher's view of each rank
 };
 
 JobFiles read_job_files(const JobLocation& job) {
-  return {read_object(job.dir + "/summary.json"), read_object(job.dir + "/status.json")};
+  return {read_object(job.dir + "/summary.json"), read_object(job.dir + "/status.json"),
+          read_object(job.dir + "/ranks.json")};
 }
 
 // Each metric's last value, from the end of metrics.jsonl (a running job has no summary yet).
@@ -137,7 +138,41 @@ std::string host_state_from_summary(const Json& host) {
   return code.get<int>() == 0 ? "exited" : "failed";
 }
 
-Json host_entries(const JobFiles& files, int processes_per_host) {
+// A host's ranks: as the master's launcher recorded them (ranks.json), else laid out host by
+// host (algo-1 has ranks 0..P-1) with the host's state. A rank the launcher last saw running in
+// a job that is over ended with its host (the launcher was stopped before it could say).
+Json rank_entries(const JobFiles& files, const std::string& host, int host_index, int processes_per_host,
+                  const Json& host_entry, bool job_running) {
+  Json ranks = Json::array();
+  const Json recorded = field(files.ranks, "ranks");
+  if (recorded.is_array()) {
+    for (const auto& r : recorded) {
+      if (field(r, "host") != host || !field(r, "rank").is_number_integer()) continue;
+      Json rank = {{"rank", r["rank"]},
+                   {"local_rank", field(r, "local_rank")},
+                   {"state", field(r, "state")},
+                   {"exit_code", field(r, "exit_code")},
+                   {"signal", field(r, "signal")},
+                   {"pid", field(r, "pid")},
+                   {"reached_rendezvous", field(r, "reached_rendezvous")}};
+      if (!job_running && rank["state"] == "running") {
+        for (const char* key : {"state", "exit_code", "signal"}) rank[key] = host_entry[key];
+      }
+      ranks.push_back(rank);
+    }
+    if (!ranks.empty()) return ranks;
+  }
+  for (int local = 0; local < processes_per_host; ++local) {
+    ranks.push_back({{"rank", host_index * processes_per_host + local},
+                     {"local_rank", local},
+                     {"state", host_entry["state"]},
+                     {"exit_code", host_entry["exit_code"]},
+                     {"signal", host_entry["signal"]}});
+  }
+  return ranks;
+}
+
+Json host_entries(const JobFiles& files, int processes_per_host, bool job_running) {
   const Json status_hosts = field(files.status, "hosts");
   const Json summary_hosts = field(files.summary, "hosts");
   std::map<std::string, Json> summary_by_name;
@@ -173,17 +208,7 @@ Json host_entries(const JobFiles& files, int processes_per_host) {
       if (reason.is_null()) reason = field(from_summary, key);
     }
     entry["reason"] = reason;
-    // Ranks are laid out host by host (algo-1 has ranks 0..P-1); the runner sees hosts, so a
-    // rank shows its host's state.
-    Json ranks = Json::array();
-    for (int local = 0; local < processes_per_host; ++local) {
-      ranks.push_back({{"rank", index * processes_per_host + local},
-                       {"local_rank", local},
-                       {"state", state},
-                       {"exit_code", code},
-                       {"signal", signal}});
-    }
-    entry["ranks"] = ranks;
+    entry["ranks"] = rank_entries(files, name, index, processes_per_host, entry, job_running);
     Json staging = field(from_summary, "staging");
     if (!staging.is_array()) staging = field(h, "staging");
     entry["staging"] = staging.is_array() ? staging : Json::array();
@@ -222,7 +247,8 @@ Json job_detail(const JobLocation& job) {
   const JobFiles files = read_job_files(job);
   Json detail = summary_row(job, files);
   const Json per_host = detail["processes_per_host"];
-  detail["hosts"] = host_entries(files, per_host.is_number_integer() ? per_host.get<int>() : 1);
+  const bool running = detail["status"] == "Running" || detail["status"] == "Starting";
+  detail["hosts"] = host_entries(files, per_host.is_number_integer() ? per_host.get<int>() : 1, running);
   Json artifacts = Json::array();
   list_files(job.dir, job.dir, 2, artifacts);
   detail["artifacts"] = artifacts;

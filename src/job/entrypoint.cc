@@ -145,6 +145,8 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
   launch.kill_grace_s = options.kill_grace_s;
   launch.ssh.agent = options.agent;
   launch.tag_output_with_host = true;
+  // The job runner's ranks.json in the job's directory (the dashboard shows it).
+  if (const char* ranks = std::getenv("DTRAIN_RANK_STATUS_FILE"); ranks && *ranks) launch.rank_status_file = ranks;
   if (env.engine() == "mpi") {
     // As SageMaker's toolkit does: the master runs mpirun across every host and waits for it;
     // Open MPI starts its daemons on the other hosts through the same agent (or ssh).

@@ -24,6 +24,7 @@ struct JobOutputs {
   void reset() const;
 
   std::string dir, logs_dir, metrics_file, summary_file, status_file, model_archive, output_archive;
+  std::string ranks_file;  // the master's launcher writes it (launch/rank_status_file.h)
 };
 
 // Everything the relay learns while the hosts run.

@@ -75,7 +75,7 @@ void announce_job(const JobSpec& spec, const RunOptions& options) {
 
 // Every host runs the entry point; the master launches the ranks on all.
 std::vector<launch::WorkerLaunch> entrypoint_launches(const JobSpec& spec, const RunOptions& options,
-                                                      const LocalCluster& cluster) {
+                                                      const LocalCluster& cluster, const std::string& ranks_file) {
   const std::vector<LocalHost>& hosts = cluster.hosts();
   int port = options.hosts == HostKind::kProcess ? free_loopback_port() : 29417;
   std::string agent = fmt::format("{} job host-exec --table {}", options.dtrain_exe, cluster.table_file());
@@ -102,6 +102,8 @@ std::vector<launch::WorkerLaunch> entrypoint_launches(const JobSpec& spec, const
         {"DTRAIN_LAUNCH_AGENT", agent},
         {"TRAINING_JOB_NAME", spec.name},
     };
+    // The master's launcher keeps the ranks' states in the job's directory.
+    if (i == 0) env.push_back({"DTRAIN_RANK_STATUS_FILE", ranks_file});
     for (const auto& kv : spec.environment) env.push_back(kv);
     l.request.env = launch::merge_environment(parent_env, env);
     launches.push_back(std::move(l));
@@ -178,9 +180,9 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
 // Runs the entry points under the launcher's supervisor, with the Pipe feeders running.
 HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster& cluster,
                    const StagedHosts& staged, JobRecorder& recorder, JobStatusFile& status,
-                   launch::SignalChannel& signals) {
+                   const JobOutputs& outputs, launch::SignalChannel& signals) {
   HostsRun ran;
-  std::vector<launch::WorkerLaunch> launches = entrypoint_launches(spec, options, cluster);
+  std::vector<launch::WorkerLaunch> launches = entrypoint_launches(spec, options, cluster, outputs.ranks_file);
   launch::SupervisorOptions supervision = supervision_options(spec, options, recorder, ran, status);
   if (spec.elastic) supervision.tolerate_failure = lose_worker_hosts(spec, cluster, ran, status);
   const auto& feeders = staged.feeders;
@@ -334,7 +336,7 @@ int run_job(const JobSpec& spec, const RunOptions& options) {
   announce_job(spec, options);
   StagedHosts staged = stage_hosts(spec, hosts, cluster.network_interface());
   JobRecorder recorder(spec, outputs, host_names);
-  const HostsRun ran = run_hosts(spec, options, cluster, staged, recorder, status, signals);
+  const HostsRun ran = run_hosts(spec, options, cluster, staged, recorder, status, outputs, signals);
   const JobOutcome outcome = judge_outcome(spec, hosts, ran);
   const Artifacts artifacts = collect_artifacts(spec, outputs, hosts);
   JobResults results{to_string(options.hosts), staged, ran.host_exit, outcome, artifacts, recorder, ran.seconds,

@@ -56,6 +56,7 @@ struct Worker {
   std::unique_ptr<RawOutputFiles> raw;
   bool service = false;
   std::string name;
+  bool reported_ready = false;  // on_ready was called
 
   std::string who() const {
     if (!name.empty()) return fmt::format("{} (host {})", name, placement.host);
@@ -91,6 +92,7 @@ class SupervisedJob {
       follow_elastic_control();
       stop_services_after_workers();
       check_start_timeout();
+      report_readiness();
       check_time_limit();
       check_kill_deadline();
       note_all_reaped();
@@ -168,6 +170,7 @@ class SupervisedJob {
            &w);
       return false;
     }
+    if (!w.service && options_.on_start) options_.on_start(w.placement, w.pid);
     return true;
   }
 
@@ -297,6 +300,7 @@ class SupervisedJob {
       auto it = std::find_if(workers_.begin(), workers_.end(),
                              [pid](const Worker& w) { return w.pid == pid && w.running; });
       if (it == workers_.end()) continue;
+      note_ready(*it);  // a worker may post ready and exit between two looks
       it->running = false;
       close_fd(it->stdin_fd);
       spdlog::debug("{}", describe_exit(*it, status));
@@ -339,6 +343,21 @@ class SupervisedJob {
         return;
       }
     }
+  }
+
+  // on_ready once per worker that has posted ready (an elastic worker's number is not the
+  // rank it posts as, so elastic jobs report none).
+  void report_readiness() {
+    for (auto& w : workers_) {
+      if (w.running) note_ready(w);
+    }
+  }
+
+  void note_ready(Worker& w) {
+    if (!options_.on_ready || options_.elastic || w.service || w.reported_ready) return;
+    if (!options_.is_ready(w.placement.rank)) return;
+    w.reported_ready = true;
+    options_.on_ready(w.placement);
   }
 
   void check_time_limit() {

@@ -72,6 +72,9 @@ struct SupervisorOptions {
   std::function<void(const RankPlacement&, bool is_stderr, std::string_view line)> line_sink;
   // Receives the first failure instead of the final "dtrain run: ..." line.
   std::function<void(const WorkerFailure&)> on_failure;
+  // A worker (not a service) started as process `pid`; and once it has posted ready.
+  std::function<void(const RankPlacement&, pid_t pid)> on_start;
+  std::function<void(const RankPlacement&)> on_ready;
   // Every worker's wait status, as it is reaped.
   std::function<void(const RankPlacement&, int wait_status)> on_exit;
   // Stop every worker (as after a failure) once the job has run this long; 0: no limit.

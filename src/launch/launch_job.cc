@@ -25,6 +25,7 @@
 #include "launch/mpirun_output.h"
 #include "launch/output_relay.h"
 #include "launch/rank_assignment.h"
+#include "launch/rank_status_file.h"
 #include "launch/signal_channel.h"
 #include "launch/srun_command.h"
 #include "launch/srun_output.h"
@@ -336,6 +337,12 @@ SupervisorOptions worker_supervision(const LaunchOptions& options) {
     };
   }
   supervision.on_failure = options.on_failure;
+  if (options.rank_status_file) {
+    auto ranks = std::make_shared<RankStatusFile>(*options.rank_status_file);
+    supervision.on_start = [ranks](const RankPlacement& p, pid_t pid) { ranks->started(p, pid); };
+    supervision.on_ready = [ranks](const RankPlacement& p) { ranks->reached_rendezvous(p.rank); };
+    supervision.on_exit = [ranks](const RankPlacement& p, int wait_status) { ranks->ended(p, wait_status); };
+  }
   return supervision;
 }
 

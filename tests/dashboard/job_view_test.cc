@@ -79,6 +79,33 @@ TEST_F(JobView, ARunningJobShowsItsStatusHostsRanksAndLastMetrics) {
   EXPECT_EQ(m["samples"][1]["rank"], 0);
 }
 
+TEST_F(JobView, RanksComeFromTheLaunchersRecordWhenThereIsOne) {
+  write("status.json", running_status(::getpid()).dump());
+  write("ranks.json", R"({"ranks": [
+      {"rank": 0, "host": "algo-1", "local_rank": 0, "pid": 41, "state": "running", "reached_rendezvous": true,
+       "exit_code": null, "signal": null},
+      {"rank": 1, "host": "algo-1", "local_rank": 1, "pid": 42, "state": "failed", "reached_rendezvous": true,
+       "exit_code": 3, "signal": null}]})");
+  Json d = job_detail(job());
+  const Json& ranks = d["hosts"][0]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0]["state"], "running");
+  EXPECT_EQ(ranks[0]["pid"], 41);
+  EXPECT_EQ(ranks[0]["reached_rendezvous"], true);
+  EXPECT_EQ(ranks[1]["state"], "failed");
+  EXPECT_EQ(ranks[1]["exit_code"], 3);
+  // algo-2 has no record: its ranks carry the host's state.
+  EXPECT_EQ(d["hosts"][1]["ranks"][0]["state"], "lost");
+
+  // Once the job is over, a rank last seen running ended with its host.
+  Json ended = running_status(::getpid());
+  ended["status"] = "Failed";
+  ended["hosts"][0]["state"] = "failed";
+  ended["hosts"][0]["exit_code"] = 1;
+  write("status.json", ended.dump());
+  EXPECT_EQ(job_detail(job())["hosts"][0]["ranks"][0]["state"], "failed");
+}
+
 TEST_F(JobView, ARunnerGoneWithoutASummaryIsInterrupted) {
   // A child that has exited and been reaped: its pid names no process.
   pid_t child = ::fork();

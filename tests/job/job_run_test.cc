@@ -183,6 +183,15 @@ output_path: out
     EXPECT_EQ(host["exit_code"], 0) << host;
     EXPECT_EQ(host["staging"].size(), 1u) << host;
   }
+  // ranks.json: the master's launcher's record of every rank.
+  Json ranks = read_json(dir / "out/proc-job/ranks.json")["ranks"];
+  ASSERT_EQ(ranks.size(), 4u) << ranks;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(ranks[rank]["rank"], rank);
+    EXPECT_EQ(ranks[rank]["host"], rank < 2 ? "algo-1" : "algo-2");
+    EXPECT_EQ(ranks[rank]["state"], "exited") << ranks[rank];
+    EXPECT_EQ(ranks[rank]["exit_code"], 0) << ranks[rank];
+  }
   auto metrics = lines_in(dir / "out/proc-job/metrics.jsonl");
   ASSERT_EQ(metrics.size(), 4u);
   std::set<std::pair<std::string, int>> seen;

@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/launch/child_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -239,6 +241,36 @@ TEST(DtrainRun, WritesRawOutputFiles) {
   }
   EXPECT_TRUE(has_line(r.out, "[1]<stdout>:line\r"));
   EXPECT_TRUE(has_line(r.out, "[1]<stdout>:\xfftail"));
+}
+
+// --rank-status-file: what the dashboard shows of each rank, as the launcher saw it.
+TEST(DtrainRun, RankStatusFileSaysHowEachRankRanAndEnded) {
+  const dtrain::testing::TempDir temp;
+  const std::string file = temp / "ranks.json";
+  const std::string done = temp / "rank-2-done";
+  // Rank 0 exits at once, rank 2 reaches rendezvous and exits, then rank 1 is killed.
+  auto r = run_dtrain({"--rank-status-file", file, "-np", "3", "--kill-grace-s", "1", "--start-timeout", "20", "sh",
+                       "-c",
+                       "case $DTRAIN_RANK in 0) exit 0;; 2) " + std::string(DTRAIN_TEST_WORKER) +
+                           " ready-then-sleep 0 && touch " + done + "; exit 0;; esac; while [ ! -e " + done +
+                           " ]; do sleep 0.05; done; kill -9 $$"},
+                      30);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto ranks = nlohmann::json::parse(read_file(file))["ranks"];
+  ASSERT_EQ(ranks.size(), 3u) << ranks;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(ranks[rank]["rank"], rank);
+    EXPECT_EQ(ranks[rank]["host"], "localhost");
+    EXPECT_GT(ranks[rank]["pid"].get<int>(), 0);
+  }
+  EXPECT_EQ(ranks[0]["state"], "exited");
+  EXPECT_EQ(ranks[0]["exit_code"], 0);
+  EXPECT_EQ(ranks[0]["reached_rendezvous"], false);  // a shell, not the runtime
+  EXPECT_EQ(ranks[1]["state"], "killed");
+  EXPECT_EQ(ranks[1]["signal"], 9);
+  EXPECT_EQ(ranks[2]["state"], "exited");
+  EXPECT_EQ(ranks[2]["reached_rendezvous"], true);
+  EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
 }
 
 TEST(DtrainRun, LongLinesArriveWhole) {

@@ -30,11 +30,15 @@ function ranksList(ranks) {
   if (!list.length) return MISSING;
   return el('ul', { class: 'ranks' }, list.map((rank) => {
     const ended = formatExit(rank.exit_code, rank.signal);
+    // From the launcher's ranks.json: the process and whether it reached rendezvous.
+    const details = [Number.isFinite(rank.pid) && rank.pid > 0 ? `pid ${rank.pid}` : null,
+      rank.reached_rendezvous === true ? 'at rendezvous' : null].filter(Boolean).join(', ');
     return el('li', { 'data-rank': rank.rank ?? '' },
       el('span', { class: 'rank-name' }, `rank ${rank.rank ?? '?'}`),
       el('span', { class: 'muted' }, ` (local ${rank.local_rank ?? '?'}) `),
       statusBadge(rank.state),
-      ended === MISSING ? null : el('span', { class: 'muted' }, ` ${ended}`));
+      ended === MISSING ? null : el('span', { class: 'muted' }, ` ${ended}`),
+      details ? el('span', { class: 'muted' }, ` ${details}`) : null);
   }));
 }
 
