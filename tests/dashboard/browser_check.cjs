@@ -141,6 +141,8 @@ function pageState() {
     marker: window.__dtrainMarker === 1,
     charts: [...document.querySelectorAll('.chart[data-metric]')].map((c) => c.dataset.metric),
     logHosts: [...new Set([...document.querySelectorAll('#log .log-line')].map((line) => line.dataset.host))],
+    // The hosts table's ranks: "rank:state" (the state badge's text).
+    ranks: [...document.querySelectorAll('li[data-rank]')].map((li) => `${li.dataset.rank}:${li.querySelector('.badge')?.textContent ?? ''}`),
   };
 }
 
@@ -161,7 +163,9 @@ async function liveJob(page, options, deadline, seen) {
 
   await page.click(jobLink, { timeout: deadline.remainingMs() });
   await waitFor(page, deadline, 'train:loss points and log lines from 2 hosts on the job page', liveJobPageReady);
-  seen.logHosts = (await page.evaluate(pageState)).logHosts;
+  const running = await page.evaluate(pageState);
+  seen.logHosts = running.logHosts;
+  seen.ranksWhileRunning = running.ranks;
   await screenshot(page, options, 'job-running.png');
 
   fs.writeFileSync(options.gate, 'go\n');
@@ -186,6 +190,7 @@ async function liveJob(page, options, deadline, seen) {
     lossPoints: loss ? loss.points : 0,
     logHosts: [...new Set([...seen.logHosts, ...finished.logHosts])].sort(),
     metricCharts: finished.charts,
+    ranksAtTheEnd: finished.ranks,
   });
 }
 

@@ -114,6 +114,9 @@ TEST(DashboardInABrowser, ALiveJobGoesFromRunningToCompletedThenComparesAndDraws
   EXPECT_EQ(live["lossPoints"], losses) << live;
   std::set<std::string> hosts(live["logHosts"].begin(), live["logHosts"].end());
   EXPECT_TRUE(hosts.count("algo-1") && hosts.count("algo-2")) << live;
+  // The ranks as the master's launcher saw them: running while the job waited, then exited.
+  EXPECT_EQ(live["ranksWhileRunning"], Json::array({"0:running", "1:running"})) << live;
+  EXPECT_EQ(live["ranksAtTheEnd"], Json::array({"0:exited", "1:exited"})) << live;
 
   // A second job, then the stand-alone dashboard over both.
   write_mnist_spec(dir, "mnist-one", 1, "");
