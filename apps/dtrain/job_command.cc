@@ -129,6 +129,10 @@ int JobCommand::run() const {
   spdlog::set_default_logger(logger);
 
   job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
+  if (backend_ != "local" && backend_ != "slurm") {
+    throw job::JobError::usage("--backend must be local or slurm, got '" + backend_ + "'");
+  }
+  std::unique_ptr<dashboard::DashboardServer> dashboard = start_dashboard(spec);
   if (backend_ == "slurm") {
     job::SlurmRunOptions slurm;
     slurm.dtrain_exe = self_executable();
@@ -137,10 +141,10 @@ int JobCommand::run() const {
     slurm.partition = partition_;
     slurm.sbatch_args = sbatch_args_;
     slurm.network_interface = network_interface_;
-    return job::run_slurm_job(spec, slurm);
+    const int code = job::run_slurm_job(spec, slurm);
+    if (dashboard) linger_for_open_pages(*dashboard);
+    return code;
   }
-  if (backend_ != "local") throw job::JobError::usage("--backend must be local or slurm, got '" + backend_ + "'");
-  std::unique_ptr<dashboard::DashboardServer> dashboard = start_dashboard(spec);
   job::RunOptions options;
   options.hosts = job::parse_host_kind(hosts_);
   if (!work_dir_.empty()) options.work_dir = std::filesystem::absolute(work_dir_).string();

@@ -34,7 +34,7 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kTokenHeader = "X-Dtrain-Token";
 constexpr const char* kTokenCookie = "dtrain_token";
-constexpr uint64_t kMaxTimelineBytes = 1ull << 30;
+constexpr uint64_t kMaxTimelineBytes = 256ull << 20;  // parsed whole in memory
 
 std::string dump(const Json& body) { return body.dump(-1, ' ', false, Json::error_handler_t::replace); }
 

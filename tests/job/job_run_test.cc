@@ -1,6 +1,9 @@
 // Whole jobs through the dtrain binary. Tests on network-namespace hosts need
 // root and skip otherwise; the process-host tests run anywhere.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -440,6 +443,31 @@ TEST(JobCommands, RunRefusesAMissingChannelSourceInOneLine) {
   EXPECT_EQ(r.err, "dtrain job: channels.training.source: no such directory on this machine: "
                    "/no/such/dtrain-channel\n");
   EXPECT_FALSE(fs::exists(dir / "out"));
+  EXPECT_FALSE(fs::exists(dir / "work"));
+}
+
+// --dashboard [PORT]: a port that is not one, or is taken, stops the run before anything starts.
+TEST(JobCommands, RunRefusesADashboardItCannotServeInOneLine) {
+  TempDir dir;
+  write_file(dir / "spec.yaml", "name: dash\ncommand: [\"true\"]\noutput_path: out\n");
+  ChildResult bad = run_job(dir / "spec.yaml", {"--dashboard", "http", "--work-dir", dir / "work"}, 30);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "dtrain job: --dashboard takes a port (0-65535), got 'http'\n");
+  // A port this test holds.
+  int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(addr);
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(holder, 1), 0);
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &length), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  ChildResult taken = run_job(dir / "spec.yaml", {"--dashboard", port, "--work-dir", dir / "work"}, 30);
+  ::close(holder);
+  EXPECT_EQ(taken.exit_code, 2);
+  EXPECT_EQ(taken.err, "dtrain job: --dashboard: cannot listen on 127.0.0.1:" + port +
+                           " (in use, or not an address of this host)\n");
   EXPECT_FALSE(fs::exists(dir / "work"));
 }
 
