@@ -9,6 +9,7 @@
 
 #include "vision/coco/coco_error.h"
 #include "vision/evaluation/coco_evaluator.h"
+#include "vision/report/coco_report.h"
 #include "concurrency/parallel_for.h"
 
 namespace dtrain::cli {
@@ -61,6 +62,10 @@ CocoEvalCommand::CocoEvalCommand(CLI::App& parent) {
   app_->add_option("--json", json_path_,
                    "Also write the 12 statistics and per-category AP to this JSON file")
       ->type_name("OUT.json");
+  app_->add_option("--report", report_dir_,
+                   "Also write per-category tables (CSV, Markdown), precision/recall arrays (JSON), "
+                   "PR curves (PNG) and an error breakdown into this directory, prefixed bbox_ or segm_")
+      ->type_name("DIR");
   app_->add_option("--threads", threads_, "Evaluation threads (0: one per core)")
       ->check(CLI::NonNegativeNumber)
       ->type_name("N")
@@ -73,6 +78,7 @@ CocoEvalCommand::CocoEvalCommand(CLI::App& parent) {
 int CocoEvalCommand::execute() const {
   try {
     const vision::IouType type = vision::parse_iou_type(iou_type_);
+    if (!report_dir_.empty()) vision::prepare_report_directory(report_dir_);  // fail before the work
     nlohmann::ordered_json timing;
     auto start = Clock::now();
     const auto gt = vision::CocoGroundTruth::load(gt_path_);
@@ -98,6 +104,12 @@ int CocoEvalCommand::execute() const {
     if (!json_path_.empty()) {
       write_report(json_path_, gt_path_, dt_path_, summary, concurrency::resolve_thread_count(threads_),
                    timing);
+    }
+    if (!report_dir_.empty()) {
+      start = Clock::now();
+      const auto written = vision::write_coco_report(report_dir_, evaluator, summary, gt, dt);
+      std::fprintf(stderr, "wrote %zu report files to %s (t=%.2fs)\n", written.size(), report_dir_.c_str(),
+                   seconds_since(start));
     }
     return 0;
   } catch (const std::exception& e) {

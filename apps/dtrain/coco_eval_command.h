@@ -7,9 +7,10 @@
 namespace dtrain::cli {
 
 // `dtrain coco-eval --gt GT.json --dt RESULTS.json --iou-type bbox|segm
-// [--json OUT.json] [--threads N]`: COCO box or mask evaluation with
-// pycocotools' numbers. Prints pycocotools' twelve summary lines and
-// optionally writes them with per-category AP as JSON.
+// [--json OUT.json] [--report DIR] [--threads N]`: COCO box or mask
+// evaluation with pycocotools' numbers. Prints pycocotools' twelve summary
+// lines, optionally writes them with per-category AP as JSON, and with
+// --report the pictures and tables of vision/report/coco_report.h.
 class CocoEvalCommand {
  public:
   explicit CocoEvalCommand(CLI::App& parent);
@@ -22,7 +23,7 @@ class CocoEvalCommand {
 
  private:
   CLI::App* app_;
-  std::string gt_path_, dt_path_, iou_type_, json_path_;
+  std::string gt_path_, dt_path_, iou_type_, json_path_, report_dir_;
   int threads_ = 0;
 };
 

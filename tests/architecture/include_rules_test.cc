@@ -35,6 +35,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"mnist", {}},
     {"vision/coco", {}},
     {"vision/evaluation", {"vision/coco", "concurrency"}},
+    {"vision/report", {"vision/evaluation", "vision/coco"}},
     {"vision/data", {"vision/coco", "mnist", "concurrency"}},
     {"vision/config", {"vision/modeling"}},  // only the plain-value mask_rcnn_options.h
     {"vision/ops", {}},

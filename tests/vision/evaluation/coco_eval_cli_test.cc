@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -75,6 +76,72 @@ TEST_F(CocoEvalCli, PrintsPycocotoolsSummaryAndWritesJson) {
     EXPECT_EQ(json["per_category_ap"][0]["id"], 1);
     EXPECT_EQ(json["per_category_ap"][0]["name"], "person");
   }
+}
+
+// The first 24 bytes of a PNG: signature, IHDR, width and height (big-endian).
+bool is_png_of_size(const std::string& path, uint32_t width, uint32_t height) {
+  const std::string bytes = slurp(path);
+  if (bytes.size() < 24 || bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0 || bytes.compare(12, 4, "IHDR") != 0) {
+    return false;
+  }
+  const auto be32 = [&](size_t at) {
+    return uint32_t(uint8_t(bytes[at])) << 24 | uint32_t(uint8_t(bytes[at + 1])) << 16 |
+           uint32_t(uint8_t(bytes[at + 2])) << 8 | uint32_t(uint8_t(bytes[at + 3]));
+  };
+  return be32(16) == width && be32(20) == height;
+}
+
+TEST_F(CocoEvalCli, ReportOfBboxAndSegmShareOneDirectory) {
+  const std::string report = dir_ + "/report/nested";  // created with its parents
+  for (const std::string type : {"bbox", "segm"}) {
+    const Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + kDir +
+                          "/instances_val2014_fake" + type + "100_results.json --iou-type " + type +
+                          " --json " + dir_ + "/" + type + ".json --report " + report);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(o.out, printed_summary(type));  // the summary is unchanged
+    EXPECT_NE(o.err.find("wrote 9 report files to " + report), std::string::npos) << o.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(dir_ + "/" + type + ".json"))["stats"].size(), 12u);
+  }
+  for (const std::string type : {"bbox", "segm"}) {
+    const std::string base = report + "/" + type;
+    for (const char* area : {"all", "small", "medium", "large"}) {
+      EXPECT_TRUE(is_png_of_size(base + "_pr_" + area + ".png", 800, 600)) << base << " " << area;
+    }
+    EXPECT_TRUE(is_png_of_size(base + "_pr_per_category.png", 4 * 360, 72 + 4 * 300)) << base;
+
+    const auto pr = nlohmann::json::parse(slurp(base + "_pr.json"));
+    EXPECT_EQ(pr["iou_type"], type);
+    ASSERT_EQ(pr["recall_thresholds"].size(), 101u);
+    ASSERT_EQ(pr["precision"].size(), 10u);
+    ASSERT_EQ(pr["precision"][0].size(), 4u);
+    EXPECT_EQ(pr["precision"][0][0].size(), 101u);
+    EXPECT_EQ(pr["category_precision"].size(), 80u);
+
+    const std::string csv = slurp(base + "_per_category.csv");
+    EXPECT_EQ(csv.rfind("id,name,AP,AP50,AP75,APs,APm,APl,ground_truths,detections\n1,person,", 0), 0u) << csv;
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 81);
+    // The "all categories" row is the summary, as printed (three decimals).
+    const std::string md = slurp(base + "_per_category.md");
+    const std::string summary = printed_summary(type);
+    const std::string ap = summary.substr(summary.find(" = ") + 3, 5);
+    EXPECT_NE(md.find("| **all categories** | " + ap + " |"), std::string::npos) << md;
+    EXPECT_NE(md.find("Errors at IoU 0.50"), std::string::npos);
+
+    const auto errors = nlohmann::json::parse(slurp(base + "_errors.json"));
+    EXPECT_EQ(errors["categories"].size(), 80u);
+    EXPECT_GT(errors["total"]["false_positives"].get<int>(), 0);
+  }
+}
+
+TEST_F(CocoEvalCli, UnwritableReportDirectoryIsOneLineAndExitOne) {
+  std::ofstream(dir_ + "/a-file") << "not a directory";
+  const std::string report = dir_ + "/a-file/report";
+  const Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + kDir +
+                        "/instances_val2014_fakebbox100_results.json --iou-type bbox --report " + report);
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(o.err.rfind("dtrain coco-eval: " + report + ": cannot write the report there (", 0), 0u) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_EQ(o.out, "");  // checked before the evaluation
 }
 
 TEST_F(CocoEvalCli, BadInputIsOneLineAndExitOne) {
