@@ -76,7 +76,7 @@ int CocoEvalCommand::execute() const {
     nlohmann::ordered_json timing;
     auto start = Clock::now();
     const auto gt = vision::CocoGroundTruth::load(gt_path_);
-    const auto dt = vision::CocoDetections::load(gt, dt_path_);
+    const auto dt = vision::CocoDetections::load(gt, dt_path_, threads_);
     timing["load"] = seconds_since(start);
     std::fprintf(stderr, "loaded %zu images, %zu annotations, %zu detections (t=%.2fs)\n",
                  gt.images().size(), gt.annotations().size(), dt.detections().size(),

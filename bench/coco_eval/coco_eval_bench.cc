@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
       const size_t t = type == vision::IouType::kBbox ? 0 : 1;
       start = Clock::now();
       const auto dt = vision::CocoDetections::load(
-          gt, (type == vision::IouType::kBbox ? box_path : mask_path).string());
+          gt, (type == vision::IouType::kBbox ? box_path : mask_path).string(), used_threads);
       const double load_dt_s = seconds_since(start);
       vision::CocoEvaluator evaluator(gt, dt, type, used_threads);
       start = Clock::now();

@@ -37,7 +37,13 @@ std::string rle_counts_to_string(const RunLengthMask& mask) {
 
 RunLengthMask rle_from_counts_string(std::string_view counts, uint32_t height, uint32_t width) {
   RunLengthMask out{height, width, {}};
-  out.counts.reserve(counts.size());
+  // Every character without the continuation bit ends a count: allocate once,
+  // exactly (a valid string has no characters outside '0'..'o').
+  size_t numbers = 0;
+  for (const char c : counts) {
+    numbers += ((static_cast<unsigned char>(c) - kFirstChar) & kContinuationBit) == 0;
+  }
+  out.counts.reserve(numbers);
   size_t p = 0;
   while (p < counts.size()) {
     int64_t value = 0;
