@@ -1,6 +1,7 @@
 #include "vision/evaluation/coco_detections.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -48,7 +49,8 @@ void read_box_result(const json_dom::Entry& entry, CocoAnnotation& det) {
 
 // A mask result (loadRes' segmentation branch): area and, without a bbox,
 // the box from the mask. The decoded runs are kept: the evaluator needs them.
-void read_mask_result(const json_dom::Entry& entry, const CocoImage& image, CocoAnnotation& det) {
+// Returns whether the bbox is the mask's.
+bool read_mask_result(const json_dom::Entry& entry, const CocoImage& image, CocoAnnotation& det) {
   // Reading the field reports its own faults with the entry's location ...
   const std::optional<json_dom::RleText> rle = entry.compressed_rle("segmentation");
   Segmentation other;
@@ -65,11 +67,18 @@ void read_mask_result(const json_dom::Entry& entry, const CocoImage& image, Coco
   // loadRes keeps an empty bbox as it is; it is never used for masks, so it
   // is read like a missing one.
   const std::optional<json_dom::dom::element> bbox = entry.find("bbox");
-  det.bbox = bbox && !json_dom::is_empty_array(*bbox) ? entry.box("bbox") : rle_to_bbox(mask);
+  const bool given = bbox && !json_dom::is_empty_array(*bbox);
+  det.bbox = given ? entry.box("bbox") : rle_to_bbox(mask);
   det.segmentation = std::move(mask);
+  return !given;
 }
 
-std::vector<CocoAnnotation> read_detections(const CocoGroundTruth& gt,
+struct ReadResults {
+  std::vector<CocoAnnotation> detections;
+  std::vector<uint8_t> bbox_is_mask_box;
+};
+
+ReadResults read_detections(const CocoGroundTruth& gt,
                                             const simdjson::padded_string& text,
                                             const std::string& source, int threads) {
   json_dom::dom::parser parser;
@@ -83,8 +92,8 @@ std::vector<CocoAnnotation> read_detections(const CocoGroundTruth& gt,
   values.reserve(list.size());
   for (const json_dom::dom::element value : list) values.push_back(value);
   const size_t n = values.size();
-  std::vector<CocoAnnotation> detections;
-  if (n == 0) return detections;
+  ReadResults out;
+  if (n == 0) return out;
 
   // Like loadRes, every image must be known before anything else is read.
   for_each_entry(n, threads, [&](size_t i) {
@@ -101,10 +110,11 @@ std::vector<CocoAnnotation> read_detections(const CocoGroundTruth& gt,
   const bool boxes = first_bbox && !json_dom::is_empty_array(*first_bbox);
   if (!boxes && !first.has("segmentation")) first.fail("needs a 'bbox' or a 'segmentation'");
 
-  detections.resize(n);
+  out.detections.resize(n);
+  if (!boxes) out.bbox_is_mask_box.resize(n);
   for_each_entry(n, threads, [&](size_t i) {
     const json_dom::Entry entry(values[i], source, kResultsList, i);
-    CocoAnnotation& det = detections[i];
+    CocoAnnotation& det = out.detections[i];
     det.id = static_cast<int64_t>(i) + 1;
     det.image_id = entry.integer("image_id");
     det.category_id = entry.integer("category_id");
@@ -113,27 +123,41 @@ std::vector<CocoAnnotation> read_detections(const CocoGroundTruth& gt,
     if (boxes) {
       read_box_result(entry, det);
     } else {
-      read_mask_result(entry, *gt.find_image(det.image_id), det);
+      out.bbox_is_mask_box[i] = read_mask_result(entry, *gt.find_image(det.image_id), det);
     }
   });
-  return detections;
+  return out;
 }
 
 }  // namespace
 
 CocoDetections CocoDetections::load(const CocoGroundTruth& gt, const std::string& path, int threads) {
   const simdjson::padded_string text = json_dom::read_file(path);
+  ReadResults read = read_detections(gt, text, path, threads);
   CocoDetections out;
-  out.detections_ = read_detections(gt, text, path, threads);
+  out.detections_ = std::move(read.detections);
+  out.bbox_is_mask_box_ = std::move(read.bbox_is_mask_box);
   return out;
 }
 
 CocoDetections CocoDetections::parse(const CocoGroundTruth& gt, std::string_view json_text,
                                      const std::string& source, int threads) {
   const simdjson::padded_string text(json_text);
+  ReadResults read = read_detections(gt, text, source, threads);
   CocoDetections out;
-  out.detections_ = read_detections(gt, text, source, threads);
+  out.detections_ = std::move(read.detections);
+  out.bbox_is_mask_box_ = std::move(read.bbox_is_mask_box);
   return out;
+}
+
+bool CocoDetections::bbox_is_mask_box(const CocoAnnotation& detection) const {
+  const CocoAnnotation* first = detections_.data();
+  const std::less<const CocoAnnotation*> before;
+  if (bbox_is_mask_box_.empty() || before(&detection, first) ||
+      !before(&detection, first + detections_.size())) {
+    return false;
+  }
+  return bbox_is_mask_box_[static_cast<size_t>(&detection - first)] != 0;
 }
 
 }  // namespace dtrain::vision

@@ -32,9 +32,14 @@ class CocoDetections {
                               const std::string& source = "<json>", int threads = 0);
 
   const std::vector<CocoAnnotation>& detections() const { return detections_; }
+  // Whether `detection` (one of detections()) is a mask result whose bbox
+  // was computed from its mask (rle_to_bbox), so that mask evaluation need
+  // not compute it again.
+  bool bbox_is_mask_box(const CocoAnnotation& detection) const;
 
  private:
   std::vector<CocoAnnotation> detections_;
+  std::vector<uint8_t> bbox_is_mask_box_;  // per detection; empty for box results
 };
 
 }  // namespace dtrain::vision

@@ -227,6 +227,11 @@ TEST(CocoDetections, TheFirstEntryDecidesBetweenBoxesAndMasks) {
   EXPECT_EQ(masks.detections()[1].bbox, (BoundingBox{0, 0, 1, 1}));
   EXPECT_EQ(masks.detections()[1].area, 20.0);
   EXPECT_TRUE(std::holds_alternative<RunLengthMask>(masks.detections()[1].segmentation));
+  // The evaluator may reuse the first box, not the second.
+  EXPECT_TRUE(masks.bbox_is_mask_box(masks.detections()[0]));
+  EXPECT_FALSE(masks.bbox_is_mask_box(masks.detections()[1]));
+  const CocoAnnotation elsewhere = masks.detections()[0];
+  EXPECT_FALSE(masks.bbox_is_mask_box(elsewhere));
   EXPECT_EQ(error_of([&] {
               CocoDetections::parse(gt, R"([
       {"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": )" + mask + R"(},
@@ -245,6 +250,7 @@ TEST(CocoDetections, TheFirstEntryDecidesBetweenBoxesAndMasks) {
       {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1], "segmentation": )" + mask + R"(}])",
                                                      "dt.json");
   EXPECT_EQ(boxes.detections()[1].area, 1.0);
+  EXPECT_FALSE(boxes.bbox_is_mask_box(boxes.detections()[0]));
   ASSERT_TRUE(std::holds_alternative<CompressedRle>(boxes.detections()[1].segmentation));
   EXPECT_EQ(std::get<CompressedRle>(boxes.detections()[1].segmentation).counts,
             rle_counts_to_string(rle_from_box({2, 3, 4, 5}, 10, 12)));
