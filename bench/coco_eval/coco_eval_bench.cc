@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -189,6 +190,7 @@ struct Options {
   std::string python = "python3";
   std::string pycocotools;
   int threads = 0;
+  int repeat = 1;
 };
 
 struct Outcome {
@@ -197,42 +199,79 @@ struct Outcome {
   double max_stat_diff = -1;  // dtrain vs pycocotools
 };
 
-Outcome measure(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type,
-                const Options& options, const fs::path& work) {
+Phases dtrain_phases(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type,
+                     const Options& options, const fs::path& work) {
   const std::string name(vision::iou_type_name(type));
-  Outcome out;
-  out.dtrain = dtrain_in_process(gt_path, dt_path, type, options.threads);
-
+  Phases d = dtrain_in_process(gt_path, dt_path, type, options.threads);
   const fs::path report = work / ("dtrain_" + name + ".json");
   const ChildRun command = run_child({options.dtrain, "coco-eval", "--gt", gt_path.string(), "--dt",
                                       dt_path.string(), "--iou-type", name, "--threads",
                                       std::to_string(options.threads), "--json", report.string()},
                                      work / ("dtrain_" + name + ".log"));
-  out.dtrain.whole_command = command.seconds;
-  out.dtrain.peak_rss_mb = command.peak_rss_mb;
-  if (stats_of(nlohmann::ordered_json::parse(read_text(report))) != out.dtrain.stats) {
+  d.whole_command = command.seconds;
+  d.peak_rss_mb = command.peak_rss_mb;
+  if (stats_of(nlohmann::ordered_json::parse(read_text(report))) != d.stats) {
     throw vision::CocoError("dtrain coco-eval and the library in this process disagree on " +
                             dt_path.string());
   }
+  return d;
+}
 
-  if (!options.pycocotools.empty()) {
-    const fs::path py_report = work / ("pycocotools_" + name + ".json");
-    const ChildRun run = run_child(
-        {options.python, std::string(DTRAIN_SOURCE_DIR) + "/bench/coco_eval/pycocotools_phases.py",
-         "--pycocotools", options.pycocotools, "--gt", gt_path.string(), "--dt", dt_path.string(),
-         "--iou-type", name, "--out", py_report.string()},
-        work / ("pycocotools_" + name + ".log"));
-    const auto json = nlohmann::ordered_json::parse(read_text(py_report));
-    Phases p;
-    const auto& s = json["seconds"];
-    p.load_gt = s["load_gt"];
-    p.load_results = s["load_results"];
-    p.evaluate = s["evaluate"];
-    p.accumulate = s["accumulate"];
-    p.summarize = s["summarize"];
-    p.whole_command = run.seconds;
-    p.peak_rss_mb = run.peak_rss_mb;
-    p.stats = stats_of(json);
+Phases pycocotools_phases(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type,
+                          const Options& options, const fs::path& work) {
+  const std::string name(vision::iou_type_name(type));
+  const fs::path report = work / ("pycocotools_" + name + ".json");
+  const ChildRun run = run_child(
+      {options.python, std::string(DTRAIN_SOURCE_DIR) + "/bench/coco_eval/pycocotools_phases.py",
+       "--pycocotools", options.pycocotools, "--gt", gt_path.string(), "--dt", dt_path.string(),
+       "--iou-type", name, "--out", report.string()},
+      work / ("pycocotools_" + name + ".log"));
+  const auto json = nlohmann::ordered_json::parse(read_text(report));
+  Phases p;
+  const auto& s = json["seconds"];
+  p.load_gt = s["load_gt"];
+  p.load_results = s["load_results"];
+  p.evaluate = s["evaluate"];
+  p.accumulate = s["accumulate"];
+  p.summarize = s["summarize"];
+  p.whole_command = run.seconds;
+  p.peak_rss_mb = run.peak_rss_mb;
+  p.stats = stats_of(json);
+  return p;
+}
+
+// Each phase's median over the runs; the statistics must be the same in all.
+Phases median(const std::vector<Phases>& runs) {
+  Phases out = runs.front();
+  for (const Phases& run : runs) {
+    if (run.stats != out.stats) throw vision::CocoError("two runs gave different statistics");
+  }
+  for (double Phases::*field : {&Phases::load_gt, &Phases::load_results, &Phases::evaluate, &Phases::accumulate,
+                                &Phases::summarize, &Phases::whole_command, &Phases::peak_rss_mb}) {
+    std::vector<double> values;
+    for (const Phases& run : runs) values.push_back(run.*field);
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    out.*field = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  }
+  return out;
+}
+
+// dtrain and (when given) pycocotools on one pair of files, `repeat` times in
+// turn so that both see the same background load; medians.
+Outcome measure(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type,
+                const Options& options, const fs::path& work) {
+  std::vector<Phases> ours, theirs;
+  for (int r = 0; r < options.repeat; ++r) {
+    ours.push_back(dtrain_phases(gt_path, dt_path, type, options, work));
+    if (!options.pycocotools.empty()) {
+      theirs.push_back(pycocotools_phases(gt_path, dt_path, type, options, work));
+    }
+  }
+  Outcome out;
+  out.dtrain = median(ours);
+  if (!theirs.empty()) {
+    const Phases p = median(theirs);
     out.pycocotools = p;
     out.max_stat_diff = 0;
     if (p.stats.size() != out.dtrain.stats.size()) {
@@ -346,6 +385,10 @@ int main(int argc, char** argv) {
                  "e.g. a cocoapi checkout's PythonAPI after `python3 setup.py build_ext --inplace`)")
       ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
+  app.add_option("--repeat", options.repeat, "Runs of every measurement (dtrain and pycocotools in turn); "
+                                            "the tables show each phase's median")
+      ->default_val(options.repeat)
+      ->check(CLI::PositiveNumber);
   app.add_option("--python", options.python, "Python for pycocotools (needs NumPy)")
       ->default_val(options.python);
   app.add_option("--dtrain", options.dtrain, "dtrain binary for the whole-command runs (default: "
@@ -381,8 +424,9 @@ int main(int argc, char** argv) {
                 spec.images, data.annotations, data.detections, generate_s,
                 data.ground_truth.size() / 1e6, data.box_results.size() / 1e6,
                 data.mask_results.size() / 1e6, dir.string().c_str());
-    std::printf("dtrain: %d threads (hardware: %d), %s\n", options.threads,
-                concurrency::resolve_thread_count(0), options.dtrain.c_str());
+    std::printf("dtrain: %d threads (hardware: %d), %s; medians of %d run%s\n", options.threads,
+                concurrency::resolve_thread_count(0), options.dtrain.c_str(), options.repeat,
+                options.repeat == 1 ? "" : "s");
     std::printf("pycocotools: %s\n", options.pycocotools.empty()
                                          ? "not run (--pycocotools DIR runs it beside dtrain)"
                                          : (options.pycocotools + " with " + options.python).c_str());
