@@ -128,7 +128,7 @@ EvaluationScalars evaluate_on_ranks(vision::modeling::MaskRcnnImpl& model, const
     append_summary(scalars, summary, name);
     append_categories(per_category, summary, name);
   }
-  std::printf("COCO evaluation on rank 0: %.2f s (ground truth and results loaded, evaluated, accumulated)\n",
+  std::printf("COCO evaluation on rank 0: %.3f s (ground truth and results loaded, evaluated, accumulated)\n",
               std::chrono::duration<double>(clock::now() - evaluation_start).count());
   std::string line = "eval: iter: " + std::to_string(iteration);
   for (const auto& [name, value] : scalars) {
