@@ -37,18 +37,28 @@ std::string rle_counts_to_string(const RunLengthMask& mask) {
 
 RunLengthMask rle_from_counts_string(std::string_view counts, uint32_t height, uint32_t width) {
   RunLengthMask out{height, width, {}};
-  out.counts.reserve(counts.size());
+  const auto* text = reinterpret_cast<const unsigned char*>(counts.data());
+  const size_t size = counts.size();
+  // Every character without the continuation bit ends a count; in '0'..'o'
+  // those are the ones below '0' + 0x20 = 'P'. Allocate once, exactly. (A
+  // string with other characters throws before it writes past the counts of
+  // the valid characters ahead of them, which are all counted.)
+  size_t numbers = 0;
+  for (size_t i = 0; i < size; ++i) numbers += text[i] < kFirstChar + kContinuationBit;
+  out.counts.resize(numbers);
+  uint32_t* decoded = out.counts.data();
+  size_t m = 0;
   size_t p = 0;
-  while (p < counts.size()) {
+  while (p < size) {
     int64_t value = 0;
     int shift = 0;
     for (;;) {
-      if (p >= counts.size()) {
+      if (p >= size) {
         throw CocoError("RLE counts string ends inside a number at character " +
                         std::to_string(p));
       }
-      const int chunk = static_cast<unsigned char>(counts[p]) - kFirstChar;
-      if (chunk < 0 || chunk > 63) {
+      const unsigned chunk = text[p] - unsigned{kFirstChar};  // wraps below '0'
+      if (chunk > 63) {
         throw CocoError("RLE counts string has an invalid character at position " +
                         std::to_string(p) + " (expected '0'..'o')");
       }
@@ -61,9 +71,8 @@ RunLengthMask rle_from_counts_string(std::string_view counts, uint32_t height, u
         break;
       }
     }
-    const size_t m = out.counts.size();
-    if (m >= kFirstDeltaIndex) value += out.counts[m - 2];
-    out.counts.push_back(static_cast<uint32_t>(value));
+    if (m >= kFirstDeltaIndex) value += decoded[m - 2];
+    decoded[m++] = static_cast<uint32_t>(value);
   }
   return out;
 }

@@ -55,14 +55,23 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
   // Outcomes of the ranked detections, gathered once per area range so the
   // passes below read memory in order: by_rank[t * N + n].
   const size_t N = ranked.size();
-  std::vector<DetectionOutcome> by_rank(T * N), sequence;
-  std::vector<double> recall_curve, precision_curve, recall_of;
-  sequence.reserve(N);
+  std::vector<DetectionOutcome> by_rank(T * N);
+  std::vector<double> recall_of, envelope;
+  std::vector<size_t> needed(R);  // per recall threshold: true positives to reach it
   for (size_t a = 0; a < A; ++a) {
     const uint32_t npig = counted[a];
     if (npig == 0) continue;
+    // numpy's tp / npig for every count of true positives.
     recall_of.resize(static_cast<size_t>(npig) + N + 1);
     for (size_t tp = 0; tp < recall_of.size(); ++tp) recall_of[tp] = static_cast<double>(tp) / npig;
+    // The recall curve is recall_of[true positives so far], which only grows:
+    // np.searchsorted(rc, thr, side='left') is the first rank where the count
+    // of true positives reaches needed[r].
+    for (size_t r = 0; r < R; ++r) {
+      needed[r] = static_cast<size_t>(
+          std::lower_bound(recall_of.begin(), recall_of.end(), params.recall_thresholds[r]) -
+          recall_of.begin());
+    }
     for (size_t n = 0; n < N; ++n) {
       const RankedDetection& r = ranked[n];
       const ImageCategoryEvaluation& e = images[r.image];
@@ -71,40 +80,42 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
     for (size_t m = 0; m < M; ++m) {
       const auto max_det = static_cast<uint32_t>(params.max_detections[m]);
       for (size_t t = 0; t < T; ++t) {
-        sequence.clear();
+        // Precision tp / (fp + tp + eps) at rank i (numpy's divisions) only
+        // grows at a true positive; between two it falls or stays (more
+        // false positives, or ignored detections that change nothing). So
+        // the precision made non-increasing from the end, read at a rank
+        // where the k-th true positive is, is the largest precision at the
+        // k-th or a later true positive: only those are computed.
         const DetectionOutcome* row = &by_rank[t * N];
-        for (size_t n = 0; n < N; ++n) {
-          if (ranked[n].rank < max_det) sequence.push_back(row[n]);
-        }
-        const size_t nd = sequence.size();
-        recall_curve.resize(nd);
-        precision_curve.resize(nd);
-        // The same divisions as numpy's tp / npig and tp / (fp + tp + eps);
-        // recall comes from the table, and an ignored detection repeats the
-        // previous values.
         uint32_t tp = 0, fp = 0;
-        double precision = 0;
-        for (size_t i = 0; i < nd; ++i) {
-          if (sequence[i] != DetectionOutcome::kIgnored || i == 0) {
-            if (sequence[i] == DetectionOutcome::kTruePositive) ++tp;
-            if (sequence[i] == DetectionOutcome::kFalsePositive) ++fp;
+        size_t nd = 0;
+        envelope.clear();
+        for (size_t n = 0; n < N; ++n) {
+          if (ranked[n].rank >= max_det) continue;
+          ++nd;
+          if (row[n] == DetectionOutcome::kTruePositive) {
+            ++tp;
             const double tps = tp;
-            precision = tps / (static_cast<double>(fp) + tps + kEpsilon);
+            envelope.push_back(tps / (static_cast<double>(fp) + tps + kEpsilon));
+          } else if (row[n] == DetectionOutcome::kFalsePositive) {
+            ++fp;
           }
-          recall_curve[i] = recall_of[tp];
-          precision_curve[i] = precision;
         }
-        out.recall_at(t, k, a, m) = nd ? recall_curve[nd - 1] : 0;
-        for (size_t i = nd; i-- > 1;) {
-          if (precision_curve[i] > precision_curve[i - 1]) precision_curve[i - 1] = precision_curve[i];
+        for (size_t i = envelope.size(); i-- > 1;) {
+          if (envelope[i] > envelope[i - 1]) envelope[i - 1] = envelope[i];
         }
-        // np.searchsorted(rc, recThrs, side='left'); past the end stays 0.
+        out.recall_at(t, k, a, m) = nd ? recall_of[tp] : 0;
         for (size_t r = 0; r < R; ++r) {
-          const auto it = std::lower_bound(recall_curve.begin(), recall_curve.end(),
-                                           params.recall_thresholds[r]);
-          const auto index = static_cast<size_t>(it - recall_curve.begin());
+          // Before the first true positive the precision is 0; past the last
+          // rank (recall never reached) q stays 0.
           double q = 0;
-          if (index < nd) q = precision_curve[index];
+          if (nd > 0) {
+            if (needed[r] == 0) {
+              if (!envelope.empty()) q = envelope[0];
+            } else if (needed[r] <= envelope.size()) {
+              q = envelope[needed[r] - 1];
+            }
+          }
           out.precision_at(t, r, k, a, m) = q;
         }
       }

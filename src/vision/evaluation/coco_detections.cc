@@ -1,91 +1,163 @@
 #include "vision/evaluation/coco_detections.h"
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <functional>
 
+#include <fmt/format.h>
+
+#include "concurrency/parallel_for.h"
 #include "vision/coco/coco_error.h"
-#include "vision/coco/json_entry.h"
+#include "vision/coco/rle_string.h"
 #include "vision/coco/run_length_mask.h"
 #include "vision/coco/segmentation_mask.h"
+#include "vision/evaluation/json_dom.h"
 
 namespace dtrain::vision {
 namespace {
 
-constexpr const char* kList = "results";
+constexpr const char* kResultsList = "results";
 
-}  // namespace
+// Entries read by one task: a few milliseconds of RLE decoding.
+constexpr size_t kEntriesPerTask = 2048;
 
-CocoDetections CocoDetections::load(const CocoGroundTruth& gt, const std::string& path) {
-  return from_json(gt, read_json_file(path), path);
+// Runs read(i) for every entry index on `threads` threads, in contiguous
+// chunks that each stop at their first error, so the error rethrown (that of
+// the lowest failing chunk) is the first bad entry in file order, whatever
+// the thread count.
+template <typename Read>
+void for_each_entry(size_t entries, int threads, const Read& read) {
+  const size_t tasks = (entries + kEntriesPerTask - 1) / kEntriesPerTask;
+  concurrency::parallel_for(tasks, threads, [&](size_t task) {
+    const size_t end = std::min(entries, (task + 1) * kEntriesPerTask);
+    for (size_t i = task * kEntriesPerTask; i < end; ++i) read(i);
+  });
 }
 
-CocoDetections CocoDetections::parse(const CocoGroundTruth& gt, std::string_view json_text,
-                                     const std::string& source) {
-  return from_json(gt, parse_json_text(json_text, source), source);
-}
-
-CocoDetections CocoDetections::from_json(const CocoGroundTruth& gt, const nlohmann::json& results,
-                                         const std::string& source) {
-  if (!results.is_array()) {
-    throw CocoError(fmt::format("{}: results must be a JSON list of detections, got {}", source,
-                                results.type_name()));
+// A box result (loadRes' bbox branch): area = w*h; without a segmentation
+// the box becomes a polygon.
+void read_box_result(const json_dom::Entry& entry, CocoAnnotation& det) {
+  det.bbox = entry.box("bbox");
+  const BoundingBox& b = det.bbox;
+  if (entry.has("segmentation")) {
+    det.segmentation = entry.segmentation("segmentation");
+  } else {
+    const double x1 = b.x, x2 = b.x + b.width, y1 = b.y, y2 = b.y + b.height;
+    det.segmentation = Polygons{{x1, y1, x1, y2, x2, y2, x2, y1}};
   }
-  CocoDetections out;
-  if (results.empty()) return out;
+  det.area = b.width * b.height;
+}
+
+// A mask result (loadRes' segmentation branch): area and, without a bbox,
+// the box from the mask. The decoded runs are kept: the evaluator needs them.
+// Returns whether the bbox is the mask's.
+bool read_mask_result(const json_dom::Entry& entry, const CocoImage& image, CocoAnnotation& det) {
+  // Reading the field reports its own faults with the entry's location ...
+  const std::optional<json_dom::RleText> rle = entry.compressed_rle("segmentation");
+  Segmentation other;
+  if (!rle) other = entry.segmentation("segmentation");
+  // ... decoding it does not.
+  RunLengthMask mask;
+  try {
+    mask = rle ? rle_from_counts_string(rle->counts, rle->height, rle->width)
+               : segmentation_mask(other, image.height, image.width);
+  } catch (const CocoError& e) {
+    entry.fail(fmt::format("field 'segmentation': {}", e.what()));
+  }
+  det.area = static_cast<double>(rle_area(mask));
+  // loadRes keeps an empty bbox as it is; it is never used for masks, so it
+  // is read like a missing one.
+  const std::optional<json_dom::dom::element> bbox = entry.find("bbox");
+  const bool given = bbox && !json_dom::is_empty_array(*bbox);
+  det.bbox = given ? entry.box("bbox") : rle_to_bbox(mask);
+  det.segmentation = std::move(mask);
+  return !given;
+}
+
+struct ReadResults {
+  std::vector<CocoAnnotation> detections;
+  std::vector<uint8_t> bbox_is_mask_box;
+};
+
+ReadResults read_detections(const CocoGroundTruth& gt,
+                                            const simdjson::padded_string& text,
+                                            const std::string& source, int threads) {
+  json_dom::dom::parser parser;
+  const json_dom::dom::element root = json_dom::parse(parser, text, source);
+  json_dom::dom::array list;
+  if (root.get_array().get(list) != simdjson::SUCCESS) {
+    throw CocoError(fmt::format("{}: results must be a JSON list of detections, got {}", source,
+                                json_dom::type_name(root)));
+  }
+  std::vector<json_dom::dom::element> values;
+  values.reserve(list.size());
+  for (const json_dom::dom::element value : list) values.push_back(value);
+  const size_t n = values.size();
+  ReadResults out;
+  if (n == 0) return out;
 
   // Like loadRes, every image must be known before anything else is read.
-  for (size_t i = 0; i < results.size(); ++i) {
-    const JsonEntry entry(results[i], source, kList, i);
+  for_each_entry(n, threads, [&](size_t i) {
+    const json_dom::Entry entry(values[i], source, kResultsList, i);
     const int64_t image_id = entry.integer("image_id");
     if (gt.find_image(image_id) == nullptr) {
       entry.fail(fmt::format("image_id {} is not an image of the ground truth {}", image_id,
                              gt.source()));
     }
-  }
+  });
 
-  const auto& first = results[0];
-  const auto first_bbox = first.find("bbox");
-  const bool boxes = first_bbox != first.end() && !(first_bbox->is_array() && first_bbox->empty());
-  if (!boxes && !first.contains("segmentation")) {
-    JsonEntry(first, source, kList, 0).fail("needs a 'bbox' or a 'segmentation'");
-  }
+  const json_dom::Entry first(values[0], source, kResultsList, 0);
+  const std::optional<json_dom::dom::element> first_bbox = first.find("bbox");
+  const bool boxes = first_bbox && !json_dom::is_empty_array(*first_bbox);
+  if (!boxes && !first.has("segmentation")) first.fail("needs a 'bbox' or a 'segmentation'");
 
-  out.detections_.reserve(results.size());
-  for (size_t i = 0; i < results.size(); ++i) {
-    const JsonEntry entry(results[i], source, kList, i);
-    CocoAnnotation det;
+  out.detections.resize(n);
+  if (!boxes) out.bbox_is_mask_box.resize(n);
+  for_each_entry(n, threads, [&](size_t i) {
+    const json_dom::Entry entry(values[i], source, kResultsList, i);
+    CocoAnnotation& det = out.detections[i];
     det.id = static_cast<int64_t>(i) + 1;
     det.image_id = entry.integer("image_id");
     det.category_id = entry.integer("category_id");
     det.score = entry.number("score");
     det.iscrowd = false;
     if (boxes) {
-      det.bbox = entry.box("bbox");
-      const BoundingBox& b = det.bbox;
-      if (entry.has("segmentation")) {
-        det.segmentation = entry.segmentation("segmentation");
-      } else {
-        const double x1 = b.x, x2 = b.x + b.width, y1 = b.y, y2 = b.y + b.height;
-        det.segmentation = Polygons{{x1, y1, x1, y2, x2, y2, x2, y1}};
-      }
-      det.area = b.width * b.height;
+      read_box_result(entry, det);
     } else {
-      det.segmentation = entry.segmentation("segmentation");
-      const CocoImage* image = gt.find_image(det.image_id);
-      RunLengthMask mask;
-      try {
-        mask = segmentation_mask(det.segmentation, image->height, image->width);
-      } catch (const CocoError& e) {
-        entry.fail(fmt::format("field 'segmentation': {}", e.what()));
-      }
-      det.area = static_cast<double>(rle_area(mask));
-      det.bbox = entry.has("bbox") ? entry.box("bbox") : rle_to_bbox(mask);
-      // Keep the decoded runs: the evaluator needs them and decoding is not free.
-      det.segmentation = std::move(mask);
+      out.bbox_is_mask_box[i] = read_mask_result(entry, *gt.find_image(det.image_id), det);
     }
-    out.detections_.push_back(std::move(det));
-  }
+  });
   return out;
+}
+
+}  // namespace
+
+CocoDetections CocoDetections::load(const CocoGroundTruth& gt, const std::string& path, int threads) {
+  const simdjson::padded_string text = json_dom::read_file(path);
+  ReadResults read = read_detections(gt, text, path, threads);
+  CocoDetections out;
+  out.detections_ = std::move(read.detections);
+  out.bbox_is_mask_box_ = std::move(read.bbox_is_mask_box);
+  return out;
+}
+
+CocoDetections CocoDetections::parse(const CocoGroundTruth& gt, std::string_view json_text,
+                                     const std::string& source, int threads) {
+  const simdjson::padded_string text(json_text);
+  ReadResults read = read_detections(gt, text, source, threads);
+  CocoDetections out;
+  out.detections_ = std::move(read.detections);
+  out.bbox_is_mask_box_ = std::move(read.bbox_is_mask_box);
+  return out;
+}
+
+bool CocoDetections::bbox_is_mask_box(const CocoAnnotation& detection) const {
+  const CocoAnnotation* first = detections_.data();
+  const std::less<const CocoAnnotation*> before;
+  if (bbox_is_mask_box_.empty() || before(&detection, first) ||
+      !before(&detection, first + detections_.size())) {
+    return false;
+  }
+  return bbox_is_mask_box_[static_cast<size_t>(&detection - first)] != 0;
 }
 
 }  // namespace dtrain::vision

@@ -4,8 +4,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "vision/coco/coco_annotation.h"
 #include "vision/evaluation/coco_ground_truth.h"
 
@@ -17,21 +15,31 @@ namespace dtrain::vision {
 //  - it has a non-empty bbox: area = w*h; a missing segmentation becomes the
 //    box's polygon;
 //  - otherwise it has a segmentation (an RLE): area = the mask's pixel count
-//    and a missing bbox is the mask's tight box.
+//    and a missing (or empty) bbox is the mask's tight box; the mask is kept
+//    decoded.
 // Detections get ids 1..N in file order and iscrowd = 0. An image_id that is
-// not in the ground truth is a CocoError naming the entry.
+// not in the ground truth is a CocoError naming the entry (checked for every
+// entry before anything else, as loadRes asserts).
+//
+// The text is parsed with simdjson; the entries are then read on `threads`
+// threads (0: one per core), RLE counts decoded straight from the parsed
+// text. The detections, and the error reported for bad input (the first bad
+// entry), do not depend on the thread count.
 class CocoDetections {
  public:
-  static CocoDetections load(const CocoGroundTruth& gt, const std::string& path);
+  static CocoDetections load(const CocoGroundTruth& gt, const std::string& path, int threads = 0);
   static CocoDetections parse(const CocoGroundTruth& gt, std::string_view json_text,
-                              const std::string& source = "<json>");
-  static CocoDetections from_json(const CocoGroundTruth& gt, const nlohmann::json& results,
-                                  const std::string& source);
+                              const std::string& source = "<json>", int threads = 0);
 
   const std::vector<CocoAnnotation>& detections() const { return detections_; }
+  // Whether `detection` (one of detections()) is a mask result whose bbox
+  // was computed from its mask (rle_to_bbox), so that mask evaluation need
+  // not compute it again.
+  bool bbox_is_mask_box(const CocoAnnotation& detection) const;
 
  private:
   std::vector<CocoAnnotation> detections_;
+  std::vector<uint8_t> bbox_is_mask_box_;  // per detection; empty for box results
 };
 
 }  // namespace dtrain::vision

@@ -139,7 +139,14 @@ void CocoEvaluator::evaluate_cell(size_t cell) {
                                     is_gt ? "annotation" : "detection", current->id,
                                     current->image_id, e.what()));
       }
-      ious = mask_iou_matrix(dt_masks, gt_masks, crowd);
+      // rleIou's box test needs every mask's box; a mask result's bbox is
+      // that box unless the result gave its own.
+      std::vector<BoundingBox> dt_boxes(dts.size()), gt_boxes(gts.size());
+      for (size_t d = 0; d < dts.size(); ++d) {
+        dt_boxes[d] = dt_.bbox_is_mask_box(*dts[d]) ? dts[d]->bbox : rle_to_bbox(*dt_masks[d]);
+      }
+      for (size_t g = 0; g < gts.size(); ++g) gt_boxes[g] = rle_to_bbox(*gt_masks[g]);
+      ious = mask_iou_matrix(dt_masks, dt_boxes, gt_masks, gt_boxes, crowd);
     }
   }
   evaluations_[cell] = match_detections(gts, dts, ious, params_);

@@ -1,60 +1,67 @@
 #include "vision/evaluation/coco_ground_truth.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "vision/coco/coco_error.h"
-#include "vision/coco/json_entry.h"
+#include "vision/evaluation/json_dom.h"
 
 namespace dtrain::vision {
 namespace {
 
-const nlohmann::json& required_list(const nlohmann::json& dataset, const std::string& source,
-                                    const char* name) {
-  const auto it = dataset.find(name);
-  if (it == dataset.end()) throw CocoError(fmt::format("{}: missing list '{}'", source, name));
-  if (!it->is_array()) throw CocoError(fmt::format("{}: '{}' must be a list", source, name));
-  return *it;
+json_dom::dom::array required_list(json_dom::dom::object dataset, const std::string& source,
+                                   const char* name) {
+  const std::optional<json_dom::dom::element> list = json_dom::find(dataset, name);
+  if (!list) throw CocoError(fmt::format("{}: missing list '{}'", source, name));
+  json_dom::dom::array array;
+  if (list->get_array().get(array) != simdjson::SUCCESS) {
+    throw CocoError(fmt::format("{}: '{}' must be a list", source, name));
+  }
+  return array;
 }
 
 }  // namespace
 
 CocoGroundTruth CocoGroundTruth::load(const std::string& path) {
-  return from_json(read_json_file(path), path);
+  return read(json_dom::read_file(path), path);
 }
 
 CocoGroundTruth CocoGroundTruth::parse(std::string_view json_text, const std::string& source) {
-  return from_json(parse_json_text(json_text, source), source);
+  return read(simdjson::padded_string(json_text), source);
 }
 
-CocoGroundTruth CocoGroundTruth::from_json(const nlohmann::json& dataset, const std::string& source) {
-  if (!dataset.is_object()) {
+CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const std::string& source) {
+  json_dom::dom::parser parser;
+  json_dom::dom::object dataset;
+  if (json_dom::parse(parser, text, source).get_object().get(dataset) != simdjson::SUCCESS) {
     throw CocoError(fmt::format("{}: expected a COCO dataset object with 'images', "
                                 "'annotations' and 'categories'", source));
   }
   CocoGroundTruth gt;
   gt.source_ = source;
 
-  const auto& images = required_list(dataset, source, "images");
+  const json_dom::dom::array images = required_list(dataset, source, "images");
   gt.images_.reserve(images.size());
-  for (size_t i = 0; i < images.size(); ++i) {
-    const JsonEntry entry(images[i], source, "images", i);
+  size_t i = 0;
+  for (const json_dom::dom::element value : images) {
+    const json_dom::Entry entry(value, source, "images", i++);
     CocoImage image{entry.integer("id"), entry.dimension("height"), entry.dimension("width")};
     gt.image_index_[image.id] = gt.images_.size();
     gt.images_.push_back(image);
   }
 
-  const auto& categories = required_list(dataset, source, "categories");
+  const json_dom::dom::array categories = required_list(dataset, source, "categories");
   gt.categories_.reserve(categories.size());
-  for (size_t i = 0; i < categories.size(); ++i) {
-    const JsonEntry entry(categories[i], source, "categories", i);
+  i = 0;
+  for (const json_dom::dom::element value : categories) {
+    const json_dom::Entry entry(value, source, "categories", i++);
     gt.categories_.push_back({entry.integer("id"), entry.has("name") ? entry.text("name") : ""});
   }
 
-  const auto& annotations = required_list(dataset, source, "annotations");
+  const json_dom::dom::array annotations = required_list(dataset, source, "annotations");
   gt.annotations_.reserve(annotations.size());
-  for (size_t i = 0; i < annotations.size(); ++i) {
-    const JsonEntry entry(annotations[i], source, "annotations", i);
+  i = 0;
+  for (const json_dom::dom::element value : annotations) {
+    const json_dom::Entry entry(value, source, "annotations", i++);
     CocoAnnotation ann;
     ann.id = entry.integer("id");
     ann.image_id = entry.integer("image_id");

@@ -6,9 +6,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "vision/coco/coco_annotation.h"
+
+namespace simdjson {
+struct padded_string;
+}  // namespace simdjson
 
 namespace dtrain::vision {
 
@@ -18,11 +20,11 @@ namespace dtrain::vision {
 // bbox}; `segmentation` may be polygons, a compressed RLE or an uncompressed
 // RLE and is only needed for mask evaluation. Category ids need not be
 // contiguous. Errors are CocoError naming the file, the list and the index.
+// The text is parsed with simdjson.
 class CocoGroundTruth {
  public:
   static CocoGroundTruth load(const std::string& path);
   static CocoGroundTruth parse(std::string_view json_text, const std::string& source = "<json>");
-  static CocoGroundTruth from_json(const nlohmann::json& dataset, const std::string& source);
 
   const std::vector<CocoImage>& images() const { return images_; }
   const std::vector<CocoCategory>& categories() const { return categories_; }
@@ -33,6 +35,8 @@ class CocoGroundTruth {
   const std::string& source() const { return source_; }
 
  private:
+  static CocoGroundTruth read(const simdjson::padded_string& text, const std::string& source);
+
   std::string source_;
   std::vector<CocoImage> images_;
   std::vector<CocoCategory> categories_;

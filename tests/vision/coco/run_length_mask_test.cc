@@ -97,5 +97,52 @@ TEST(RunLengthMaskProperty, BoxContainsEveryPixelAndIsTightForBlocks) {
   }
 }
 
+// COCO's rleToBbox as the COCO API writes it, with plain divisions.
+BoundingBox reference_bbox(const RunLengthMask& mask) {
+  const uint32_t h = mask.height;
+  const size_t runs = mask.counts.size() / 2 * 2;
+  if (runs == 0 || h == 0) return {};
+  uint32_t xs = mask.width, ys = h, xe = 0, ye = 0, cc = 0, xp = 0;
+  for (size_t j = 0; j < runs; ++j) {
+    cc += mask.counts[j];
+    const uint32_t t = cc - j % 2;
+    const uint32_t y = t % h, x = (t - y) / h;
+    if (j % 2 == 0) {
+      xp = x;
+    } else if (xp < x) {
+      ys = 0;
+      ye = h - 1;
+    }
+    xs = std::min(xs, x);
+    xe = std::max(xe, x);
+    ys = std::min(ys, y);
+    ye = std::max(ye, y);
+  }
+  return {double(xs), double(ys), double(xe - xs + 1), double(ye - ys + 1)};
+}
+
+// rle_to_bbox divides by multiplying; on every size, from one-pixel-high
+// images to ones near 2^32 pixels, it must give the divisions' box.
+TEST(RunLengthMaskProperty, BoxMatchesTheCocoApiOnAnySize) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const uint32_t h = trial % 10 == 0 ? 1 + trial % 3 : std::uniform_int_distribution<uint32_t>(1, 70000)(rng);
+    const uint64_t max_w = std::min<uint64_t>(0xFFFFFFFFull / h, 70000);
+    const auto w = static_cast<uint32_t>(std::uniform_int_distribution<uint64_t>(1, max_w)(rng));
+    const uint64_t pixels = uint64_t{h} * w;
+    RunLengthMask rle{h, w, {}};
+    uint64_t covered = 0;
+    const int runs = std::uniform_int_distribution<int>(0, 40)(rng);
+    for (int r = 0; r < runs && covered < pixels; ++r) {
+      const uint64_t most = std::min<uint64_t>(pixels - covered, r % 3 == 0 ? pixels : 3 * h);
+      const uint64_t run = std::uniform_int_distribution<uint64_t>(r == 0 ? 0 : 1, most)(rng);
+      rle.counts.push_back(static_cast<uint32_t>(run));
+      covered += run;
+    }
+    if (covered < pixels) rle.counts.push_back(static_cast<uint32_t>(pixels - covered));
+    ASSERT_EQ(rle_to_bbox(rle), reference_bbox(rle)) << h << "x" << w << ", trial " << trial;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain::vision

@@ -54,7 +54,7 @@ TEST_P(CategoryTableGolden, EachRowIsTheEvaluationRestrictedToItsCategory) {
     for (const auto& a : dataset["annotations"]) {
       if (a["category_id"] == row.id) one["annotations"].push_back(a);
     }
-    const Evaluation restricted(CocoGroundTruth::from_json(one, "one category"), results, type);
+    const Evaluation restricted(CocoGroundTruth::parse(one.dump(), "one category"), results, type);
     const CategoryTable single = category_table(*restricted.evaluator, restricted.summary);
     ASSERT_EQ(single.rows.size(), 1u);
     for (size_t s = 0; s < 6; ++s) {

@@ -35,7 +35,7 @@ struct Evaluation {
   CocoSummary summary;
 
   Evaluation(CocoGroundTruth g, const nlohmann::json& results, IouType type)
-      : gt(std::move(g)), dt(CocoDetections::from_json(gt, results, "dt")) {
+      : gt(std::move(g)), dt(CocoDetections::parse(gt, results.dump(), "dt")) {
     evaluator = std::make_unique<CocoEvaluator>(gt, dt, type, 2);
     evaluator->evaluate();
     evaluator->accumulate();
