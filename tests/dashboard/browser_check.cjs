@@ -212,6 +212,14 @@ async function timeline(page, options, deadline, seen) {
   seen.spans = await waitFor(page, deadline, 'the timeline canvas with spans', timelineSpans);
   await page.evaluate(nextTwoFrames); // let the first frame paint before the screenshot
   await screenshot(page, options, 'timeline.png');
+  // One step's breakdown: the second step chosen (the first may hold start-up work).
+  seen.steps = Number(await page.getAttribute('section[data-steps]', 'data-steps', { timeout: deadline.remainingMs() }));
+  if (seen.steps >= 2) {
+    await page.selectOption('#timeline-step', '1', { timeout: deadline.remainingMs() });
+    await page.evaluate(nextTwoFrames);
+    seen.stepActivities = await page.$$eval('section[data-steps] tr[data-activity]', (rows) => rows.map((r) => r.dataset.activity));
+    await screenshot(page, options, 'timeline-step.png');
+  }
 }
 
 // A job's page once `--metric` has points (the docs' picture of the main job is taken so):

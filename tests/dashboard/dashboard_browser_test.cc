@@ -5,6 +5,7 @@
 // tests/dashboard/screenshots/ (DTRAIN_DASHBOARD_SCREENSHOTS=DIR: there instead).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -141,6 +142,11 @@ TEST(DashboardInABrowser, ALiveJobGoesFromRunningToCompletedThenComparesAndDraws
   EXPECT_GT(spans, 100u);
   Json drawn = browse({"timeline", "--url", address[0], "--job", "mnist-live", "--file", "timeline.json"}, dir);
   EXPECT_EQ(drawn["spans"], spans) << drawn;
+  // The job's 60 steps, found from one gradient's negotiations, each with its own breakdown.
+  EXPECT_EQ(drawn["steps"], 60) << drawn;
+  EXPECT_NE(std::find(drawn["stepActivities"].begin(), drawn["stepActivities"].end(), "ALLREDUCE"),
+            drawn["stepActivities"].end())
+      << drawn;
   dashboard.signal(SIGTERM);
   EXPECT_TRUE(dashboard.finish(30).exited);
 }

@@ -67,11 +67,33 @@ export class TimelineData {
     this.end = Number.isFinite(end) && end > this.start ? end : this.start + 1000;
   }
 
-  // Per activity: how many spans, total and mean microseconds, and the share of all span time.
-  activitySummary() {
+  // Training steps, found as the runtime's autotuner finds them: by the recurrence of one
+  // tensor's negotiation. The tensor negotiated most often (the earliest first, on a tie)
+  // comes once per step, so its negotiations' starts cut the timeline into steps:
+  // [{start, end}] in microseconds, empty when no tensor was negotiated twice.
+  steps() {
+    let marker = null;
+    for (const lane of this.lanes) {
+      const starts = [];
+      for (let i = 0; i < lane.starts.length; i++) {
+        if (this.activities[lane.activities[i]].startsWith('NEGOTIATE')) starts.push(lane.starts[i]);
+      }
+      const better = !marker || starts.length > marker.length ||
+        (starts.length === marker.length && starts.length > 0 && starts[0] < marker[0]);
+      if (starts.length >= 2 && better) marker = starts;
+    }
+    if (!marker) return [];
+    return marker.map((start, i) => ({ start, end: i + 1 < marker.length ? marker[i + 1] : this.end }));
+  }
+
+  // Per activity: how many spans, total and mean microseconds, and the share of all span time;
+  // with a window {start, end}, of the spans that begin inside it (one step's breakdown).
+  activitySummary(window = null) {
     const rows = this.activities.map((name, index) => ({ index, name, count: 0, total: 0, max: 0 }));
     for (const lane of this.lanes) {
-      for (let i = 0; i < lane.starts.length; i++) {
+      const first = window ? lowerBound(lane.starts, window.start) : 0;
+      const last = window ? lowerBound(lane.starts, window.end) : lane.starts.length;
+      for (let i = first; i < last; i++) {
         const row = rows[lane.activities[i]];
         row.count += 1;
         row.total += lane.durations[i];

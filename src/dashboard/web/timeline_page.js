@@ -67,7 +67,10 @@ export function mountTimelinePage(root, route) {
           el('span', { class: 'muted' }, HELP)),
         activityLegend(data.activities, colors),
         el('div', { class: 'timeline-canvas-box' }, canvas, tooltip)),
-      summaryTable(data, colors));
+      breakdown(data, colors, (step) => {
+        if (step) view?.showRange(step.start, step.end);
+        else view?.resetView();
+      }));
     if (data.spanCount === 0) canvas.insertAdjacentElement('afterend', emptyNote('The timeline holds no spans.'));
     view = new TimelineView(canvas, tooltip, data, colors);
   }
@@ -87,16 +90,33 @@ function activityLegend(activities, colors) {
     el('li', {}, el('span', { class: 'swatch', style: `background:${colors[i]}` }), name)));
 }
 
-// Where the time went: per activity, the spans' count, total, mean and longest duration and
-// its share of all span time (spans of different tensors overlap, so shares are of the sum,
-// not of the wall-clock time).
+// Where the time went, over the whole timeline or in one step (<select id="timeline-step">:
+// choosing a step also zooms the lanes to it; `onStep(step or null)`).
+function breakdown(data, colors, onStep) {
+  const steps = data.steps();
+  const table = el('div', {}, summaryTable(data.activitySummary(), colors));
+  const picker = el('select', {
+    id: 'timeline-step',
+    onchange: () => {
+      const step = picker.value === '' ? null : steps[Number(picker.value)];
+      replaceChildren(table, summaryTable(data.activitySummary(step), colors));
+      onStep(step);
+    },
+  }, el('option', { value: '' }, 'whole timeline'), steps.map((step, i) =>
+    el('option', { value: String(i) },
+      `step ${i + 1} of ${steps.length}: ${formatMicros(step.end - step.start)} from ${formatMicros(step.start - data.start)}`)));
+  return el('section', { class: 'card', 'data-steps': steps.length },
+    el('div', { class: 'card-header' }, el('h2', {}, 'Time per activity'),
+      steps.length ? el('label', { class: 'log-picker' }, 'Show ', picker) : null),
+    table);
+}
+
+// Per activity: the spans' count, total, mean and longest duration and its share of all span
+// time (spans of different tensors overlap, so shares are of the sum, not of the wall-clock time).
 const SUMMARY_COLUMNS = ['Activity', 'Spans', 'Total', 'Mean', 'Longest', 'Share'];
 
-function summaryTable(data, colors) {
-  const rows = data.activitySummary();
-  return el('section', { class: 'card' },
-    el('div', { class: 'card-header' }, el('h2', {}, 'Time per activity')),
-    rows.length === 0 ? emptyNote('No spans.') : el('table', { class: 'table summary-table' },
+function summaryTable(rows, colors) {
+  return rows.length === 0 ? emptyNote('No spans.') : el('table', { class: 'table summary-table' },
       tableHead(SUMMARY_COLUMNS, ['Spans', 'Total', 'Mean', 'Longest']),
       el('tbody', {}, rows.map((row) =>
         el('tr', { 'data-activity': row.name },
@@ -105,7 +125,7 @@ function summaryTable(data, colors) {
           el('td', { class: 'num' }, formatMicros(row.total)),
           el('td', { class: 'num' }, formatMicros(row.mean)),
           el('td', { class: 'num' }, formatMicros(row.max)),
-          el('td', { class: 'share' }, shareBar(row.share, colors[row.index])))))));
+          el('td', { class: 'share' }, shareBar(row.share, colors[row.index]))))));
 }
 
 function shareBar(share, color) {

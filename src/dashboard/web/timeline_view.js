@@ -43,6 +43,15 @@ export class TimelineView {
     this.resize();
   }
 
+  // Shows [start, end] (microseconds, the data's clock) across the plot, e.g. one step.
+  showRange(start, end) {
+    const pad = (end - start) * 0.02;
+    this.viewStart = start - pad;
+    this.viewEnd = Math.max(end + pad, this.viewStart + MIN_RANGE_US);
+    this.hideTooltip();
+    this.requestDraw();
+  }
+
   resetView() {
     const pad = (this.data.end - this.data.start) * 0.01;
     this.viewStart = this.data.start - pad;
