@@ -187,12 +187,16 @@ std::unique_ptr<dashboard::DashboardServer> JobCommand::start_dashboard(const jo
 }
 
 // A page open on the dashboard polls every second: keep serving after the job's end until it
-// has asked twice more (so it shows the end), at most 10 s; not at all when no page is open.
+// has asked again (so it shows the end) and 3 s have passed (a page that was navigating
+// polls anew by then), at most 10 s; not at all when no page ever asked.
 void JobCommand::linger_for_open_pages(const dashboard::DashboardServer& server) const {
   const uint64_t at_end = server.api_requests();
   if (at_end == 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (server.api_requests() < at_end + 2 && std::chrono::steady_clock::now() < deadline) {
+  const auto ended = std::chrono::steady_clock::now();
+  while (true) {
+    const auto elapsed = std::chrono::steady_clock::now() - ended;
+    const bool seen = server.api_requests() >= at_end + 2 && elapsed >= std::chrono::seconds(3);
+    if (seen || elapsed >= std::chrono::seconds(10)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
