@@ -11,7 +11,7 @@
 
 #include "vision/data/coco_dataset.h"
 #include "vision/coco/coco_error.h"
-#include "vision/coco/json_entry.h"
+#include "vision/coco/json_syntax.h"
 #include "vision/coco/rle_string.h"
 
 namespace dtrain::vision {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "vision/coco/coco_error.h"
-#include "vision/coco/json_entry.h"
+#include "vision/coco/json_syntax.h"
 
 namespace dtrain::vision::json_dom {
 namespace {
@@ -32,7 +32,7 @@ double as_double(dom::element v) {
 }
 
 
-// An integer, or a float with an integral value (json_entry's rule).
+// An integer, or a float with an integral value (as pycocotools accepts ids).
 bool is_integral(dom::element v) {
   const dom::element_type t = v.type();
   if (t == dom::element_type::INT64 || t == dom::element_type::UINT64) return true;

@@ -1,9 +1,9 @@
 #pragma once
 
 // simdjson's DOM for the evaluator's loaders (ground truth and results), with
-// the conventions of the data pipeline's reader (vision/data) and the
-// messages of vision/coco/json_entry: every failure is a one-line CocoError
-// "FILE: LIST[INDEX]: field 'NAME' ...". Private to dtrain_coco_eval.
+// the conventions of the data pipeline's reader (vision/data): every failure
+// is a one-line CocoError "FILE: LIST[INDEX]: field 'NAME' ...". Private to
+// dtrain_coco_eval.
 #include <simdjson.h>
 
 #include <cstdint>
@@ -43,7 +43,8 @@ struct RleText {
   std::string_view counts;
 };
 
-// One object of a COCO JSON list with typed field access (json_entry's rules).
+// One object of a COCO JSON list with typed field access (integral ids may be
+// written as floats, as pycocotools accepts them).
 class Entry {
  public:
   Entry(dom::element value, const std::string& source, const char* list, size_t index);
