@@ -274,11 +274,23 @@ Json job_detail(const JobLocation& job) {
   return detail;
 }
 
+// The time of the first sample that has one: the origin of a job whose start is unknown.
+double first_sample_time(const std::string& metrics_file) {
+  const FileChunk head = read_complete_lines(metrics_file, 0, kLastValuesBytes);
+  std::istringstream lines(head.text);
+  for (std::string line; std::getline(lines, line);) {
+    Json sample = Json::parse(line, nullptr, false);
+    if (field(sample, "time").is_number()) return sample["time"].get<double>();
+  }
+  return 0.0;
+}
+
 Json metric_samples(const JobLocation& job, uint64_t from) {
   const JobFiles files = read_job_files(job);
   const Json started = either(files.summary, files.status, "started_at");
-  const double origin = started.is_number() ? started.get<double>() : 0.0;
-  const FileChunk chunk = read_complete_lines(job.dir + "/metrics.jsonl", from, kMetricChunkBytes);
+  const std::string metrics_file = job.dir + "/metrics.jsonl";
+  const double origin = started.is_number() ? started.get<double>() : first_sample_time(metrics_file);
+  const FileChunk chunk = read_complete_lines(metrics_file, from, kMetricChunkBytes);
   Json samples = Json::array();
   size_t skipped = 0;
   std::istringstream lines(chunk.text);

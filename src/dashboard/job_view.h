@@ -23,7 +23,8 @@ nlohmann::ordered_json job_summary(const JobLocation& job);
 nlohmann::ordered_json job_detail(const JobLocation& job);
 
 // Metric samples from byte `from` of metrics.jsonl: {"samples": [...], "next": offset,
-// "started_at": ...}; each sample's time in seconds since the job started (when known).
+// "started_at": ...}; each sample's time in seconds since the job started (since the first
+// sample when the start is unknown).
 nlohmann::ordered_json metric_samples(const JobLocation& job, uint64_t from);
 
 // Whole lines of logs/<host>.log from `from` (the tail without it).
