@@ -119,6 +119,24 @@ TEST_F(DashboardServerTest, ServesThePagesAndTheJobsApi) {
   EXPECT_EQ(archive->body.size(), 3u << 20);
 }
 
+TEST_F(DashboardServerTest, AHalfWrittenJobIsShownAsFarAsItIsReadable) {
+  write_text(jobs.path() / "broken/status.json", "{\"job_name\": \"broken\", \"status\": \"Runn");
+  write_text(jobs.path() / "broken/summary.json", "not json");
+  write_text(jobs.path() / "broken/metrics.jsonl",
+             "\x01\xff garbage\n" R"({"time":1,"host":"algo-1","rank":0,"name":"loss","value":2})" "\n{\"time\":2,\"na");
+  write_text(jobs.path() / "broken/logs/algo-1.log", "bytes that are not UTF-8: \xc3\x28\n");
+  start();
+  Json list = get_json("/api/jobs");
+  ASSERT_EQ(list["jobs"].size(), 2u);
+  EXPECT_EQ(list["jobs"][0]["id"], "broken");
+  EXPECT_EQ(list["jobs"][0]["status"], "Unknown");
+  EXPECT_EQ(get_json("/api/jobs/broken")["log_hosts"], Json::array({"algo-1"}));
+  Json metrics = get_json("/api/jobs/broken/metrics?from=0");
+  EXPECT_EQ(metrics["samples"].size(), 1u);
+  EXPECT_EQ(metrics["skipped"], 1);
+  EXPECT_FALSE(get_json("/api/jobs/broken/log?host=algo-1")["text"].get<std::string>().empty());
+}
+
 TEST_F(DashboardServerTest, TraversalIsRefusedHoweverItIsSpelt) {
   start();
   for (const char* target :
