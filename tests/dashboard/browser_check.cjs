@@ -6,6 +6,7 @@
 //   node browser_check.cjs compare  --url URL --jobs A,B --metric train:loss --screenshots DIR
 //   node browser_check.cjs timeline --url URL --job ID --file timeline.json --screenshots DIR
 //   node browser_check.cjs job-page --url URL --job ID --metric train:total_loss [--name F.png] --screenshots DIR
+//   node browser_check.cjs precision-recall --url URL --job ID --file report/bbox_pr.json --screenshots DIR
 //   node browser_check.cjs request  --url URL
 //
 // Options: --timeout S (the whole scenario's deadline, default 120). playwright-core is
@@ -222,6 +223,22 @@ async function timeline(page, options, deadline, seen) {
   }
 }
 
+// The precision/recall page of a coco-eval report file in a job's directory: its charts
+// (one per area range) once each has points.
+async function precisionRecall(page, options, deadline, seen) {
+  const route = `/pr/${encodeURIComponent(options.job)}?file=${encodeURIComponent(options.file)}`;
+  await page.goto(routeUrl(options.url, route), { timeout: deadline.remainingMs() });
+  await waitFor(page, deadline, 'four precision/recall charts with points', () => {
+    const charts = [...document.querySelectorAll('.chart[data-metric]')];
+    return charts.length === 4 && charts.every((c) => Number(c.dataset.points) > 0);
+  });
+  await page.evaluate(nextTwoFrames);
+  await screenshot(page, options, 'precision-recall.png');
+  seen.charts = await page.$$eval('.chart[data-metric]', (charts) => charts.map((c) => ({
+    metric: c.dataset.metric, series: Number(c.dataset.series), points: Number(c.dataset.points),
+  })));
+}
+
 // A job's page once `--metric` has points (the docs' picture of the main job is taken so):
 // saved as --name (default job-page.png).
 async function jobPage(page, options, deadline, seen) {
@@ -244,6 +261,7 @@ const SCENARIOS = {
   compare: { run: compare, needs: ['jobs', 'metric'] },
   timeline: { run: timeline, needs: ['job', 'file'] },
   'job-page': { run: jobPage, needs: ['job', 'metric'] },
+  'precision-recall': { run: precisionRecall, needs: ['job', 'file'] },
   request: { run: request, needs: [] },
 };
 

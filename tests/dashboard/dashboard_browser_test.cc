@@ -1,8 +1,9 @@
 // The dashboard in a real browser (Debian's Chromium, headless, driven by playwright-core
 // through browser_check.cjs) against real jobs: an MNIST job run with `dtrain job run
-// --dashboard` watched from Running to Completed, then `dtrain dashboard` comparing two jobs
-// and drawing a timeline. Screenshots of every page are kept in the build's
-// tests/dashboard/screenshots/ (DTRAIN_DASHBOARD_SCREENSHOTS=DIR: there instead).
+// --dashboard` watched from Running to Completed, then `dtrain dashboard` comparing two jobs,
+// drawing a timeline and a coco-eval report's precision/recall curves. Screenshots of every
+// page are kept in the build's tests/dashboard/screenshots/ (DTRAIN_DASHBOARD_SCREENSHOTS=DIR:
+// there instead).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -124,6 +125,12 @@ TEST(DashboardInABrowser, ALiveJobGoesFromRunningToCompletedThenComparesAndDraws
   ChildRunner second({DTRAIN_BINARY, "job", "run", dir / "mnist-one.yaml"});
   ChildResult second_ended = second.finish(180);
   ASSERT_TRUE(second_ended.exited && second_ended.exit_code == 0) << second_ended.out << second_ended.err;
+  // A coco-eval report written into a job's directory: its precision/recall file gets a page.
+  ChildRunner report({DTRAIN_BINARY, "coco-eval", "--gt", COCO_FAKE100 "/instances_val2014_100.json", "--dt",
+                      COCO_FAKE100 "/instances_val2014_fakebbox100_results.json", "--iou-type", "bbox", "--report",
+                      dir / "jobs/mnist-one/report"});
+  ChildResult reported = report.finish(120);
+  ASSERT_TRUE(reported.exited && reported.exit_code == 0) << reported.out << reported.err;
   ChildRunner dashboard({DTRAIN_BINARY, "dashboard", "--jobs", dir / "jobs", "--port", "0"});
   ASSERT_TRUE(dashboard.wait_for_stdout("dtrain dashboard: http://", 30)) << dashboard.out();
   std::smatch address;
@@ -147,6 +154,14 @@ TEST(DashboardInABrowser, ALiveJobGoesFromRunningToCompletedThenComparesAndDraws
   EXPECT_NE(std::find(drawn["stepActivities"].begin(), drawn["stepActivities"].end(), "ALLREDUCE"),
             drawn["stepActivities"].end())
       << drawn;
+  Json curves = browse({"precision-recall", "--url", address[0], "--job", "mnist-one", "--file",
+                       "report/bbox_pr.json"}, dir);
+  ASSERT_EQ(curves["charts"].size(), 4u) << curves;
+  const char* areas[] = {"all", "small", "medium", "large"};
+  for (size_t a = 0; a < 4; ++a) {
+    EXPECT_EQ(curves["charts"][a]["metric"], std::string("precision, area ") + areas[a]) << curves;
+    EXPECT_EQ(curves["charts"][a]["series"], 10) << curves;  // one curve per IoU threshold
+  }
   dashboard.signal(SIGTERM);
   EXPECT_TRUE(dashboard.finish(30).exited);
 }

@@ -13,12 +13,14 @@ import { mountJobsPage } from './jobs_page.js';
 import { mountJobPage } from './job_page.js';
 import { mountComparePage } from './compare_page.js';
 import { mountTimelinePage } from './timeline_page.js';
+import { mountPrPage } from './pr_page.js';
 
 const ROUTES = [
   { name: 'jobs', pattern: /^\/?$/, mount: mountJobsPage, nav: 'jobs' },
   { name: 'job', pattern: /^\/job\/([^/]+)\/?$/, mount: mountJobPage, nav: 'jobs' },
   { name: 'compare', pattern: /^\/compare\/?$/, mount: mountComparePage, nav: 'compare' },
   { name: 'timeline', pattern: /^\/timeline\/([^/]+)\/?$/, mount: mountTimelinePage, nav: 'jobs' },
+  { name: 'pr', pattern: /^\/pr\/([^/]+)\/?$/, mount: mountPrPage, nav: 'jobs' },
 ];
 
 const pageRoot = document.getElementById('page');

@@ -1,5 +1,6 @@
-// What a job left behind: files to download, the TensorBoard command line, and the runtime
-// timelines (each opening the timeline page).
+// What a job left behind: files to download, the TensorBoard command line, the runtime
+// timelines (each opening the timeline page) and the precision/recall files of
+// `dtrain coco-eval --report` run into the job's directory (each opening the curves page).
 
 import { fileUrl } from './api.js';
 import { el, emptyNote } from './dom.js';
@@ -17,7 +18,16 @@ export function artifactsSection(job) {
           el('span', { class: 'muted' }, ` ${formatBytes(a.bytes)}`))))
       : emptyNote('No artifacts yet.'),
     tensorboard(job.tensorboard_dir),
-    timelinesList(job.id, timelines));
+    timelinesList(job.id, timelines),
+    precisionRecallList(job.id, artifacts.filter((a) => String(a.name).endsWith('_pr.json'))));
+}
+
+function precisionRecallList(jobId, files) {
+  if (!files.length) return null;
+  const route = (path) => `#/pr/${encodeURIComponent(jobId)}?file=${encodeURIComponent(path)}`;
+  return el('div', { class: 'timelines' },
+    el('h3', {}, 'Precision/recall'),
+    el('ul', {}, files.map((f) => el('li', {}, el('a', { href: route(f.path) }, f.path)))));
 }
 
 function timelinesList(jobId, timelines) {

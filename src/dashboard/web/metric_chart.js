@@ -8,9 +8,14 @@ import { formatMetricValue } from './format.js';
 
 const PLOT_HEIGHT = 220;
 
+// The x axis of metric curves: seconds since the job started.
+const TIME_AXIS = { label: 'seconds since start', name: 'time', format: (v) => `${v.toFixed(1)} s` };
+
 export class MetricChart {
-  constructor(metricName) {
+  // `xAxis`: {label, name, format(value)} for curves over something else (recall).
+  constructor(metricName, xAxis = TIME_AXIS) {
     this.metricName = metricName;
+    this.xAxis = xAxis;
     this.plotHost = el('div', { class: 'chart-plot' });
     this.element = el('div', { class: 'chart card', 'data-metric': metricName, 'data-points': '0' },
       el('div', { class: 'chart-title' }, metricName),
@@ -53,7 +58,7 @@ export class MetricChart {
       legend: { show: series.length > 1 },
       cursor: { drag: { x: true, y: false } },
       series: [
-        { label: 'time', value: (u, v) => (v == null ? '—' : `${v.toFixed(1)} s`) },
+        { label: this.xAxis.name, value: (u, v) => (v == null ? '—' : this.xAxis.format(v)) },
         ...series.map((s) => ({
           label: s.label,
           stroke: s.color,
@@ -63,7 +68,7 @@ export class MetricChart {
         })),
       ],
       axes: [
-        { label: 'seconds since start', labelSize: 24, stroke: '#5b6472', grid: { stroke: '#eef0f3' } },
+        { label: this.xAxis.label, labelSize: 24, stroke: '#5b6472', grid: { stroke: '#eef0f3' } },
         {
           size: 64, stroke: '#5b6472', grid: { stroke: '#eef0f3' },
           values: (u, splits) => splits.map(formatMetricValue),
