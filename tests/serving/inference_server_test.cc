@@ -164,7 +164,10 @@ TEST(InferenceServer, BusyQueueAnswers503) {
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200) + std::count(statuses.begin(), statuses.end(), 503), 8);
-  EXPECT_GE(std::count(statuses.begin(), statuses.end(), 200), 4);
+  // At least the two requests that find the queue empty are served. Not necessarily four: on
+  // a loaded machine the workers may not have taken the first two off the queue yet when the
+  // third and fourth arrive, which then find it full (seen: three served).
+  EXPECT_GE(std::count(statuses.begin(), statuses.end(), 200), 2);
   EXPECT_GE(std::count(statuses.begin(), statuses.end(), 503), 1);
 }
 
