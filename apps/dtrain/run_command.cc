@@ -43,7 +43,8 @@ RunCommand::RunCommand(CLI::App& parent) {
   value("--output-filename", output_dir_, "Also write raw output to DIR/rank.N/{stdout,stderr}")
       ->type_name("DIR");
   value("--rank-status-file", rank_status_file_,
-        "Keep each rank's state (pid, rendezvous, exit code or signal) in this JSON file while the job runs")
+        "Keep each rank's state (pid, rendezvous, exit code or signal) in this JSON file while the job runs "
+        "(ranks dtrain starts itself: not with --mpi or --slurm, whose ranks mpirun or srun start)")
       ->type_name("PATH");
   value("--timeline-filename", timeline_, "Timeline file (DTRAIN_TIMELINE)")->type_name("PATH");
   app_->add_flag("--timeline-mark-cycles", options_.timeline_mark_cycles,

@@ -18,7 +18,7 @@ struct LaunchOptions {
   std::optional<std::string> network_interface;
   double start_timeout_s = 30;               // 0 disables the rendezvous deadline
   std::optional<std::string> output_dir;     // --output-filename
-  std::optional<std::string> rank_status_file;  // --rank-status-file (launch/rank_status_file.h)
+  std::optional<std::string> rank_status_file;  // --rank-status-file (launch/rank_status_file.h); not with mpi/srun
   std::optional<std::string> timeline_filename;
   bool timeline_mark_cycles = false;
   bool autotune = false;                     // --autotune
