@@ -1,6 +1,5 @@
-// Reads COCO instances JSON into a CocoDataset with simdjson's DOM parser.
-// When simdjson rejects the text, nlohmann's parser reads it again only to
-// produce the line and column of the fault for the error message.
+// Reads COCO instances JSON into a CocoDataset with simdjson's DOM parser
+// (vision/coco/json_syntax.h: malformed text is named with its line and column).
 #include <simdjson.h>
 
 #include <algorithm>
@@ -24,20 +23,6 @@ struct EntryFault {
   std::string message;
 };
 
-const char* type_name(dom::element_type type) {
-  switch (type) {
-    case dom::element_type::ARRAY: return "array";
-    case dom::element_type::OBJECT: return "object";
-    case dom::element_type::INT64:
-    case dom::element_type::UINT64:
-    case dom::element_type::DOUBLE: return "number";
-    case dom::element_type::STRING: return "string";
-    case dom::element_type::BOOL: return "boolean";
-    case dom::element_type::NULL_VALUE: return "null";
-  }
-  return "value";
-}
-
 // One object of a list, with typed field access. A failure throws EntryFault
 // with "FILE: LIST[INDEX] (id N): what"; the id is added once it is known.
 class Entry {
@@ -45,7 +30,7 @@ class Entry {
   Entry(dom::element value, const std::string& source, const char* list, size_t index)
       : source_(source), list_(list), index_(index) {
     if (value.get_object().get(object_) != simdjson::SUCCESS) {
-      fail(fmt::format("expected an object, got {}", type_name(value.type())));
+      fail(fmt::format("expected an object, got {}", json_type_name(value.type())));
     }
   }
 
@@ -70,7 +55,7 @@ class Entry {
   double number(dom::element v, const char* name) const {
     double d = 0;
     if (v.get_double().get(d) != simdjson::SUCCESS) {
-      fail(fmt::format("field '{}' must be a number, got {}", name, type_name(v.type())));
+      fail(fmt::format("field '{}' must be a number, got {}", name, json_type_name(v.type())));
     }
     return d;
   }
@@ -174,7 +159,7 @@ Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t imag
   dom::object rle;
   if (v.get_object().get(rle) != simdjson::SUCCESS) {
     entry.fail(fmt::format("field 'segmentation' must be polygons or an RLE object, got {}",
-                           type_name(v.type())));
+                           json_type_name(v.type())));
   }
   dom::array size;
   dom::element counts;
@@ -253,12 +238,7 @@ class CocoJsonReader {
 CocoDataset CocoJsonReader::read(const simdjson::padded_string& text, const std::string& source,
                                  const std::string& image_dir, const CocoDatasetOptions& options) {
   dom::parser parser;
-  dom::element root;
-  if (const auto error = parser.parse(text).get(root); error != simdjson::SUCCESS) {
-    // Let nlohmann find the line and column; it throws CocoError with them.
-    parse_json_text(std::string_view(text.data(), text.size()), source);
-    throw CocoError(fmt::format("{}: malformed JSON: {}", source, simdjson::error_message(error)));
-  }
+  const dom::element root = parse_coco_json(parser, text, source);
   if (root.type() != dom::element_type::OBJECT) {
     throw CocoError(fmt::format(
         "{}: expected a COCO dataset object with 'images', 'annotations' and 'categories'", source));

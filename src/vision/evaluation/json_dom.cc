@@ -57,13 +57,7 @@ simdjson::padded_string read_file(const std::string& path) {
 }
 
 dom::element parse(dom::parser& parser, const simdjson::padded_string& text, const std::string& source) {
-  dom::element root;
-  if (const auto error = parser.parse(text).get(root); error != simdjson::SUCCESS) {
-    // nlohmann finds the line and column and throws CocoError with them.
-    parse_json_text(std::string_view(text.data(), text.size()), source);
-    throw CocoError(fmt::format("{}: malformed JSON: {}", source, simdjson::error_message(error)));
-  }
-  return root;
+  return parse_coco_json(parser, text, source);
 }
 
 std::optional<dom::element> find(dom::object object, std::string_view name) {
@@ -74,19 +68,7 @@ std::optional<dom::element> find(dom::object object, std::string_view name) {
   return found;
 }
 
-const char* type_name(dom::element value) {
-  switch (value.type()) {
-    case dom::element_type::ARRAY: return "array";
-    case dom::element_type::OBJECT: return "object";
-    case dom::element_type::INT64:
-    case dom::element_type::UINT64:
-    case dom::element_type::DOUBLE: return "number";
-    case dom::element_type::STRING: return "string";
-    case dom::element_type::BOOL: return "boolean";
-    case dom::element_type::NULL_VALUE: return "null";
-  }
-  return "value";
-}
+const char* type_name(dom::element value) { return json_type_name(value.type()); }
 
 std::string to_text(dom::element value) { return simdjson::minify(value); }
 
