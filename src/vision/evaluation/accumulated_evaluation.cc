@@ -26,6 +26,7 @@ AccumulatedEvaluation AccumulatedEvaluation::empty(const EvaluationParams& param
   e.A = params.area_ranges.size();
   e.M = params.max_detections.size();
   e.precision.assign(e.T * e.R * e.K * e.A * e.M, -1.0);
+  e.scores.assign(e.precision.size(), -1.0);
   e.recall.assign(e.T * e.K * e.A * e.M, -1.0);
   return e;
 }
@@ -56,7 +57,7 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
   // passes below read memory in order: by_rank[t * N + n].
   const size_t N = ranked.size();
   std::vector<DetectionOutcome> by_rank(T * N);
-  std::vector<double> recall_of, envelope;
+  std::vector<double> recall_of, envelope, scores_of_hits;
   std::vector<size_t> needed(R);  // per recall threshold: true positives to reach it
   for (size_t a = 0; a < A; ++a) {
     const uint32_t npig = counted[a];
@@ -86,17 +87,22 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
         // the precision made non-increasing from the end, read at a rank
         // where the k-th true positive is, is the largest precision at the
         // k-th or a later true positive: only those are computed.
+        // The score read at a threshold is that of the rank where precision is read: the
+        // first counted detection for recall 0, else the true positive that reaches it.
         const DetectionOutcome* row = &by_rank[t * N];
         uint32_t tp = 0, fp = 0;
         size_t nd = 0;
+        double first_score = 0;
         envelope.clear();
+        scores_of_hits.clear();
         for (size_t n = 0; n < N; ++n) {
           if (ranked[n].rank >= max_det) continue;
-          ++nd;
+          if (nd++ == 0) first_score = ranked[n].score;
           if (row[n] == DetectionOutcome::kTruePositive) {
             ++tp;
             const double tps = tp;
             envelope.push_back(tps / (static_cast<double>(fp) + tps + kEpsilon));
+            scores_of_hits.push_back(ranked[n].score);
           } else if (row[n] == DetectionOutcome::kFalsePositive) {
             ++fp;
           }
@@ -108,15 +114,18 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
         for (size_t r = 0; r < R; ++r) {
           // Before the first true positive the precision is 0; past the last
           // rank (recall never reached) q stays 0.
-          double q = 0;
+          double q = 0, score = 0;
           if (nd > 0) {
             if (needed[r] == 0) {
               if (!envelope.empty()) q = envelope[0];
+              score = first_score;
             } else if (needed[r] <= envelope.size()) {
               q = envelope[needed[r] - 1];
+              score = scores_of_hits[needed[r] - 1];
             }
           }
           out.precision_at(t, r, k, a, m) = q;
+          out.score_at(t, r, k, a, m) = score;
         }
       }
     }

@@ -10,12 +10,14 @@
 namespace dtrain::vision {
 
 // COCOeval.accumulate's output: interpolated precision at each recall
-// threshold and the final recall, for every IoU threshold (T), recall
+// threshold, the score of the detection where it was read (pycocotools'
+// `scores`) and the final recall, for every IoU threshold (T), recall
 // threshold (R), category (K), area range (A) and detection limit (M).
 // -1 where a setting has no ground truth to find.
 struct AccumulatedEvaluation {
   size_t T = 0, R = 0, K = 0, A = 0, M = 0;
   std::vector<double> precision;  // [T][R][K][A][M]
+  std::vector<double> scores;     // [T][R][K][A][M]; 0 past the last detection
   std::vector<double> recall;     // [T][K][A][M]
 
   double& precision_at(size_t t, size_t r, size_t k, size_t a, size_t m) {
@@ -23,6 +25,12 @@ struct AccumulatedEvaluation {
   }
   double precision_at(size_t t, size_t r, size_t k, size_t a, size_t m) const {
     return precision[(((t * R + r) * K + k) * A + a) * M + m];
+  }
+  double& score_at(size_t t, size_t r, size_t k, size_t a, size_t m) {
+    return scores[(((t * R + r) * K + k) * A + a) * M + m];
+  }
+  double score_at(size_t t, size_t r, size_t k, size_t a, size_t m) const {
+    return scores[(((t * R + r) * K + k) * A + a) * M + m];
   }
   double& recall_at(size_t t, size_t k, size_t a, size_t m) {
     return recall[((t * K + k) * A + a) * M + m];

@@ -6,7 +6,6 @@
 
 #include "vision/coco/coco_error.h"
 #include "vision/evaluation/numpy_arithmetic.h"
-#include "vision/report/threshold_scores.h"
 
 namespace dtrain::vision {
 namespace {
@@ -68,14 +67,13 @@ PrecisionRecallCurves precision_recall_curves(const CocoEvaluator& evaluator) {
     }
   }
 
-  const ThresholdScores scores = threshold_scores(evaluator, m);
   c.category_precision.assign(K * T * R, -1.0);
   c.category_scores.assign(K * T * R, -1.0);
   for (size_t k = 0; k < K; ++k) {
     for (size_t t = 0; t < T; ++t) {
       for (size_t r = 0; r < R; ++r) {
         c.category_precision[(k * T + t) * R + r] = e.precision_at(t, r, k, all, m);
-        c.category_scores[(k * T + t) * R + r] = scores.score_at(t, r, k, all);
+        c.category_scores[(k * T + t) * R + r] = e.score_at(t, r, k, all, m);
       }
     }
   }
