@@ -61,7 +61,7 @@ std::int64_t TensorView::num_elements() const {
 // ---- Handle ----
 
 namespace {
-void expedite_negotiation();  // defined with the loop below
+std::shared_ptr<runtime::BackgroundLoop> current_loop();  // defined with the loop below
 }  // namespace
 
 bool Handle::poll() const {
@@ -72,12 +72,12 @@ bool Handle::poll() const {
 
 void Handle::wait() const {
   if (!state_) throw Error("dtrain: wait() on an empty Handle");
-  std::unique_lock lock(state_->mutex);
-  if (state_->status == Status::kPending) {
-    lock.unlock();
-    expedite_negotiation();  // this thread submits nothing more to batch with it
-    lock.lock();
+  if (!poll()) {
+    // This thread runs the negotiation until the operation is done (no hand-off to the
+    // loop's thread and back); the loop may be gone if dtrain was shut down meanwhile.
+    if (std::shared_ptr<runtime::BackgroundLoop> running = current_loop()) running->wait(*state_);
   }
+  std::unique_lock lock(state_->mutex);
   state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
   if (state_->status == Status::kFailed) {
     if (state_->workers_lost) throw WorkersLostError(state_->error);
@@ -125,13 +125,13 @@ using runtime::Request;
 using runtime::TensorEntry;
 
 std::mutex lifecycle_mutex;
-std::unique_ptr<BackgroundLoop> loop;
+std::shared_ptr<BackgroundLoop> loop;  // shared with threads waiting in it
 int init_generation = 0;
 int last_elastic_round = 0;  // the newest round this process belonged to
 
-void expedite_negotiation() {
+std::shared_ptr<BackgroundLoop> current_loop() {
   std::lock_guard lock(lifecycle_mutex);
-  if (loop) loop->expedite();
+  return loop;
 }
 
 BackgroundLoop& running_loop(const char* what) {
@@ -184,12 +184,17 @@ TensorEntry make_entry(OpType type, const std::string& name, const TensorView& i
   return entry;
 }
 
-Handle submit_one(TensorEntry entry) {
-  Handle handle(entry.state);
+// `caller_waits`: a blocking call, which waits for the handle next (see BackgroundLoop::submit).
+Handle submit_entries(std::vector<TensorEntry> entries, bool caller_waits) {
+  Handle handle(entries.at(0).state);
+  running_loop(runtime::to_string(entries[0].request.type)).submit(std::move(entries), caller_waits);
+  return handle;
+}
+
+Handle submit_one(TensorEntry entry, bool caller_waits) {
   std::vector<TensorEntry> entries;
   entries.push_back(std::move(entry));
-  running_loop(runtime::to_string(entries[0].request.type)).submit(std::move(entries));
-  return handle;
+  return submit_entries(std::move(entries), caller_waits);
 }
 
 // init() and init_alone().
@@ -223,7 +228,7 @@ void start(bool alone) {
     if (config.elastic_worker >= 0 && !alone) throw WorkersLostError(e.what());
     throw;
   }
-  loop = std::make_unique<BackgroundLoop>(std::move(config), std::move(transport));
+  loop = std::make_shared<BackgroundLoop>(std::move(config), std::move(transport));
   static bool registered = false;
   if (!registered) {
     std::atexit(shutdown_at_exit);
@@ -237,7 +242,7 @@ void init() { start(false); }
 void init_alone() { start(true); }
 
 void shutdown() {
-  std::unique_ptr<BackgroundLoop> ending;
+  std::shared_ptr<BackgroundLoop> ending;
   {
     std::lock_guard lock(lifecycle_mutex);
     ending = std::move(loop);
@@ -281,18 +286,12 @@ int cross_size() { return running_loop("cross_size").config().cross_size; }
 
 // ---- operations ----
 
-Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
-                       const ReduceOptions& options) {
-  return grouped_allreduce_async({name}, {input}, {output}, options);
-}
+// Each operation's entries are built (and the arguments checked) by one function below, which
+// both the asynchronous and the blocking form submit.
+namespace {
 
-void allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-               const ReduceOptions& options) {
-  allreduce_async(name, input, output, options).wait();
-}
-
-Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
-                               const std::vector<TensorView>& outputs, const ReduceOptions& options) {
+std::vector<TensorEntry> allreduce_entries(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                                           const std::vector<TensorView>& outputs, const ReduceOptions& options) {
   if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size()) {
     throw Error("dtrain::grouped_allreduce: needs one name, input and output per tensor (got " +
                 std::to_string(names.size()) + " names, " + std::to_string(inputs.size()) + " inputs, " +
@@ -321,29 +320,19 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names, const std:
     }
     entries.push_back(std::move(entry));
   }
-  running_loop("grouped_allreduce").submit(std::move(entries));
-  return Handle(state);
+  return entries;
 }
 
-void grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
-                       const std::vector<TensorView>& outputs, const ReduceOptions& options) {
-  grouped_allreduce_async(names, inputs, outputs, options).wait();
-}
-
-Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+TensorEntry allgather_entry(const std::string& name, const TensorView& input, OutputAllocator allocate) {
   check_name(OpType::kAllgather, name);
   check_view(OpType::kAllgather, name, input, "input");
   if (input.shape.empty()) throw Error(describe(OpType::kAllgather, name) + ": needs at least one dimension");
   TensorEntry entry = make_entry(OpType::kAllgather, name, input, {}, std::make_shared<detail::OpState>());
   entry.allocate = std::move(allocate);
-  return submit_one(std::move(entry));
+  return entry;
 }
 
-CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate) {
-  return CollectiveResult(allgather_async(name, input, std::move(allocate)));
-}
-
-Handle broadcast_async(const std::string& name, const TensorView& tensor, int root) {
+TensorEntry broadcast_entry(const std::string& name, const TensorView& tensor, int root) {
   check_name(OpType::kBroadcast, name);
   check_view(OpType::kBroadcast, name, tensor, "tensor");
   if (root < 0 || root >= size()) {
@@ -352,15 +341,11 @@ Handle broadcast_async(const std::string& name, const TensorView& tensor, int ro
   }
   TensorEntry entry = make_entry(OpType::kBroadcast, name, tensor, tensor, std::make_shared<detail::OpState>());
   entry.request.root = root;
-  return submit_one(std::move(entry));
+  return entry;
 }
 
-void broadcast(const std::string& name, const TensorView& tensor, int root) {
-  broadcast_async(name, tensor, root).wait();
-}
-
-Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
-                      OutputAllocator allocate) {
+TensorEntry alltoall_entry(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
+                           OutputAllocator allocate) {
   check_name(OpType::kAlltoall, name);
   check_view(OpType::kAlltoall, name, input, "input");
   if (input.shape.empty()) throw Error(describe(OpType::kAlltoall, name) + ": needs at least one dimension");
@@ -389,16 +374,11 @@ Handle alltoall_async(const std::string& name, const TensorView& input, std::vec
   TensorEntry entry = make_entry(OpType::kAlltoall, name, input, {}, std::make_shared<detail::OpState>());
   entry.request.splits = std::move(splits);
   entry.allocate = std::move(allocate);
-  return submit_one(std::move(entry));
+  return entry;
 }
 
-CollectiveResult alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
-                          OutputAllocator allocate) {
-  return CollectiveResult(alltoall_async(name, input, std::move(splits), std::move(allocate)));
-}
-
-Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options,
-                           OutputAllocator allocate) {
+TensorEntry reducescatter_entry(const std::string& name, const TensorView& input, const ReduceOptions& options,
+                                OutputAllocator allocate) {
   check_name(OpType::kReducescatter, name);
   check_view(OpType::kReducescatter, name, input, "input");
   if (input.shape.empty()) throw Error(describe(OpType::kReducescatter, name) + ": needs at least one dimension");
@@ -408,23 +388,81 @@ Handle reducescatter_async(const std::string& name, const TensorView& input, con
   entry.request.prescale = options.prescale_factor;
   entry.request.postscale = options.postscale_factor;
   entry.allocate = std::move(allocate);
-  return submit_one(std::move(entry));
+  return entry;
+}
+
+constexpr bool kAsync = false;     // the caller goes on and waits later, if ever
+constexpr bool kBlocking = true;   // the caller waits next
+
+}  // namespace
+
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const ReduceOptions& options) {
+  return submit_entries(allreduce_entries({name}, {input}, {output}, options), kAsync);
+}
+
+void allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+               const ReduceOptions& options) {
+  submit_entries(allreduce_entries({name}, {input}, {output}, options), kBlocking).wait();
+}
+
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                               const std::vector<TensorView>& outputs, const ReduceOptions& options) {
+  return submit_entries(allreduce_entries(names, inputs, outputs, options), kAsync);
+}
+
+void grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const ReduceOptions& options) {
+  submit_entries(allreduce_entries(names, inputs, outputs, options), kBlocking).wait();
+}
+
+Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+  return submit_one(allgather_entry(name, input, std::move(allocate)), kAsync);
+}
+
+CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+  return CollectiveResult(submit_one(allgather_entry(name, input, std::move(allocate)), kBlocking));
+}
+
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root) {
+  return submit_one(broadcast_entry(name, tensor, root), kAsync);
+}
+
+void broadcast(const std::string& name, const TensorView& tensor, int root) {
+  submit_one(broadcast_entry(name, tensor, root), kBlocking).wait();
+}
+
+Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
+                      OutputAllocator allocate) {
+  return submit_one(alltoall_entry(name, input, std::move(splits), std::move(allocate)), kAsync);
+}
+
+CollectiveResult alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
+                          OutputAllocator allocate) {
+  return CollectiveResult(submit_one(alltoall_entry(name, input, std::move(splits), std::move(allocate)), kBlocking));
+}
+
+Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options,
+                           OutputAllocator allocate) {
+  return submit_one(reducescatter_entry(name, input, options, std::move(allocate)), kAsync);
 }
 
 CollectiveResult reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options,
                                OutputAllocator allocate) {
-  return CollectiveResult(reducescatter_async(name, input, options, std::move(allocate)));
+  return CollectiveResult(submit_one(reducescatter_entry(name, input, options, std::move(allocate)), kBlocking));
 }
 
 void barrier() {
   submit_one(make_entry(OpType::kBarrier, runtime::kBarrierName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
-                        std::make_shared<detail::OpState>()))
+                        std::make_shared<detail::OpState>()),
+             kBlocking)
       .wait();
 }
 
 int join() {
   Handle h = submit_one(make_entry(OpType::kJoin, runtime::kJoinName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
-                                   std::make_shared<detail::OpState>()));
+                                   std::make_shared<detail::OpState>()),
+                        kBlocking);
   return h.last_joined_rank();
 }
 

@@ -7,13 +7,20 @@
 
 namespace dtrain::runtime {
 
-using Clock = std::chrono::steady_clock;
-
 namespace {
 // How long a rank with nothing queued or in flight waits before its next cycle (unless a
 // submission wakes it first). Cycles are collective, so the others' cycles stretch too and an
 // idle job costs almost no CPU; a submission still starts negotiation immediately.
 constexpr auto kIdleCycle = std::chrono::milliseconds(20);
+
+BackgroundLoop::Clock::duration milliseconds(double ms) {
+  return std::chrono::duration_cast<BackgroundLoop::Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+bool finished(const detail::OpState& operation) {
+  std::lock_guard lock(const_cast<std::mutex&>(operation.mutex));
+  return operation.status != Status::kPending;
+}
 }  // namespace
 
 BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> transport)
@@ -28,6 +35,7 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
         in_flight_.erase(name);
       }) {
   cycle_time_ms_ = config_.cycle_time_ms;
+  last_cycle_start_ = Clock::now();
   if (config_.rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(
         config_.size, cache_, StallInspector(config_.stall_warning_s, config_.stall_shutdown_s), timeline_.get());
@@ -45,7 +53,7 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
 
 BackgroundLoop::~BackgroundLoop() { stop(); }
 
-void BackgroundLoop::submit(std::vector<TensorEntry> entries) {
+void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits) {
   std::lock_guard lock(mutex_);
   if (!failure_.empty()) {
     if (failure_lost_peer_) throw WorkersLostError(failure_);
@@ -65,13 +73,26 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries) {
     in_flight_.insert(entry.request.name);
     queue_.push_back(std::move(entry));
   }
-  submitted_.notify_one();
+  if (!caller_waits) submitted_.notify_one();
 }
 
-void BackgroundLoop::expedite() {
-  std::lock_guard lock(mutex_);
-  expedited_ = true;
-  submitted_.notify_one();
+void BackgroundLoop::wait(const detail::OpState& operation) {
+  std::unique_lock lock(mutex_);
+  bool pace = false;  // this thread's last cycle executed nothing
+  while (failure_.empty() && !finished(operation)) {
+    if (cycling_) {
+      cycle_done_.wait(lock);
+      continue;
+    }
+    if (pace) {
+      const auto next = last_cycle_start_ + milliseconds(cycle_time_ms_);
+      if (Clock::now() < next) {
+        cycle_done_.wait_until(lock, next);  // or until another thread's cycle finishes it
+        continue;
+      }
+    }
+    pace = !run_cycle(lock);
+  }
 }
 
 void BackgroundLoop::stop() {
@@ -103,41 +124,68 @@ void BackgroundLoop::take_timeline_handover() {
   timeline_taken_.notify_all();
 }
 
+// The loop's own thread cycles for the operations nobody waits for: one cycle time after the
+// newest cycle while anything is queued or in flight, after an idle cycle's time otherwise;
+// at once to stop or to take a new timeline. Cycles run by waiting threads count as its own.
+//
+// While a waiting thread cycles back to back, the next cycle is always due later than now, so
+// this thread sleeps through them and is not woken by each (that would cost the waiting
+// thread a futex wake per cycle). It waits for a running cycle's end only once that cycle has
+// overrun the time its successor was due (one blocked on a slower peer).
 void BackgroundLoop::run() {
-  std::string reason = "dtrain: the runtime was shut down before this operation completed";
-  bool lost_peer = false;
-  try {
-    while (!stopped_by_plan_) {
-      const auto start = Clock::now();
-      cycle();
-      const auto cycle_time = std::chrono::duration<double, std::milli>(cycle_time_ms_);
-      if (timeline_) timeline_->flush();
-      if (stopped_by_plan_) break;
-      // The cycle time is the batching window: tensors submitted meanwhile negotiate together.
-      // A thread waiting for an operation closes it early (expedite()).
-      std::unique_lock lock(mutex_);
-      submitted_.wait_until(lock, start + std::chrono::duration_cast<Clock::duration>(cycle_time),
-                            [&] { return expedited_ || stop_requested_ || timeline_handover_; });
-      if (pending_.empty()) {
-        submitted_.wait_until(lock, start + kIdleCycle,
-                              [&] { return !queue_.empty() || stop_requested_ || timeline_handover_; });
-      }
+  std::unique_lock lock(mutex_);
+  while (failure_.empty()) {
+    const auto due = next_own_cycle();
+    if (Clock::now() < due) {
+      submitted_.wait_until(lock, due);
+    } else if (cycling_) {
+      cycle_done_.wait(lock);
+    } else {
+      run_cycle(lock);
     }
-    // Every rank has received the final plan once all reach here; only then close sockets.
-    try {
-      transport_->barrier();
-    } catch (const std::exception&) {
-      // A peer that already went away changes nothing for this rank's shutdown.
+  }
+}
+
+BackgroundLoop::Clock::time_point BackgroundLoop::next_own_cycle() const {
+  if (stop_requested_ || timeline_handover_) return last_cycle_start_;
+  if (work_pending_ || !queue_.empty()) return last_cycle_start_ + milliseconds(cycle_time_ms_);
+  return last_cycle_start_ + kIdleCycle;
+}
+
+bool BackgroundLoop::run_cycle(std::unique_lock<std::mutex>& lock) {
+  cycling_ = true;
+  const auto start = Clock::now();
+  last_cycle_start_ = start;
+  lock.unlock();
+  CycleOutcome outcome;
+  std::optional<std::pair<std::string, bool>> ended;  // why, and whether a peer was lost
+  try {
+    outcome = cycle(start);
+    if (timeline_) timeline_->flush();
+    if (stopped_by_plan_) {
+      // Every rank has received the final plan once all reach here; only then close sockets.
+      try {
+        transport_->barrier();
+      } catch (const std::exception&) {
+        // A peer that already went away changes nothing for this rank's shutdown.
+      }
+      ended.emplace("dtrain: the runtime was shut down before this operation completed", false);
     }
   } catch (const WorkersLostError& e) {
-    reason = e.what();
-    lost_peer = true;
-    log().error("{}", reason);
+    log().error("{}", e.what());
+    ended.emplace(e.what(), true);
   } catch (const std::exception& e) {
-    reason = e.what();
-    log().error("{}", reason);
+    log().error("{}", e.what());
+    ended.emplace(e.what(), false);
   }
-  fail_everything(reason, lost_peer);
+  if (ended) fail_everything(ended->first, ended->second);  // still the cycling thread: pending_ is ours
+  lock.lock();
+  cycling_ = false;
+  work_pending_ = !pending_.empty();
+  if (!ended) cycle_time_ms_ = outcome.cycle_time_ms;
+  cycle_done_.notify_all();  // cheap when nobody waits, the usual case
+  if (ended) submitted_.notify_one();  // the loop's thread ends too
+  return outcome.executed;
 }
 
 void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) {
@@ -155,12 +203,10 @@ void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) 
   pending_.clear();
 }
 
-void BackgroundLoop::cycle() {
-  const auto start = Clock::now();
+BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   CycleReport report;
   {
     std::lock_guard lock(mutex_);
-    expedited_ = false;
     take_timeline_handover();
     while (!queue_.empty()) {
       TensorEntry entry = std::move(queue_.front());
@@ -194,7 +240,6 @@ void BackgroundLoop::cycle() {
 
   const std::vector<Response> responses =
       fuse_responses(resolve(plan), static_cast<std::size_t>(plan.fusion_threshold_bytes));
-  cycle_time_ms_ = plan.cycle_time_ms;
   if (timeline_ && !responses.empty()) timeline_->mark_cycle(start);
   for (const Response& response : responses) executor_.execute(response, pending_);
   if (autotuner_ && !autotuner_->finished()) feed_autotuner(responses);
@@ -202,6 +247,7 @@ void BackgroundLoop::cycle() {
     stopped_by_plan_ = true;
     if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);
   }
+  return {!responses.empty(), plan.cycle_time_ms};
 }
 
 // Rank 0, while tuning: what this cycle reduced, for the autotuner's throughput samples.

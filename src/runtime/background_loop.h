@@ -1,8 +1,19 @@
-// One per process while initialised: owns the transport and runs the negotiation cycle on
-// its own thread. User threads only enqueue entries and read handles.
+// One per process while initialised: owns the transport and runs the negotiation cycles.
+//
+// A cycle is collective (every rank runs the same sequence of them) and runs on one thread
+// at a time, but not always the same one: the loop's own thread runs the cycles nobody waits
+// for (a batching window after submissions, an idle cycle now and then), and a user thread
+// that waits for an operation runs them itself until the operation finishes. A blocking call
+// then costs no hand-off between threads in either direction, which on a small machine is
+// most of its latency.
+//
+// Invariants: `cycling_` is true while exactly one thread is inside cycle(); only that
+// thread touches the cycle state (pending_, the cache, coordinator, executor, transport).
+// Once `failure_` is set no cycle runs again and every operation has been failed.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -17,6 +28,7 @@
 #include "runtime/autotuner.h"
 #include "runtime/coordinator.h"
 #include "runtime/environment.h"
+#include "runtime/op_state.h"
 #include "runtime/op_executor.h"
 #include "runtime/response_cache.h"
 #include "runtime/tensor_entry.h"
@@ -27,19 +39,24 @@ namespace dtrain::runtime {
 
 class BackgroundLoop {
  public:
+  using Clock = std::chrono::steady_clock;
+
   BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> transport);
   ~BackgroundLoop();  // stops the loop (as shutdown() does) if still running
 
   const RuntimeConfig& config() const { return config_; }
 
   // Queues entries for negotiation. Throws if the runtime failed or stopped, or if a name is
-  // already in flight on this rank. All entries are accepted or none.
-  void submit(std::vector<TensorEntry> entries);
+  // already in flight on this rank. All entries are accepted or none. `caller_waits`: the
+  // caller calls wait() next (a blocking call), so the loop's thread need not be woken.
+  void submit(std::vector<TensorEntry> entries, bool caller_waits = false);
 
-  // A thread waits for an operation: start the next cycle without waiting out the cycle
-  // time. The cycle time is a batching window for what is submitted meanwhile, and a waiting
-  // thread submits nothing more (a blocking call, synchronize() after backward).
-  void expedite();
+  // Returns once `operation` has finished (or failed), running negotiation cycles on the
+  // calling thread meanwhile. The first cycle starts at once: the cycle time is a batching
+  // window for what is submitted meanwhile, and a waiting thread submits nothing more (a
+  // blocking call, synchronize() after backward). A cycle that executes nothing means the
+  // other ranks have not caught up yet; the next one then waits for the cycle time.
+  void wait(const detail::OpState& operation);
 
   // Asks every rank to stop, waits for the loop to end, and fails what is still pending.
   void stop();
@@ -50,8 +67,16 @@ class BackgroundLoop {
   void replace_timeline(std::unique_ptr<Timeline> timeline);
 
  private:
-  void run();
-  void cycle();
+  void run();  // the loop's own thread
+  // With `lock` (on mutex_) held and no cycle running: runs one on this thread, unlocked
+  // meanwhile; ends the loop if it fails or was the last. Returns whether it executed anything.
+  bool run_cycle(std::unique_lock<std::mutex>& lock);
+  struct CycleOutcome {
+    bool executed = false;      // the plan ran at least one operation
+    double cycle_time_ms = 0;   // the plan's batching window
+  };
+  CycleOutcome cycle(Clock::time_point start);
+  Clock::time_point next_own_cycle() const;  // with mutex_ held
   std::vector<Response> resolve(const CyclePlan& plan);
   void feed_autotuner(const std::vector<Response>& executed);
   void fail_everything(const std::string& reason, bool lost_peer);
@@ -60,7 +85,6 @@ class BackgroundLoop {
   RuntimeConfig config_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Autotuner> autotuner_;  // rank 0 with DTRAIN_AUTOTUNE
-  double cycle_time_ms_;                  // the last plan's batching window
   std::unique_ptr<Timeline> timeline_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
@@ -74,11 +98,15 @@ class BackgroundLoop {
   std::string failure_;  // set once the loop has ended; what submit() reports
   bool failure_lost_peer_ = false;  // ...because a peer was lost (WorkersLostError)
   std::atomic<bool> stop_requested_{false};
-  bool expedited_ = false;  // since the last cycle began
+  bool cycling_ = false;                 // a thread is inside cycle()
+  std::condition_variable cycle_done_;   // cycling_ became false
+  Clock::time_point last_cycle_start_;   // of the newest cycle, whichever thread ran it
+  double cycle_time_ms_;                 // the newest plan's batching window
+  bool work_pending_ = false;            // operations negotiated but not finished after the newest cycle
   std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken
   std::condition_variable timeline_taken_;
 
-  // Background thread only.
+  // The cycling thread only.
   std::unordered_map<std::string, TensorEntry> pending_;
   bool stopped_by_plan_ = false;
 

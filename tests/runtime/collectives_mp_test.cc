@@ -580,6 +580,77 @@ TEST(Objects, RanksDisagreeingOnTheRootAreToldOnEveryRank) {
   EXPECT_NE(message.find("root rank differs"), std::string::npos) << message;
 }
 
+// A waiting thread runs the negotiation itself; with several threads waiting at once, one runs
+// each cycle and the others must still see their own operations finish (not wait for a cycle
+// nobody will run, nor take an operation of another thread as theirs).
+TEST(Threads, SeveralThreadsWaitingAtOnceEachGetTheirOwnResults) {
+  constexpr int kThreads = 4;
+  constexpr int kSteps = 50;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([id, &failures] {
+      try {
+        Tensor t(DataType::kFloat32, {3});
+        for (int step = 0; step < kSteps; ++step) {
+          for (int i = 0; i < 3; ++i) t.set(i, (rank() + 1) * (id + 1) + step + i);
+          const std::string name = "thread" + std::to_string(id);
+          if (step % 2 == 0) {
+            allreduce(name, t.view, t.view, {ReduceOp::kSum});
+          } else {
+            allreduce_async(name, t.view, t.view, {ReduceOp::kSum}).wait();  // woken loop, then waited for
+          }
+          const int n = size();
+          for (int i = 0; i < 3; ++i) {
+            const double expected = (id + 1) * n * (n + 1) / 2 + n * (step + i);
+            if (t.get(i) != expected && failures[id].empty()) {
+              failures[id] = "step " + std::to_string(step) + " element " + std::to_string(i) + ": " +
+                             std::to_string(t.get(i)) + " instead of " + std::to_string(expected);
+            }
+          }
+        }
+      } catch (const std::exception& e) {
+        failures[id] = e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int id = 0; id < kThreads; ++id) EXPECT_EQ(failures[id], "") << "thread " << id;
+}
+
+// An operation nobody waits for still completes: the loop's own thread runs the cycles.
+TEST(Threads, AnOperationNobodyWaitsForCompletes) {
+  Tensor t(DataType::kFloat32, {1});
+  t.set(0, 1);
+  Handle h = allreduce_async("unwaited", t.view, t.view, {ReduceOp::kSum});
+  for (int polls = 0; !h.poll() && polls < 60000; ++polls) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(h.poll());
+  EXPECT_EQ(t.get(0), size());
+}
+
+// Shutting down while another thread waits for an operation the other ranks never submit: the
+// waiter is told the runtime shut down (no hang, no use of a freed loop), and dtrain starts again.
+TEST(Lifecycle, ShutdownWhileAnotherThreadWaits) {
+  const int r = rank();
+  Tensor t(DataType::kFloat32, {1});
+  std::string message;
+  std::thread waiter;
+  if (r == 0) {
+    Handle h = allreduce_async("only.on.rank0", t.view, t.view);
+    waiter = std::thread([h, &message] { message = error_of([&] { h.wait(); }); });
+  }
+  barrier();  // the others ask to shut down only once rank 0's operation is in flight
+  shutdown();
+  if (waiter.joinable()) waiter.join();
+  if (r == 0) {
+    EXPECT_NE(message.find("shut down"), std::string::npos) << message;
+  }
+  init();
+  t.set(0, 1);
+  allreduce("after.shutdown.with.waiter", t.view, t.view, {ReduceOp::kSum});
+  EXPECT_EQ(t.get(0), size());
+}
+
 TEST(Lifecycle, InitShutdownInit) {
   const int r = rank(), n = size();
   shutdown();
