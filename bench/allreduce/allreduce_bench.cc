@@ -46,14 +46,28 @@ struct Options {
   double seconds_per_size = 0.5;  // time budget per size and peer (at least 3 iterations)
 };
 
-// Seconds per call of `op`, the slowest rank's view. Rank 0 times a warm-up call and picks an
-// iteration count that fits the budget, so the timed loop itself holds no synchronisation.
+// Seconds per call of `op`, the slowest rank's view. Rank 0 picks an iteration count that fits
+// the budget from a probe of doubling length (at least 5% of the budget), so the timed loop
+// itself holds no synchronisation. One call alone would be a poor probe: the first after a
+// pause may wait milliseconds for a peer still finishing the previous measurement, and the
+// count it gives (and with it the weight of a rare slow call in the mean) would be random.
 double time_per_op(const std::function<void()>& op, double budget_s, int min_iterations = 3) {
-  const auto warm_start = Clock::now();
+  constexpr std::int64_t kMaxIterations = 100000;
   op();  // warm up: first-touch pages, caches, connections
-  const double warm = std::chrono::duration<double>(Clock::now() - warm_start).count();
-  std::int64_t iterations = std::max<std::int64_t>(min_iterations, static_cast<std::int64_t>(budget_s / std::max(warm, 1e-7)));
-  iterations = std::min<std::int64_t>(iterations, 100000);
+  std::int64_t probe = 1;
+  double probe_s = 0;
+  while (true) {
+    const auto probe_start = Clock::now();
+    for (std::int64_t i = 0; i < probe; ++i) op();
+    probe_s = std::chrono::duration<double>(Clock::now() - probe_start).count();
+    std::int64_t longer = probe_s < 0.05 * budget_s && probe < kMaxIterations / 2 ? 1 : 0;
+    dtrain::broadcast("bench.probe", {&longer, dtrain::DataType::kInt64, {1}}, 0);
+    if (longer == 0) break;
+    probe *= 2;
+  }
+  const double estimate = std::max(probe_s / static_cast<double>(probe), 1e-7);
+  std::int64_t iterations = std::max<std::int64_t>(min_iterations, static_cast<std::int64_t>(budget_s / estimate));
+  iterations = std::min(iterations, kMaxIterations);
   dtrain::broadcast("bench.iterations", {&iterations, dtrain::DataType::kInt64, {1}}, 0);
   dtrain::barrier();
   const auto start = Clock::now();
