@@ -134,14 +134,11 @@ void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& 
       scale_elements(dtype, pieces.back().data, count, response.prescale);
     }
     activity_begin(response, "COMMUNICATE");
-    if (pieces.size() == 1) {
-      transport_.allreduce(pieces[0].data, pieces[0].count, dtype, response.reduce_op);
-    } else {
-      transport_.allreduce_pieces(pieces, dtype, response.reduce_op);
-    }
+    transport_.allreduce_pieces(pieces, dtype, response.reduce_op,
+                                result_scale(dtype, response.reduce_op, transport_.size(), response.postscale));
     activity_end(response);
     for (const auto& piece : pieces) {
-      finish_reduction(dtype, response.reduce_op, piece.data, piece.count, transport_.size(), response.postscale);
+      finish_integer_average(dtype, response.reduce_op, piece.data, piece.count, transport_.size());
     }
     return;
   }

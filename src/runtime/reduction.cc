@@ -109,14 +109,21 @@ void divide_integers(DataType dtype, void* data, std::size_t count, std::int64_t
   }
 }
 
-void finish_reduction(DataType dtype, ReduceOp op, void* data, std::size_t count, int world_size,
-                      double postscale_factor) {
-  if (is_floating_point(dtype)) {
-    const double factor = op == ReduceOp::kAverage ? postscale_factor / world_size : postscale_factor;
-    scale_elements(dtype, data, count, factor);
-  } else if (op == ReduceOp::kAverage && world_size > 1) {
+double result_scale(DataType dtype, ReduceOp op, int world_size, double postscale_factor) {
+  if (!is_floating_point(dtype)) return 1.0;
+  return op == ReduceOp::kAverage ? postscale_factor / world_size : postscale_factor;
+}
+
+void finish_integer_average(DataType dtype, ReduceOp op, void* data, std::size_t count, int world_size) {
+  if (!is_floating_point(dtype) && op == ReduceOp::kAverage && world_size > 1) {
     divide_integers(dtype, data, count, world_size);
   }
+}
+
+void finish_reduction(DataType dtype, ReduceOp op, void* data, std::size_t count, int world_size,
+                      double postscale_factor) {
+  scale_elements(dtype, data, count, result_scale(dtype, op, world_size, postscale_factor));
+  finish_integer_average(dtype, op, data, count, world_size);
 }
 
 }  // namespace dtrain::runtime

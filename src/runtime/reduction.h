@@ -17,8 +17,14 @@ void scale_elements(DataType dtype, void* data, std::size_t count, double factor
 // Integer Average: data[i] /= divisor, truncating toward zero (what integer division does).
 void divide_integers(DataType dtype, void* data, std::size_t count, std::int64_t divisor);
 
-// Applies what follows a Sum-based reduction of `world_size` contributions: the division for
-// Average and the postscale factor.
+// What the result of a Sum-based reduction of `world_size` contributions is multiplied by:
+// the division for Average and the postscale factor (floating-point types; 1 for integers).
+double result_scale(DataType dtype, ReduceOp op, int world_size, double postscale_factor);
+
+// Integer Average after a Sum-based reduction: the division (no-op for other types and ops).
+void finish_integer_average(DataType dtype, ReduceOp op, void* data, std::size_t count, int world_size);
+
+// Both: what follows a Sum-based reduction of `world_size` contributions.
 void finish_reduction(DataType dtype, ReduceOp op, void* data, std::size_t count, int world_size,
                       double postscale_factor);
 

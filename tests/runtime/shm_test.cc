@@ -68,6 +68,38 @@ TEST(ShmAllreduce, EveryDtypeAndOpAcrossSeveralChunks) {
   }
 }
 
+// Fused tensors reduced where they are, the result scaled as the engine reduces it (what the
+// runtime asks for Average and postscale): every element of every piece, on every rank, equals
+// the scaled sum, whichever rank reduced it and wherever a piece or a chunk boundary falls.
+TEST(ShmAllreduce, PiecesAcrossChunksComeBackReducedAndScaled) {
+  const std::vector<std::size_t> sizes = {5, ShmAllreduce::kSlotBytes / 4 + 3, 1, ShmAllreduce::kSlotBytes / 2 - 9};
+  for (int ranks : {2, 3}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+      std::vector<std::vector<Tensor>> data(ranks);
+      for (int r = 0; r < ranks; ++r) {
+        for (std::size_t size : sizes) {
+          data[r].emplace_back(dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(size)});
+          for (std::size_t i = 0; i < size; ++i) data[r].back().set(i, (r + 1) * 2 + static_cast<double>(i % 5) * 4);
+        }
+      }
+      with_local_ranks(ranks, unique_name("scaled"), [&](int r, ShmAllreduce& engine) {
+        std::vector<BufferPiece> pieces;
+        for (auto& piece : data[r]) pieces.push_back({piece.view.data, static_cast<std::size_t>(piece.view.num_elements())});
+        engine.allreduce(pieces, dtype, ReduceOp::kSum, 0.25);
+      });
+      for (int r = 0; r < ranks; ++r) {
+        for (std::size_t p = 0; p < sizes.size(); ++p) {
+          for (std::size_t i = 0; i < sizes[p]; ++i) {
+            // Sums of small even numbers times a power of two: exact in every dtype tested.
+            const double expected = (ranks * (ranks + 1) + ranks * static_cast<double>(i % 5) * 4) * 0.25;
+            ASSERT_EQ(data[r][p].get(i), expected) << to_string(dtype) << " rank " << r << " piece " << p << " element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ShmAllreduce, ReduceScatterThenAllgatherAcrossUnevenPiecesAndChunks) {
   // What the hierarchical allreduce does: reduce in the host, work on this rank's shares only
   // (here: multiply by 10, standing in for the cross-host allreduce), gather the shares.

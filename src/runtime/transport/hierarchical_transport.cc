@@ -11,12 +11,13 @@ HierarchicalTransport::HierarchicalTransport(std::unique_ptr<Transport> global, 
     : global_(std::move(global)), local_(std::move(local)), cross_(std::move(cross)), control_(std::move(control)) {}
 
 void HierarchicalTransport::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {
-  allreduce_pieces({{data, count}}, dtype, op);
+  allreduce_pieces({{data, count}}, dtype, op, 1.0);
 }
 
-void HierarchicalTransport::allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
+void HierarchicalTransport::allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op,
+                                             double scale) {
   if (!cross_) {
-    local_->allreduce(pieces, dtype, op);
+    local_->allreduce(pieces, dtype, op, scale);
     return;
   }
   local_->reduce_scatter(pieces, dtype, op);
@@ -39,6 +40,7 @@ void HierarchicalTransport::allreduce_pieces(const std::vector<BufferPiece>& pie
   };
   copy_shares(true);
   cross_->allreduce(shares_.data(), packed, dtype, op);
+  scale_elements(dtype, shares_.data(), packed, scale);  // this rank's shares only: the gather spreads them
   copy_shares(false);
   local_->allgather(pieces, dtype);
 }

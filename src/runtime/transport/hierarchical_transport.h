@@ -31,7 +31,7 @@ class HierarchicalTransport final : public Transport {
   }
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   bool reduces_pieces_in_place() const override { return true; }
-  void allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) override;
+  void allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, double scale) override;
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) override {
     global_->allgatherv(input, output, bytes_per_rank);
   }

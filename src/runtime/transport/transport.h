@@ -1,5 +1,6 @@
-// How bytes move between the ranks of one job. The runtime drives one Transport from its
-// background thread only, so implementations need not be thread safe. Every call is
+// How bytes move between the ranks of one job. The runtime drives one Transport from one
+// thread at a time (whichever runs the negotiation cycle), so implementations need not be
+// thread safe. Every call is
 // collective: all ranks make the same calls in the same order.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "dtrain/dtrain.h"
+#include "runtime/reduction.h"
 
 namespace dtrain::runtime {
 
@@ -34,9 +36,14 @@ class Transport {
   // Whether allreduce_pieces works on the pieces where they are. If not, the caller packs
   // fused tensors into one buffer and calls allreduce().
   virtual bool reduces_pieces_in_place() const { return false; }
-  // The allreduce of the concatenation of `pieces`, written back into them.
-  virtual void allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
-    for (const auto& piece : pieces) allreduce(piece.data, piece.count, dtype, op);
+  // The allreduce of the concatenation of `pieces`, written back into them multiplied by
+  // `scale` (floating-point types; 1 for none). A transport that reduces in chunks scales each
+  // while it is in cache, saving the caller a pass over the whole result.
+  virtual void allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, double scale) {
+    for (const auto& piece : pieces) {
+      allreduce(piece.data, piece.count, dtype, op);
+      scale_elements(dtype, piece.data, piece.count, scale);
+    }
   }
   // `bytes_per_rank[r]` bytes from each rank r, concatenated in rank order into `output`.
   virtual void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) = 0;

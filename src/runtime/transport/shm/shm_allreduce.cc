@@ -1,6 +1,5 @@
 #include "runtime/transport/shm/shm_allreduce.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <thread>
@@ -11,6 +10,7 @@
 
 #include "runtime/reduction.h"
 #include "runtime/transport/shm/peer_process.h"
+#include "runtime/transport/shm/shared_futex.h"
 #include "runtime/transport/buffer_pieces.h"
 
 namespace dtrain::runtime {
@@ -19,9 +19,12 @@ namespace {
 constexpr std::uint64_t kMagic = 0x64747261696e5348ull;  // "dtrainSH"
 
 // One cache line per rank, so ranks announcing their arrival do not contend. The pid lets
-// the others tell a dead rank from a slow one.
+// the others tell a dead rank from a slow one. `wake` (the generation's low 32 bits) is the
+// futex word a waiting rank sleeps on, `sleepers` how many do.
 struct alignas(64) ArrivalCounter {
   std::atomic<std::uint64_t> generation;
+  std::atomic<std::uint32_t> wake;
+  std::atomic<std::uint32_t> sleepers;
   std::atomic<pid_t> pid;
 };
 
@@ -60,6 +63,8 @@ void ShmAllreduce::format(SharedSegment& segment, int local_size) {
   header->local_size = local_size;
   for (auto& counter : header->arrived) {
     counter.generation.store(0, std::memory_order_relaxed);
+    counter.wake.store(0, std::memory_order_relaxed);
+    counter.sleepers.store(0, std::memory_order_relaxed);
     counter.pid.store(0, std::memory_order_relaxed);
   }
   std::atomic_thread_fence(std::memory_order_release);
@@ -68,10 +73,13 @@ void ShmAllreduce::format(SharedSegment& segment, int local_size) {
 
 ShmAllreduce::ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout)
     : segment_(std::move(segment)), local_rank_(local_rank), local_size_(local_size), timeout_(timeout) {
-  // With a core per local rank the peer we wait for is running: spin (a yield costs tens of
-  // microseconds). With more ranks than cores it may be waiting for our core: yield soon.
+  // A peer that is running reaches the barrier within microseconds: spin that long (a sleep
+  // and wake cost tens). Longer, it is busy elsewhere or descheduled (in training the loop's
+  // thread shares the core with the compute thread): sleep, so the core goes to the compute
+  // thread rather than to spinning. With more ranks than cores it may be waiting for our
+  // core: sleep sooner.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  spin_limit_ = static_cast<unsigned>(local_size) <= cores ? 50000 : 200;
+  spin_limit_ = static_cast<unsigned>(local_size) <= cores ? 500 : 200;
   const Header* header = header_of(segment_.data());
   if (header->magic != kMagic || header->local_size != local_size || segment_bytes(local_size) > segment_.size()) {
     throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
@@ -87,17 +95,21 @@ char* ShmAllreduce::slot(int set, int rank) const {
 
 void ShmAllreduce::wait_for_all(std::uint64_t generation) {
   Header* header = header_of(segment_.data());
-  header->arrived[local_rank_].generation.store(generation, std::memory_order_release);
+  ArrivalCounter& mine = header->arrived[local_rank_];
+  mine.generation.store(generation, std::memory_order_seq_cst);
+  publish_and_wake(mine.wake, mine.sleepers, static_cast<std::uint32_t>(generation));
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (int r = 0; r < local_size_; ++r) {
-    for (int spins = 0; header->arrived[r].generation.load(std::memory_order_acquire) < generation; ++spins) {
+    ArrivalCounter& peer = header->arrived[r];
+    auto arrived = [&] { return peer.generation.load(std::memory_order_seq_cst) >= generation; };
+    for (int spins = 0; !arrived(); ++spins) {
       if (spins < spin_limit_) {
         cpu_relax();
         continue;
       }
-      sched_yield();
-      if ((spins & 1023) != 0) continue;
-      if (const pid_t pid = header->arrived[r].pid.load(std::memory_order_acquire); process_gone(pid)) {
+      sleep_unless(peer.wake, peer.sleepers, arrived, std::chrono::milliseconds(10));
+      if (arrived()) break;
+      if (const pid_t pid = peer.pid.load(std::memory_order_acquire); process_gone(pid)) {
         throw WorkersLostError("dtrain: local rank " + std::to_string(r) + " (pid " + std::to_string(pid) +
                                ") exited during a shared-memory allreduce");
       }
@@ -111,16 +123,16 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
 
 void ShmAllreduce::barrier() { wait_for_all(++generation_); }
 
-void ShmAllreduce::allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
-  run(pieces, dtype, op, Phase::kAllreduce);
+void ShmAllreduce::allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, double scale) {
+  run(pieces, dtype, op, Phase::kAllreduce, scale);
 }
 
 void ShmAllreduce::reduce_scatter(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op) {
-  run(pieces, dtype, op, Phase::kReduceScatter);
+  run(pieces, dtype, op, Phase::kReduceScatter, 1.0);
 }
 
 void ShmAllreduce::allgather(const std::vector<BufferPiece>& pieces, DataType dtype) {
-  run(pieces, dtype, ReduceOp::kSum, Phase::kAllgather);
+  run(pieces, dtype, ReduceOp::kSum, Phase::kAllgather, 1.0);
 }
 
 std::vector<std::pair<std::size_t, std::size_t>> ShmAllreduce::my_shares(std::size_t count, DataType dtype) const {
@@ -133,10 +145,15 @@ std::vector<std::pair<std::size_t, std::size_t>> ShmAllreduce::my_shares(std::si
   return shares;
 }
 
-// Each chunk: every rank puts its data in its slot (the whole chunk to reduce, or just its
-// reduced share to gather); then each rank works on its own share across all slots and takes
-// what the phase leaves it.
-void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase) {
+// Each chunk, in two barriers' steps. To reduce: every rank puts in its slot the parts of its
+// data that the others reduce (its own share it reads where it is); each rank then combines
+// its share from its own data and the others' slots, scales it, and writes the result both
+// into its data and into its slot; each finally copies the others' results out of their
+// slots. So every byte is copied in once and out once, and the result is scaled while it is
+// in cache rather than in another pass over the whole tensor. To gather: every rank puts its
+// own share in its slot and copies the others' out.
+void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase,
+                       double scale) {
   const std::size_t esize = element_size(dtype);
   const std::size_t chunk_elements = kSlotBytes / esize;
   const std::size_t count = total_count(pieces);
@@ -145,29 +162,35 @@ void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, R
     const int set = static_cast<int>(chunk_ % 2);
     char* mine = slot(set, local_rank_);
     const auto [begin, end] = share(n, local_rank_, local_size_);
-    const std::size_t in_begin = phase == Phase::kAllgather ? begin : 0, in_end = phase == Phase::kAllgather ? end : n;
-    for_each_part(pieces, esize, offset + in_begin, offset + in_end, [&](const char* from, std::size_t at, std::size_t k) {
-      std::memcpy(mine + (in_begin + at) * esize, from, k * esize);
-    });
-    barrier();
-    if (phase != Phase::kAllgather && end > begin) {
-      char* target = mine + begin * esize;
-      for (int r = 1; r < local_size_; ++r) {
-        const int peer = (local_rank_ + r) % local_size_;
-        reduce_elements(dtype, op, target, target, slot(set, peer) + begin * esize, end - begin);
-      }
+    auto copy_in = [&](std::size_t b, std::size_t e) {
+      for_each_part(pieces, esize, offset + b, offset + e, [&](const char* from, std::size_t at, std::size_t k) {
+        std::memcpy(mine + (b + at) * esize, from, k * esize);
+      });
+    };
+    if (phase == Phase::kAllgather) {
+      copy_in(begin, end);
+    } else {
+      copy_in(0, begin);
+      copy_in(end, n);
     }
-    if (phase == Phase::kReduceScatter) {
-      // Only this rank's share comes back: it is what the hierarchical step reduces further.
-      for_each_part(pieces, esize, offset + begin, offset + end, [&](char* to, std::size_t at, std::size_t k) {
-        std::memcpy(to, mine + (begin + at) * esize, k * esize);
+    barrier();
+    if (phase != Phase::kAllgather) {
+      for_each_part(pieces, esize, offset + begin, offset + end, [&](char* data, std::size_t at, std::size_t k) {
+        char* result = mine + (begin + at) * esize;
+        if (local_size_ == 1) std::memcpy(result, data, k * esize);
+        for (int r = 1; r < local_size_; ++r) {
+          const int peer = (local_rank_ + r) % local_size_;
+          reduce_elements(dtype, op, result, r == 1 ? data : result, slot(set, peer) + (begin + at) * esize, k);
+        }
+        scale_elements(dtype, result, k, scale);
+        std::memcpy(data, result, k * esize);
       });
     }
     barrier();  // shares reduced (or published) before anyone copies them
-    if (phase == Phase::kReduceScatter) continue;
+    if (phase == Phase::kReduceScatter) continue;  // only this rank's share, for the hierarchical step
     for (int r = 0; r < local_size_; ++r) {
       const auto [b, e] = share(n, r, local_size_);
-      if (e <= b || (phase == Phase::kAllgather && r == local_rank_)) continue;
+      if (e <= b || r == local_rank_) continue;
       const char* source = slot(set, r);
       for_each_part(pieces, esize, offset + b, offset + e, [&](char* to, std::size_t at, std::size_t k) {
         std::memcpy(to, source + (b + at) * esize, k * esize);

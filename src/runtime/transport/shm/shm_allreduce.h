@@ -1,7 +1,8 @@
-// Allreduce among the ranks of one host through a shared segment: each chunk of the tensor is
-// copied into the rank's slot, then every rank reduces its own share of the chunk across all
-// slots (reduce-scatter) and finally copies every share back (allgather), so all ranks work in
-// parallel on different bytes. Two sets of slots alternate, so one barrier per phase suffices.
+// Allreduce among the ranks of one host through a shared segment: of each chunk of the tensor,
+// every rank copies into its slot what the others reduce, then reduces its own share from its
+// data and the others' slots (reduce-scatter) and finally copies the others' shares back
+// (allgather), so all ranks work in parallel on different bytes. Two sets of slots alternate,
+// so one barrier per phase suffices.
 #pragma once
 
 #include <chrono>
@@ -25,8 +26,9 @@ class ShmAllreduce {
 
   ShmAllreduce(SharedSegment segment, int local_rank, int local_size, std::chrono::milliseconds timeout);
 
-  // In place on the concatenation of `pieces` (fused tensors need no staging buffer).
-  void allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op);
+  // In place on the concatenation of `pieces` (fused tensors need no staging buffer), the
+  // result multiplied by `scale` (floating-point types; see scale_elements).
+  void allreduce(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, double scale = 1.0);
 
   // The two halves, for the hierarchical allreduce: after reduce_scatter, this rank's shares
   // (my_shares) of the pieces hold the host's reduction; allgather then copies every rank's
@@ -40,7 +42,7 @@ class ShmAllreduce {
 
  private:
   enum class Phase { kAllreduce, kReduceScatter, kAllgather };
-  void run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase);
+  void run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase, double scale);
   char* slot(int set, int rank) const;
   void wait_for_all(std::uint64_t generation);
 
@@ -50,7 +52,7 @@ class ShmAllreduce {
   std::chrono::milliseconds timeout_;
   std::uint64_t generation_ = 0;
   std::uint64_t chunk_ = 0;  // chunks done since creation: selects the slot set
-  int spin_limit_;           // pauses before yielding the core while waiting at a barrier
+  int spin_limit_;           // pauses before sleeping while waiting at a barrier
 };
 
 }  // namespace dtrain::runtime

@@ -1,9 +1,7 @@
 #include "runtime/transport/shm/shm_control.h"
 
-#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 
 #include "dtrain/dtrain.h"
 #include "runtime/transport/shm/peer_process.h"
+#include "runtime/transport/shm/shared_futex.h"
 
 namespace dtrain::runtime {
 
@@ -40,24 +39,6 @@ struct ControlHeader {
 constexpr std::size_t kControlHeaderBytes = (sizeof(ControlHeader) + 4095) / 4096 * 4096;
 
 ControlHeader* control_header_of(void* data) { return static_cast<ControlHeader*>(data); }
-
-// The counters are shared between processes: plain (not process-private) futex operations.
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t seen, std::chrono::milliseconds limit) {
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  timespec timeout{0, static_cast<long>(std::chrono::nanoseconds(limit).count())};
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, seen, &timeout, nullptr, 0);
-}
-
-void futex_wake(std::atomic<std::uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-}
-
-// The store and the check of sleepers pair with wait_for's count and re-read (both seq_cst):
-// either the sleeper sees the new value or this sees the sleeper.
-void publish(std::atomic<std::uint32_t>& counter, std::atomic<std::uint32_t>& sleepers, std::uint32_t value) {
-  counter.store(value, std::memory_order_seq_cst);
-  if (sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(counter);
-}
 
 }  // namespace
 
@@ -96,7 +77,7 @@ ShmControl::ShmControl(SharedSegment segment, int rank, int size, std::chrono::m
   // With a core per rank the peer we wait for is running and answers within microseconds:
   // spin that long. With more ranks than cores it may be waiting for our core: sleep soon.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  spin_limit_ = static_cast<unsigned>(size) <= cores ? 2000 : 100;
+  spin_limit_ = static_cast<unsigned>(size) <= cores ? 500 : 100;
 }
 
 ShmControl::Mailbox& ShmControl::up(int rank) const {
@@ -117,10 +98,8 @@ void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (true) {
-    sleepers.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t seen = counter.load(std::memory_order_seq_cst);
-    if (seen != value) futex_wait(counter, seen, std::chrono::milliseconds(10));
-    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    sleep_unless(counter, sleepers, [&] { return counter.load(std::memory_order_seq_cst) == value; },
+                 std::chrono::milliseconds(10));
     if (counter.load(std::memory_order_acquire) == value) return;
     const pid_t peer_pid = control_header_of(segment_.data())->pid[peer].load(std::memory_order_acquire);
     if (process_gone(peer_pid)) {
@@ -143,7 +122,7 @@ void ShmControl::send(Mailbox& box, const std::vector<char>& message, int peer) 
     box.total = message.size();
     box.length = length;
     if (length > 0) std::memcpy(box.data, message.data() + offset, length);
-    publish(box.posted, box.posted_sleepers, ++posted);
+    publish_and_wake(box.posted, box.posted_sleepers, ++posted);
     offset += length;
   } while (offset < message.size());
 }
@@ -156,7 +135,7 @@ std::vector<char> ShmControl::receive(Mailbox& box, int peer) {
     if (message.empty()) message.reserve(box.total);
     message.insert(message.end(), box.data, box.data + box.length);
     const bool complete = message.size() >= box.total;  // read before the writer may reuse the box
-    publish(box.taken, box.taken_sleepers, ++taken);
+    publish_and_wake(box.taken, box.taken_sleepers, ++taken);
     if (complete) break;
   } while (true);
   return message;
