@@ -17,8 +17,8 @@ BackgroundLoop::Clock::duration milliseconds(double ms) {
   return std::chrono::duration_cast<BackgroundLoop::Clock::duration>(std::chrono::duration<double, std::milli>(ms));
 }
 
-bool finished(const detail::OpState& operation) {
-  std::lock_guard lock(const_cast<std::mutex&>(operation.mutex));
+bool finished(detail::OpState& operation) {
+  std::lock_guard lock(operation.mutex);
   return operation.status != Status::kPending;
 }
 }  // namespace
@@ -76,7 +76,7 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits)
   if (!caller_waits) submitted_.notify_one();
 }
 
-void BackgroundLoop::wait(const detail::OpState& operation) {
+void BackgroundLoop::wait(detail::OpState& operation) {
   std::unique_lock lock(mutex_);
   bool pace = false;  // this thread's last cycle executed nothing
   while (failure_.empty() && !finished(operation)) {

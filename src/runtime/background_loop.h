@@ -56,7 +56,7 @@ class BackgroundLoop {
   // window for what is submitted meanwhile, and a waiting thread submits nothing more (a
   // blocking call, synchronize() after backward). A cycle that executes nothing means the
   // other ranks have not caught up yet; the next one then waits for the cycle time.
-  void wait(const detail::OpState& operation);
+  void wait(detail::OpState& operation);
 
   // Asks every rank to stop, waits for the loop to end, and fails what is still pending.
   void stop();
