@@ -72,23 +72,26 @@ int Coordinator::record(const std::vector<CycleReport>& reports, Clock::time_poi
 }
 
 void Coordinator::plan_ready(CyclePlan& plan) {
-  // Everything every non-joined rank has submitted, in order of first arrival.
-  std::map<std::uint64_t, std::string> by_arrival;
+  // Everything every non-joined rank has submitted, in order of first arrival. (Iterators into
+  // the table, not copies of names: this runs every cycle, and erasing one entry leaves the
+  // others' iterators valid.)
+  std::vector<std::pair<std::uint64_t, Table::iterator>> by_arrival;
   std::map<std::string, int> ready_in_group;
-  for (const auto& [name, pending] : table_) {
-    if (!ready(pending)) continue;
-    by_arrival.emplace(pending.arrival, name);
-    for (const auto& request : pending.requests) {
+  for (auto it = table_.begin(); it != table_.end(); ++it) {
+    if (!ready(it->second)) continue;
+    by_arrival.emplace_back(it->second.arrival, it);
+    for (const auto& request : it->second.requests) {
       if (request && !request->group.empty()) {
         ++ready_in_group[request->group];
         break;
       }
     }
   }
+  std::sort(by_arrival.begin(), by_arrival.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   const std::vector<int> joined(joined_.begin(), joined_.end());
-  for (const auto& [arrival, name] : by_arrival) {
-    Pending& pending = table_.at(name);
+  for (const auto& [arrival, it] : by_arrival) {
+    Pending& pending = it->second;
     const Request* any = nullptr;
     std::vector<const Request*> requests(world_size_, nullptr);
     for (int r = 0; r < world_size_; ++r) {
@@ -106,9 +109,9 @@ void Coordinator::plan_ready(CyclePlan& plan) {
     } else {
       item.response = build_response(requests, joined);
     }
-    if (timeline_) timeline_->end(name);
+    if (timeline_) timeline_->end(it->first);
     plan.items.push_back(std::move(item));
-    table_.erase(name);
+    table_.erase(it);
   }
 }
 

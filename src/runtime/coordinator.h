@@ -54,7 +54,8 @@ class Coordinator {
   const ResponseCache& cache_;
   StallInspector stall_inspector_;
   Timeline* timeline_;
-  std::unordered_map<std::string, Pending> table_;
+  using Table = std::unordered_map<std::string, Pending>;
+  Table table_;
   std::uint64_t next_arrival_ = 0;
   std::set<int> joined_;
 };
