@@ -1,11 +1,8 @@
 #include "runtime/transport/shm/shm_control.h"
 
-#include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <thread>
 
