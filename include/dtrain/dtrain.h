@@ -31,11 +31,36 @@ bool is_floating_point(DataType dtype);
 enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct };
 const char* to_string(ReduceOp op);
 
+// Where a tensor's memory is. CUDA memory needs a build with DTRAIN_CUDA (see cuda_built()).
+enum class DeviceType : std::uint8_t { kCPU, kCUDA };
+const char* to_string(DeviceType type);
+
+struct Device {
+  DeviceType type = DeviceType::kCPU;
+  int index = 0;  // the CUDA device ordinal; 0 for the CPU
+
+  bool is_cuda() const { return type == DeviceType::kCUDA; }
+  bool operator==(const Device& other) const { return type == other.type && index == other.index; }
+  bool operator!=(const Device& other) const { return !(*this == other); }
+};
+std::string to_string(const Device& device);  // "cpu", "cuda:1"
+
 // A non-owning view of a dense, row-major buffer.
+//
+// CUDA memory is ordered by streams, as in Horovod and PyTorch: the runtime reads an input
+// once `ready_event` has completed (a cudaEvent_t recorded after the producer's writes), or
+// without one, once the work queued on `cuda_stream` when the operation was submitted has;
+// and completing the operation orders its result before any work queued on `cuda_stream`
+// afterwards (the stream waits for the runtime's own event; the CPU is not blocked). A
+// null `cuda_stream` is the legacy default stream. The handles are opaque here so that
+// this header needs no CUDA headers; both must belong to `device`.
 struct TensorView {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
   std::vector<std::int64_t> shape;
+  Device device = {};
+  void* cuda_stream = nullptr;  // cudaStream_t
+  void* ready_event = nullptr;  // cudaEvent_t, optional
 
   std::int64_t num_elements() const;
   std::size_t num_bytes() const { return static_cast<std::size_t>(num_elements()) * element_size(dtype); }
@@ -96,6 +121,11 @@ class CollectiveResult {
   Handle operation_;
   TensorView output_;
 };
+
+// Whether this build can run collectives on CUDA memory (configured with DTRAIN_CUDA and
+// CUDA and NCCL found). Whether a GPU is present is a separate question, answered at the
+// first CUDA operation.
+bool cuda_built();
 
 // Lifecycle. init() may be called again after shutdown().
 void init();

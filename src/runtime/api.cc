@@ -7,6 +7,7 @@
 #include "dtrain/dtrain.h"
 #include "runtime/background_loop.h"
 #include "runtime/elastic_membership.h"
+#include "runtime/gpu/device_memory.h"
 #include "runtime/logging.h"
 #include "runtime/transport/transport_factory.h"
 
@@ -23,6 +24,12 @@ std::size_t element_size(DataType dtype) {
     case DataType::kFloat64: return 8;
   }
   return 1;
+}
+
+const char* to_string(DeviceType type) { return type == DeviceType::kCUDA ? "cuda" : "cpu"; }
+
+std::string to_string(const Device& device) {
+  return device.is_cuda() ? "cuda:" + std::to_string(device.index) : "cpu";
 }
 
 const char* to_string(DataType dtype) {
@@ -155,6 +162,15 @@ void check_view(OpType type, const std::string& name, const TensorView& view, co
     if (d < 0) throw Error(describe(type, name) + ": " + which + " has a negative dimension " + runtime::shape_string(view.shape));
   }
   if (!view.data && view.num_elements() > 0) throw Error(describe(type, name) + ": " + which + " has no data pointer");
+  if (!view.device.is_cuda() && (view.cuda_stream || view.ready_event)) {
+    throw Error(describe(type, name) + ": " + which + " is on the CPU but names a CUDA stream or event");
+  }
+}
+
+// CUDA tensors: the event the runtime waits for before reading `view` (see TensorView).
+std::shared_ptr<void> ready_event_of(OpType type, const std::string& name, const TensorView& view, const char* which) {
+  if (!view.device.is_cuda()) return nullptr;
+  return runtime::gpu::capture_ready(view, describe(type, name) + ": " + which);
 }
 
 void check_name(OpType type, const std::string& name) {
@@ -176,11 +192,13 @@ TensorEntry make_entry(OpType type, const std::string& name, const TensorView& i
   entry.request.type = type;
   entry.request.name = name;
   entry.request.dtype = input.dtype;
+  entry.request.device = input.device.type;
   entry.request.shape = input.shape;
   entry.input = input;
   entry.output = output;
   entry.state = std::move(state);
   entry.submitted = std::chrono::steady_clock::now();
+  entry.ready = ready_event_of(type, name, input, type == OpType::kBroadcast ? "tensor" : "input");
   return entry;
 }
 
@@ -237,6 +255,8 @@ void start(bool alone) {
 }
 
 }  // namespace
+
+bool cuda_built() { return runtime::gpu::built_with_cuda(); }
 
 void init() { start(false); }
 void init_alone() { start(true); }
@@ -308,6 +328,14 @@ std::vector<TensorEntry> allreduce_entries(const std::vector<std::string>& names
       throw Error(describe(OpType::kAllreduce, names[i]) + ": output " + to_string(outputs[i].dtype) +
                   runtime::shape_string(outputs[i].shape) + " does not match input " + to_string(inputs[i].dtype) +
                   runtime::shape_string(inputs[i].shape));
+    }
+    if (outputs[i].device != inputs[i].device) {
+      throw Error(describe(OpType::kAllreduce, names[i]) + ": output is on " + to_string(outputs[i].device) +
+                  " but input on " + to_string(inputs[i].device));
+    }
+    if (inputs[i].device.type != inputs[0].device.type) {
+      throw Error(describe(OpType::kAllreduce, names[i]) + ": a group's tensors must all be on the CPU or all on CUDA ('" +
+                  names[0] + "' is on " + to_string(inputs[0].device) + ", this one on " + to_string(inputs[i].device) + ")");
     }
     check_scaling(OpType::kAllreduce, names[i], inputs[i].dtype, options);
     TensorEntry entry = make_entry(OpType::kAllreduce, names[i], inputs[i], outputs[i], state);

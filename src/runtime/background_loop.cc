@@ -30,10 +30,15 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
                     ? std::make_unique<Timeline>(config_.timeline_path, config_.timeline_mark_cycles)
                     : nullptr),
       cache_(config_.cache_capacity),
-      executor_(*transport_, timeline_.get(), [this](const std::string& name) {
-        std::lock_guard lock(mutex_);
-        in_flight_.erase(name);
-      }) {
+      executor_(
+          *transport_, timeline_.get(),
+          [this](const std::string& name) {
+            std::lock_guard lock(mutex_);
+            in_flight_.erase(name);
+          },
+          [this](int device, HostRunner host) {
+            return make_device_engine(*transport_, config_, device, std::move(host));
+          }) {
   cycle_time_ms_ = config_.cycle_time_ms;
   last_cycle_start_ = Clock::now();
   if (config_.rank == 0) {
@@ -204,6 +209,7 @@ void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) 
 }
 
 BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
+  executor_.check_device_health();
   CycleReport report;
   {
     std::lock_guard lock(mutex_);

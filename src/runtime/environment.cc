@@ -146,6 +146,9 @@ RuntimeConfig read_config_from_environment() {
   c.shared_memory = number<int>("DTRAIN_SHM", 1) != 0;
   c.hierarchical = number<int>("DTRAIN_HIERARCHICAL_ALLREDUCE", -1);
   require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");
+  c.gpu_engine = text("DTRAIN_GPU_ENGINE", "auto");
+  require(c.gpu_engine == "auto" || c.gpu_engine == "nccl" || c.gpu_engine == "staged",
+          "DTRAIN_GPU_ENGINE must be auto, nccl or staged (got '" + c.gpu_engine + "')");
   c.autotune = number<int>("DTRAIN_AUTOTUNE", 0) != 0;
   c.autotune_log = text("DTRAIN_AUTOTUNE_LOG");
   c.autotune_warmup_samples = number<int>("DTRAIN_AUTOTUNE_WARMUP_SAMPLES", 3);

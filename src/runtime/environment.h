@@ -54,6 +54,9 @@ struct RuntimeConfig {
   int autotune_warmup_samples = 3;    // DTRAIN_AUTOTUNE_WARMUP_SAMPLES
   int autotune_steps_per_sample = 5;  // DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // DTRAIN_GPU_ENGINE: how collectives on CUDA memory move (auto, nccl or staged; see
+  // runtime/gpu/engine_choice.h).
+  std::string gpu_engine = "auto";
 };
 
 // Reads DTRAIN_* variables; a malformed or inconsistent value is an Error naming the variable.

@@ -8,7 +8,7 @@ namespace {
 bool fusible(const Response& r) { return r.ok() && r.type == OpType::kAllreduce; }
 
 bool same_kind(const Response& a, const Response& b) {
-  return a.dtype == b.dtype && a.reduce_op == b.reduce_op && a.prescale == b.prescale &&
+  return a.dtype == b.dtype && a.device == b.device && a.reduce_op == b.reduce_op && a.prescale == b.prescale &&
          a.postscale == b.postscale && a.joined_ranks == b.joined_ranks;
 }
 

@@ -27,7 +27,7 @@ std::string activity_name(OpType type) {
 }
 
 bool Request::same_parameters(const Request& o) const {
-  return type == o.type && name == o.name && dtype == o.dtype && shape == o.shape && reduce_op == o.reduce_op &&
+  return type == o.type && name == o.name && dtype == o.dtype && device == o.device && shape == o.shape && reduce_op == o.reduce_op &&
          root == o.root && prescale == o.prescale && postscale == o.postscale && splits == o.splits &&
          group == o.group && group_size == o.group_size;
 }
@@ -47,6 +47,7 @@ void put_request(WireWriter& w, const Request& r) {
   w.put(r.type);
   w.put_string(r.name);
   w.put(r.dtype);
+  w.put(r.device);
   w.put_vector(r.shape);
   w.put(r.reduce_op);
   w.put(r.root);
@@ -63,6 +64,7 @@ Request get_request(WireReader& rd) {
   r.type = rd.get<OpType>();
   r.name = rd.get_string();
   r.dtype = rd.get<DataType>();
+  r.device = rd.get<DeviceType>();
   r.shape = rd.get_vector<std::int64_t>();
   r.reduce_op = rd.get<ReduceOp>();
   r.root = rd.get<std::int32_t>();
@@ -80,6 +82,7 @@ void put_response(WireWriter& w, const Response& r) {
   for (const auto& n : r.names) w.put_string(n);
   w.put_string(r.error);
   w.put(r.dtype);
+  w.put(r.device);
   w.put(r.reduce_op);
   w.put(r.prescale);
   w.put(r.postscale);
@@ -100,6 +103,7 @@ Response get_response(WireReader& rd) {
   for (std::uint32_t i = 0; i < n; ++i) r.names.push_back(rd.get_string());
   r.error = rd.get_string();
   r.dtype = rd.get<DataType>();
+  r.device = rd.get<DeviceType>();
   r.reduce_op = rd.get<ReduceOp>();
   r.prescale = rd.get<double>();
   r.postscale = rd.get<double>();

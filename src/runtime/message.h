@@ -25,6 +25,7 @@ struct Request {
   OpType type = OpType::kAllreduce;
   std::string name;
   DataType dtype = DataType::kFloat32;
+  DeviceType device = DeviceType::kCPU;  // the kind only: ranks may use different GPUs
   std::vector<std::int64_t> shape;
   ReduceOp reduce_op = ReduceOp::kSum;
   std::int32_t root = 0;
@@ -44,6 +45,7 @@ struct Response {
   std::vector<std::string> names;
   std::string error;  // non-empty: the operation failed on every rank with this message
   DataType dtype = DataType::kFloat32;
+  DeviceType device = DeviceType::kCPU;
   ReduceOp reduce_op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/gpu/device_memory.h"
 #include "runtime/reduction.h"
 #include "runtime/response_builder.h"
 
@@ -26,10 +27,15 @@ void* allocate_output(TensorEntry& entry, const std::vector<std::int64_t>& shape
   TensorView out;
   out.dtype = entry.request.dtype;
   out.shape = shape;
+  out.device = entry.input.device;
+  out.cuda_stream = entry.input.cuda_stream;
   const std::size_t bytes = out.num_bytes();
   if (entry.allocate) {
     out.data = entry.allocate(shape);
     if (!out.data && bytes) throw Error("dtrain: the output allocator returned null for '" + entry.request.name + "'");
+  } else if (out.device.is_cuda()) {
+    state.owned_device_output = gpu::allocate(out.device, bytes);
+    out.data = state.owned_device_output.get();
   } else {
     state.owned_output.resize(bytes);
     out.data = state.owned_output.data();
@@ -85,14 +91,10 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
 
   activity_begin(response, activity_name(response.type).c_str());
   try {
-    switch (response.type) {
-      case OpType::kAllreduce: allreduce(response, tensors); break;
-      case OpType::kAllgather: allgather(response, *tensors[0]); break;
-      case OpType::kBroadcast: broadcast(response, *tensors[0]); break;
-      case OpType::kAlltoall: alltoall(response, *tensors[0]); break;
-      case OpType::kReducescatter: reducescatter(response, *tensors[0]); break;
-      case OpType::kBarrier: transport_.barrier(); break;
-      case OpType::kJoin: tensors[0]->state->last_joined_rank = response.last_joined; break;
+    if (response.device == DeviceType::kCUDA) {
+      run_on_device(response, tensors);
+    } else {
+      run_on_host(response, tensors);
     }
   } catch (...) {
     activity_end(response);
@@ -101,6 +103,42 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
   activity_end(response);
   finish();
   for (auto& state : states) state->complete_one();
+}
+
+void OpExecutor::run_on_host(const Response& response, std::vector<TensorEntry*>& tensors) {
+  switch (response.type) {
+    case OpType::kAllreduce: allreduce(response, tensors); break;
+    case OpType::kAllgather: allgather(response, *tensors[0]); break;
+    case OpType::kBroadcast: broadcast(response, *tensors[0]); break;
+    case OpType::kAlltoall: alltoall(response, *tensors[0]); break;
+    case OpType::kReducescatter: reducescatter(response, *tensors[0]); break;
+    case OpType::kBarrier: transport_.barrier(); break;
+    case OpType::kJoin: tensors[0]->state->last_joined_rank = response.last_joined; break;
+  }
+}
+
+void OpExecutor::run_on_device(const Response& response, std::vector<TensorEntry*>& tensors) {
+  // One GPU per process (as in Horovod): the engine and its communicator belong to the device
+  // of the first CUDA tensor (-1 for a rank that has joined and has none: the engine picks).
+  int device = device_;
+  for (TensorEntry* t : tensors) {
+    if (t) {
+      device = t->input.device.index;
+      break;
+    }
+  }
+  if (!device_engine_) {
+    device_engine_ = make_device_engine_(device, [this](const Response& r, std::vector<TensorEntry*>& host_tensors) {
+      run_on_host(r, host_tensors);
+    });
+    device_ = device_engine_->device();
+  }
+  if (device >= 0 && device != device_) {
+    throw Error("dtrain: " + std::string(to_string(response.type)) + " '" + response.names[0] + "' is on cuda:" +
+                std::to_string(device) + " but this process's collectives run on cuda:" + std::to_string(device_) +
+                " (one GPU per process)");
+  }
+  device_engine_->execute(response, tensors);
 }
 
 void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& tensors) {

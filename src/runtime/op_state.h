@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct OpState {
   // Results.
   TensorView output;
   std::vector<std::byte> owned_output;  // when no allocator was given
+  std::shared_ptr<void> owned_device_output;  // the same, for CUDA tensors
   std::vector<std::int64_t> received_splits;
   int last_joined_rank = -1;
 

@@ -65,6 +65,7 @@ Response build_response(const std::vector<const Request*>& requests, const std::
   response.type = first->type;
   response.names = {first->name};
   response.dtype = first->dtype;
+  response.device = first->device;
   response.reduce_op = first->reduce_op;
   response.prescale = first->prescale;
   response.postscale = first->postscale;
@@ -85,6 +86,7 @@ Response build_response(const std::vector<const Request*>& requests, const std::
   std::vector<std::pair<const char*, std::function<std::string(const Request&)>>> checks = {
       {"operation", [](const Request& r) { return std::string(to_string(r.type)); }},
       {"dtype", [](const Request& r) { return std::string(to_string(r.dtype)); }},
+      {"device", [](const Request& r) { return std::string(to_string(r.device)); }},
       {"group", [](const Request& r) { return r.group + "/" + std::to_string(r.group_size); }},
   };
   switch (first->type) {

@@ -30,6 +30,7 @@ Request request_for_rank(const Response& response, int rank) {
   r.type = response.type;
   r.name = response.names.front();
   r.dtype = response.dtype;
+  r.device = response.device;
   r.shape = response.shape;
   r.reduce_op = response.reduce_op;
   r.root = response.root;

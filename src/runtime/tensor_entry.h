@@ -16,6 +16,8 @@ struct TensorEntry {
   OutputAllocator allocate;
   std::shared_ptr<detail::OpState> state;
   std::chrono::steady_clock::time_point submitted;
+  // CUDA tensors: the event (a cudaEvent_t) after which the input may be read (gpu::capture_ready).
+  std::shared_ptr<void> ready;
 };
 
 }  // namespace dtrain::runtime
