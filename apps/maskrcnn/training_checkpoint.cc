@@ -6,6 +6,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <torch/version.h>
+
 #include "vision/torch_save/torch_checkpoint.h"
 #include "vision/modeling/model_weights.h"
 
@@ -23,8 +25,14 @@ fs::path solver_file(const fs::path& model_file) {
   return solver;
 }
 
-std::string state_key(const at::Tensor& parameter) {
+// A parameter's key in a LibTorch optimizer's state: its TensorImpl's address, as text before
+// LibTorch 2.0 and the pointer itself since.
+auto state_key(const at::Tensor& parameter) {
+#if TORCH_VERSION_MAJOR >= 2
+  return static_cast<void*>(parameter.unsafeGetTensorImpl());
+#else
   return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+#endif
 }
 
 void write_pointer(const fs::path& output_dir, const std::string& model_file) {

@@ -22,10 +22,12 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }  // namespace
 
 int train_elastic(const Options& options) {
-  const auto train_set = dtrain::mnist::load_mnist(options.data_dir, "train");
-  const auto test_set = dtrain::mnist::load_mnist(options.data_dir, "t10k");
+  const at::Device device = training_device(options);
+  const auto train_set = on_device(dtrain::mnist::load_mnist(options.data_dir, "train"), device);
+  const auto test_set = on_device(dtrain::mnist::load_mnist(options.data_dir, "t10k"), device);
   torch::manual_seed(options.seed);
   dtrain::mnist::MnistNet model;
+  model->to(device);
   const auto owned_optimizer = make_optimizer(options, model, 1);
   torch::optim::Optimizer& optimizer = *owned_optimizer;
   dt::ElasticSampler sampler(static_cast<std::size_t>(train_set.images.size(0)), options.seed);

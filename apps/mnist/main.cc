@@ -216,11 +216,13 @@ int train(const Options& options) {
   const dtrain::Placement placement = start(ps);
   const int rank = placement.rank;
   dtrain::mnist_app::use_cores(options, placement.local_size);
-  const auto train_set = dtrain::mnist::load_mnist(options.data_dir, "train");
-  const auto test_set = dtrain::mnist::load_mnist(options.data_dir, "t10k");
+  const at::Device device = dtrain::mnist_app::training_device(options);
+  const auto train_set = dtrain::mnist_app::on_device(dtrain::mnist::load_mnist(options.data_dir, "train"), device);
+  const auto test_set = dtrain::mnist_app::on_device(dtrain::mnist::load_mnist(options.data_dir, "t10k"), device);
 
   torch::manual_seed(options.seed);
   dtrain::mnist::MnistNet model;
+  model->to(device);
   const auto owned_optimizer = make_optimizer(options, model, placement.size);
   torch::optim::Optimizer& optimizer = *owned_optimizer;
   const double lr = optimizer.param_groups().front().options().get_lr();
@@ -280,6 +282,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--resume", options.resume, "Continue from the newest checkpoint in --checkpoint-dir");
   app.add_option("--seed", options.seed, "Seed shared by all ranks");
+  app.add_option("--device", options.device, "cpu, or cuda: each rank on its GPU (cuda:local_rank)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--threads", options.threads, "LibTorch threads per rank (0: cores / local ranks)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", options.log_every, "Print the loss every N steps")->check(CLI::PositiveNumber);

@@ -41,12 +41,23 @@ void use_cores(const Options& options, int local_size) {
   dt::retain_freed_memory();
 }
 
+at::Device training_device(const Options& options) {
+  if (options.device == "cpu") return at::kCPU;
+  const at::Device device = dt::pin_device();
+  if (!device.is_cuda()) throw dtrain::Error("--device cuda, but LibTorch sees no CUDA device");
+  return device;
+}
+
+dtrain::mnist::MnistTensors on_device(dtrain::mnist::MnistTensors set, const at::Device& device) {
+  return {set.images.to(device), set.labels.to(device)};
+}
+
 std::pair<at::Tensor, at::Tensor> batch_of(const dtrain::mnist::MnistTensors& set, const std::vector<std::size_t>& indices,
                                            std::int64_t b, std::int64_t batch_size) {
   const std::size_t begin = static_cast<std::size_t>(b * batch_size);
   const std::size_t end = std::min(indices.size(), begin + static_cast<std::size_t>(batch_size));
   std::vector<std::int64_t> batch(indices.begin() + begin, indices.begin() + end);
-  const at::Tensor index = at::tensor(batch, at::kLong);
+  const at::Tensor index = at::tensor(batch, at::kLong).to(set.images.device());
   return {set.images.index_select(0, index), set.labels.index_select(0, index)};
 }
 

@@ -34,6 +34,7 @@ struct Options {
   std::string distribution = "allreduce";  // or "ps"
   bool elastic = false;               // --elastic: under `dtrain run --min-np`, go on when workers change
   std::int64_t commit_every = 10;     // --commit-every: steps between elastic commits
+  std::string device = "cpu";         // --device: cpu, or cuda (this rank's GPU, cuda:local_rank)
 };
 
 // Adam (the Keras tutorial) or SGD with momentum 0.5 (Horovod's PyTorch example); the default
@@ -41,6 +42,14 @@ struct Options {
 double default_learning_rate(const Options& options, int size);
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options, dtrain::mnist::MnistNet& model,
                                                         int size);
+
+// Where the model and the data live: the CPU, or with --device cuda this rank's GPU (an Error
+// if LibTorch has none).
+at::Device training_device(const Options& options);
+
+// The data sets on `device`, loaded once: MNIST fits in any GPU's memory, so a step gathers
+// its batch there instead of copying it over every time.
+dtrain::mnist::MnistTensors on_device(dtrain::mnist::MnistTensors set, const at::Device& device);
 
 // LibTorch threads: --threads, or the cores divided among this host's ranks.
 void use_cores(const Options& options, int local_size);

@@ -36,8 +36,15 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 DataType dtype_of(at::ScalarType type);
 at::ScalarType scalar_type_of(DataType dtype);
 
-// A view of a contiguous CPU tensor's memory (no copy). Throws for other tensors.
+// A view of a contiguous CPU or CUDA tensor's memory (no copy). A CUDA tensor's view names
+// its device and LibTorch's current stream on it, so the runtime's work is ordered after
+// what was queued there and before what is queued after it. Throws for other tensors.
 TensorView view_of(const at::Tensor& tensor);
+
+// Whether collectives use `tensor` where it is: contiguous CPU memory, and contiguous CUDA
+// memory when the runtime has its GPU engines (dtrain::cuda_built()). Others are staged
+// through a CPU copy.
+bool usable_in_place(const at::Tensor& tensor);
 
 // The device this rank should use: cuda:local_rank when CUDA is available (and made
 // current), else the CPU.
@@ -57,8 +64,10 @@ void set_num_threads(int threads);
 // (Mask R-CNN).
 void retain_freed_memory();
 
-// Collectives. Tensors on another device or not contiguous are staged through a contiguous
-// CPU copy and the result copied back; contiguous CPU tensors are used in place (no copy).
+// Collectives. Tensors usable in place (above) are reduced where they are; others are staged
+// through a contiguous CPU copy and the result copied back. On CUDA tensors the result is
+// ordered on the current stream when the handle returns, as with PyTorch's collectives: work
+// queued there afterwards sees it; the CPU does not wait for the GPU.
 at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
 void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
 at::Tensor allgather(const at::Tensor& tensor, const std::string& name);

@@ -23,7 +23,7 @@ ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;
 ReusingCpuAllocator::ReusingCpuAllocator(std::size_t min_block_bytes, std::size_t max_cached_bytes)
     : min_block_bytes_(min_block_bytes), max_cached_bytes_(max_cached_bytes) {}
 
-c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) const {
+c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) DTRAIN_ALLOCATE_CONST {
   const std::size_t rounded =
       bytes < min_block_bytes_ ? std::max(bytes, kAlignment) : (bytes + kGranule - 1) / kGranule * kGranule;
   void* data = nullptr;

@@ -8,12 +8,22 @@
 // exact sizes avoids that without the fragmentation (and higher peak
 // memory) of keeping everything in glibc's heap.
 #include <c10/core/Allocator.h>
+#include <torch/version.h>
 
 #include <cstddef>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+// LibTorch 2.3 made c10::Allocator::allocate non-const and added copy_data.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define DTRAIN_ALLOCATE_CONST
+#define DTRAIN_ALLOCATOR_COPIES_DATA 1
+#else
+#define DTRAIN_ALLOCATE_CONST const
+#define DTRAIN_ALLOCATOR_COPIES_DATA 0
+#endif
 
 namespace dtrain::libtorch {
 
@@ -22,7 +32,12 @@ class ReusingCpuAllocator final : public c10::Allocator {
   // Blocks of at least min_block_bytes are cached, up to max_cached_bytes
   // idle in total; smaller ones go to malloc, which already reuses them.
   ReusingCpuAllocator(std::size_t min_block_bytes, std::size_t max_cached_bytes);
-  c10::DataPtr allocate(std::size_t bytes) const override;
+  c10::DataPtr allocate(std::size_t bytes) DTRAIN_ALLOCATE_CONST override;
+#if DTRAIN_ALLOCATOR_COPIES_DATA
+  void copy_data(void* destination, const void* source, std::size_t bytes) const override {
+    default_copy_data(destination, source, bytes);
+  }
+#endif
   // LibTorch's raw allocations (oneDNN's scratch buffers) need a deleter
   // that takes the data pointer alone.
   c10::DeleterFnPtr raw_deleter() const override { return &release; }

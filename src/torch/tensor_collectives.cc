@@ -1,6 +1,8 @@
-// Collectives on at::Tensor: contiguous CPU tensors are reduced in place through a view of
-// their memory; any other tensor is staged through a contiguous CPU copy.
+// Collectives on at::Tensor: contiguous tensors the runtime can reach (CPU memory, and CUDA
+// memory in a build with the GPU engines) are reduced in place through a view of their
+// memory; any other tensor is staged through a contiguous CPU copy.
 #include "dtrain/torch.h"
+#include "torch/cuda_stream.h"
 
 namespace dtrain::libtorch {
 
@@ -34,28 +36,39 @@ at::ScalarType scalar_type_of(DataType dtype) {
 
 TensorView view_of(const at::Tensor& tensor) {
   if (!tensor.defined()) throw Error("dtrain: view_of an undefined tensor");
-  if (!tensor.is_cpu() || !tensor.is_contiguous()) {
-    throw Error("dtrain: view_of needs a contiguous CPU tensor (got " + std::string(tensor.device().str()) +
+  if (!(tensor.is_cpu() || tensor.is_cuda()) || !tensor.is_contiguous()) {
+    throw Error("dtrain: view_of needs a contiguous CPU or CUDA tensor (got " + std::string(tensor.device().str()) +
                 (tensor.is_contiguous() ? "" : ", non-contiguous") + ")");
   }
   TensorView view;
   view.data = tensor.data_ptr();
   view.dtype = dtype_of(tensor.scalar_type());
   view.shape.assign(tensor.sizes().begin(), tensor.sizes().end());
+  if (tensor.is_cuda()) {
+    view.device = {DeviceType::kCUDA, tensor.device().index()};
+    view.cuda_stream = current_cuda_stream(tensor.device());
+  }
   return view;
+}
+
+bool usable_in_place(const at::Tensor& tensor) {
+  return tensor.is_contiguous() && (tensor.is_cpu() || (tensor.is_cuda() && dtrain::cuda_built()));
 }
 
 namespace {
 
 // The tensor the runtime works on: the tensor itself when possible, else a CPU copy.
 at::Tensor staged(const at::Tensor& tensor) {
-  if (tensor.is_cpu() && tensor.is_contiguous()) return tensor;
+  if (usable_in_place(tensor)) return tensor;
   return tensor.to(at::kCPU).contiguous();
 }
 
-OutputAllocator allocate_into(std::shared_ptr<at::Tensor> result, at::ScalarType type) {
-  return [result, type](const std::vector<std::int64_t>& shape) {
-    *result = at::empty(shape, at::TensorOptions().dtype(type));
+// Outputs the runtime allocates go where the tensor it works on is (a CUDA tensor's result
+// stays on its GPU).
+OutputAllocator allocate_into(std::shared_ptr<at::Tensor> result, const at::Tensor& work) {
+  const at::TensorOptions options = at::TensorOptions().dtype(work.scalar_type()).device(work.device());
+  return [result, options](const std::vector<std::int64_t>& shape) {
+    *result = at::empty(shape, options);
     return result->data_ptr();
   };
 }
@@ -117,7 +130,7 @@ TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name) 
   h.state_->device = tensor.device();
   h.state_->output = std::make_shared<at::Tensor>();
   h.state_->handle =
-      dtrain::allgather_async(name, view_of(h.state_->work), allocate_into(h.state_->output, tensor.scalar_type()));
+      dtrain::allgather_async(name, view_of(h.state_->work), allocate_into(h.state_->output, h.state_->work));
   return h;
 }
 
@@ -138,7 +151,7 @@ TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& na
   h.state_->device = tensor.device();
   h.state_->output = std::make_shared<at::Tensor>();
   h.state_->handle = dtrain::reducescatter_async(name, view_of(h.state_->work), options,
-                                                 allocate_into(h.state_->output, tensor.scalar_type()));
+                                                 allocate_into(h.state_->output, h.state_->work));
   return h;
 }
 
@@ -167,7 +180,7 @@ TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, s
   h.state_->device = tensor.device();
   h.state_->output = std::make_shared<at::Tensor>();
   h.state_->handle = dtrain::alltoall_async(name, view_of(h.state_->work), std::move(splits),
-                                            allocate_into(h.state_->output, tensor.scalar_type()));
+                                            allocate_into(h.state_->output, h.state_->work));
   return h;
 }
 
