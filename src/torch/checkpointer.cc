@@ -172,7 +172,9 @@ std::optional<TrainingProgress> Checkpointer::restore(torch::nn::Module& model,
   try {
     torch::serialize::InputArchive archive;
     std::istringstream in(message.substr(1));
-    archive.load_from(in);
+    // Saved on the CPU; loaded where the model is, so the optimizer's state (momentum, Adam's
+    // moments) lands beside the parameters it updates.
+    archive.load_from(in, parameters_device(optimizer));
     torch::NoGradGuard no_grad;
     for (auto& [name, tensor] : named_state(model)) {
       at::Tensor value;
@@ -195,7 +197,7 @@ std::optional<TrainingProgress> Checkpointer::restore(torch::nn::Module& model,
       at::Tensor rng;
       archive.read("rng.cpu", rng);
       at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the default's state
-      generator.set_state(rng);
+      generator.set_state(rng.to(at::kCPU));
     }
     return TrainingProgress{epoch.toInt(), step.toInt()};
   } catch (const Error&) {

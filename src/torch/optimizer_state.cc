@@ -17,4 +17,11 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, torch::serialize::
   }
 }
 
+at::Device parameters_device(const torch::optim::Optimizer& optimizer) {
+  for (const auto& group : optimizer.param_groups()) {
+    if (!group.params().empty()) return group.params().front().device();
+  }
+  return at::kCPU;
+}
+
 }  // namespace dtrain::libtorch

@@ -11,4 +11,8 @@ namespace dtrain::libtorch {
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive);
 
+// Where the optimizer's parameters live (its first parameter's device; the CPU without any):
+// where their saved state must be loaded to, since LibTorch loads it to the CPU otherwise.
+at::Device parameters_device(const torch::optim::Optimizer& optimizer);
+
 }  // namespace dtrain::libtorch

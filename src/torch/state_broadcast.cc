@@ -55,7 +55,7 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root) {
   if (rank() != root) {
     torch::serialize::InputArchive archive;
     std::istringstream in(bytes);
-    archive.load_from(in);
+    archive.load_from(in, parameters_device(optimizer));
     load_optimizer_state(optimizer, archive);
   }
 }

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "dtrain/torch.h"
 
 namespace dtrain {
@@ -79,6 +82,37 @@ TEST(GpuAdapter, CollectivesOnCudaTensorsStayOnTheGpu) {
   dt::allreduce_with_gradient(x, "gpu.adapter.autograd", ReduceOp::kSum).sum().backward();
   EXPECT_TRUE(x.grad().is_cuda());
   EXPECT_TRUE(torch::equal(x.grad().to(at::kCPU), torch::full({2, 3}, world)));
+}
+
+TEST(GpuAdapter, ACheckpointOfACudaModelRestoresOntoTheGpuAndTrainsOn) {
+  REQUIRE_CUDA();
+  const std::string directory = "/tmp/dtrain-gpu-checkpoint-" + std::string(std::getenv("DTRAIN_JOB_ID") ? std::getenv("DTRAIN_JOB_ID") : "local");
+  auto make = [&] {
+    torch::manual_seed(3);
+    torch::nn::Linear model(4, 2);
+    model->to(my_gpu());
+    return model;
+  };
+  auto step = [&](torch::nn::Linear& model, torch::optim::SGD& sgd) {
+    sgd.zero_grad();
+    model->forward(torch::ones({3, 4}, my_gpu())).sum().backward();
+    sgd.step();
+  };
+  torch::nn::Linear saved = make();
+  torch::optim::SGD saved_sgd(saved->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  step(saved, saved_sgd);  // momentum buffers now exist, on the GPU
+  dt::Checkpointer checkpointer(directory, 1);
+  checkpointer.save(*saved, saved_sgd, {0, 1});
+
+  torch::nn::Linear restored = make();
+  torch::optim::SGD restored_sgd(restored->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  ASSERT_TRUE(checkpointer.restore(*restored, restored_sgd).has_value());
+  step(saved, saved_sgd);
+  step(restored, restored_sgd);  // fails if the momentum came back on the CPU
+  EXPECT_TRUE(restored->weight.is_cuda());
+  EXPECT_TRUE(torch::equal(saved->weight, restored->weight));
+  barrier();
+  if (rank() == 0) std::filesystem::remove_all(directory);
 }
 
 }  // namespace
