@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <vector>
 
+#if DTRAIN_TORCH_CUDA
+#include "vision/ops/cuda/current_stream.h"
+#include "vision/ops/cuda/detection_kernels.h"
+#endif
+
 namespace dtrain::vision::ops {
 namespace {
 
@@ -44,16 +49,45 @@ at::Tensor greedy_suppression(const at::Tensor& boxes, const at::Tensor& scores,
   return result;
 }
 
+#if DTRAIN_TORCH_CUDA
+// On the GPU: the same order (a stable descending sort), the suppression mask and the greedy
+// walk as kernels; only the number of kept boxes comes back to the host (masked_select).
+at::Tensor greedy_suppression_cuda(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
+  const int64_t n = boxes.size(0);
+  const at::Tensor order = std::get<1>(scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  const at::Tensor sorted = boxes.index_select(0, order).contiguous();
+  at::Tensor mask = at::empty({n * cuda::nms_mask_words(n)}, boxes.options().dtype(at::kLong));
+  at::Tensor keep = at::empty({n}, boxes.options().dtype(at::kByte));
+  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "dtrain_nms_cuda", [&] {
+    cuda::nms_keep<scalar_t>(sorted.data_ptr<scalar_t>(), n, iou_threshold,
+                             reinterpret_cast<unsigned long long*>(mask.data_ptr<int64_t>()), keep.data_ptr<uint8_t>(),
+                             cuda::current_stream());
+  });
+  return order.masked_select(keep.to(at::kBool));
+}
+#endif
+
 }  // namespace
 
 at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
   TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "nms: boxes must be [N, 4], got ", boxes.sizes());
   TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "nms: scores must be [",
               boxes.size(0), "], got ", scores.sizes());
-  TORCH_CHECK(boxes.device().is_cpu() && scores.device().is_cpu(), "nms: only CPU tensors are supported");
+  TORCH_CHECK(boxes.device() == scores.device(), "nms: boxes are on ", boxes.device(), " but scores on ",
+              scores.device());
+#if DTRAIN_TORCH_CUDA
+  TORCH_CHECK(boxes.device().is_cpu() || boxes.device().is_cuda(), "nms: CPU or CUDA tensors only, got ",
+              boxes.device());
+#else
+  TORCH_CHECK(boxes.device().is_cpu(), "nms: only CPU tensors are supported in this build (CUDA needs a LibTorch "
+              "with CUDA), got ", boxes.device());
+#endif
   TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "nms: boxes are ", boxes.scalar_type(),
               " but scores are ", scores.scalar_type());
-  if (boxes.numel() == 0) return at::empty({0}, at::kLong);
+  if (boxes.numel() == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
+#if DTRAIN_TORCH_CUDA
+  if (boxes.is_cuda()) return greedy_suppression_cuda(boxes, scores.contiguous(), iou_threshold);
+#endif
   at::Tensor kept;
   AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "dtrain_nms", [&] {
     kept = greedy_suppression<scalar_t>(boxes, scores, iou_threshold);
@@ -65,11 +99,11 @@ at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const 
                        double iou_threshold) {
   TORCH_CHECK(idxs.dim() == 1 && idxs.size(0) == boxes.size(0), "batched_nms: idxs must be [",
               boxes.size(0), "], got ", idxs.sizes());
-  if (boxes.numel() == 0) return at::empty({0}, at::kLong);
-  if (boxes.numel() > kPerCategoryNmsAbove) {
+  if (boxes.numel() == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
+  if (boxes.numel() > (boxes.is_cuda() ? kPerCategoryNmsAboveOnCuda : kPerCategoryNmsAbove)) {
     // One NMS per category on the unshifted boxes, then all kept boxes
     // ordered by score (the same sort call torchvision makes, so ties land alike).
-    at::Tensor keep_mask = at::zeros({boxes.size(0)}, at::kBool);
+    at::Tensor keep_mask = at::zeros({boxes.size(0)}, boxes.options().dtype(at::kBool));
     const at::Tensor categories = std::get<0>(at::_unique(idxs, /*sorted=*/true));
     for (int64_t c = 0; c < categories.size(0); ++c) {
       const at::Tensor members = at::where(idxs == categories[c])[0];

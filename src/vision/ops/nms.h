@@ -5,6 +5,7 @@
 
 namespace dtrain::vision::ops {
 
+// CPU tensors, and CUDA tensors in a build against a LibTorch with CUDA.
 // Indices (int64) of the boxes [N, 4] (x1, y1, x2, y2) that survive greedy
 // suppression, in decreasing score order. A box is suppressed by a kept,
 // higher-ranked box when their IoU is strictly greater than iou_threshold.
@@ -12,11 +13,13 @@ namespace dtrain::vision::ops {
 at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold);
 
 // NMS within each category idxs [N] (integers): boxes of different categories
-// never suppress each other. Like torchvision on the CPU: up to
-// kPerCategoryNmsAbove coordinates, every category's boxes are shifted by
-// idx * (max coordinate + 1) so that categories cannot overlap, and one NMS
-// runs; above it, one NMS per category and the kept boxes sorted by score.
+// never suppress each other. Like torchvision: up to kPerCategoryNmsAbove
+// coordinates (kPerCategoryNmsAboveOnCuda for CUDA tensors), every category's
+// boxes are shifted by idx * (max coordinate + 1) so that categories cannot
+// overlap, and one NMS runs; above it, one NMS per category and the kept boxes
+// sorted by score.
 inline constexpr int64_t kPerCategoryNmsAbove = 4000;
+inline constexpr int64_t kPerCategoryNmsAboveOnCuda = 20000;
 at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
                        double iou_threshold);
 

@@ -8,6 +8,11 @@
 #include <cmath>
 #include <vector>
 
+#if DTRAIN_TORCH_CUDA
+#include "vision/ops/cuda/current_stream.h"
+#include "vision/ops/cuda/detection_kernels.h"
+#endif
+
 namespace dtrain::vision::ops {
 namespace {
 
@@ -107,7 +112,15 @@ struct RoiGeometry {
 void check_rois(const at::Tensor& rois, const at::Tensor& features, const char* op) {
   TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, op,
               ": rois must be [K, 5] rows of (batch_index, x1, y1, x2, y2), got ", rois.sizes());
-  TORCH_CHECK(rois.device().is_cpu() && features.device().is_cpu(), op, ": only CPU tensors are supported");
+  TORCH_CHECK(rois.device() == features.device(), op, ": rois are on ", rois.device(), " but the features on ",
+              features.device());
+#if DTRAIN_TORCH_CUDA
+  TORCH_CHECK(features.device().is_cpu() || features.device().is_cuda(), op, ": CPU or CUDA tensors only, got ",
+              features.device());
+#else
+  TORCH_CHECK(features.device().is_cpu(), op, ": only CPU tensors are supported in this build (CUDA needs a "
+              "LibTorch with CUDA), got ", features.device());
+#endif
   TORCH_CHECK(rois.scalar_type() == features.scalar_type(), op, ": rois are ", rois.scalar_type(),
               " but the features are ", features.scalar_type());
 }
@@ -342,6 +355,17 @@ at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, do
   if (output.numel() == 0) return output;
   const at::Tensor in = input.contiguous();
   const at::Tensor r = rois.contiguous();
+#if DTRAIN_TORCH_CUDA
+  if (input.is_cuda()) {
+    const cuda::RoiAlignShape shape{r.size(0), input.size(0), input.size(1), input.size(2), input.size(3),
+                                    pooled_height, pooled_width, spatial_scale, sampling_ratio, aligned};
+    AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "dtrain_roi_align_forward_cuda", [&] {
+      cuda::roi_align_forward<scalar_t>(in.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), output.data_ptr<scalar_t>(),
+                                        shape, cuda::current_stream());
+    });
+    return output;
+  }
+#endif
   AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "dtrain_roi_align_forward", [&] {
     if (input.size(1) < kChannelsLastFrom) {
       forward_kernel<scalar_t>(in, r, output, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
@@ -371,6 +395,18 @@ at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& r
   if (grad_output.numel() == 0) return at::zeros({batch, channels, height, width}, grad_output.options());
   const at::Tensor go = grad_output.contiguous();
   const at::Tensor r = rois.contiguous();
+#if DTRAIN_TORCH_CUDA
+  if (grad_output.is_cuda()) {
+    at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
+    const cuda::RoiAlignShape shape{r.size(0), batch, channels, height, width,
+                                    pooled_height, pooled_width, spatial_scale, sampling_ratio, aligned};
+    AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward_cuda", [&] {
+      cuda::roi_align_backward<scalar_t>(go.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(),
+                                         grad_input.data_ptr<scalar_t>(), shape, cuda::current_stream());
+    });
+    return grad_input;
+  }
+#endif
   if (channels < kChannelsLastFrom) {
     at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
     AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward", [&] {

@@ -8,7 +8,8 @@
 
 namespace dtrain::vision::ops {
 
-// input [N, C, H, W] (float or double, CPU); rois [K, 5] rows of
+// input [N, C, H, W] (float or double; CPU, or CUDA in a build against a LibTorch with CUDA,
+// where a roi with a batch index outside [0, N) pools zeros instead of raising); rois [K, 5] rows of
 // (batch_index, x1, y1, x2, y2) in input coordinates before spatial_scale.
 // Returns [K, C, pooled_height, pooled_width].
 //  - aligned: shift the roi by -0.5 pixel so that pixel centres sit at

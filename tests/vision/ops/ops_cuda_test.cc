@@ -1,0 +1,122 @@
+// The CUDA RoIAlign and NMS against the CPU operators on the same inputs: random rois and
+// adversarial ones (outside the image, zero area, tiny and huge, both alignments, fixed and
+// adaptive sampling), boxes with tied scores, zero areas and far outside the image. Skipped,
+// saying why, unless LibTorch has CUDA and a GPU (scripts/gpu/test runs it on the GPU machine).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "vision/ops/nms.h"
+#include "vision/ops/roi_align.h"
+
+namespace dtrain::vision::ops {
+namespace {
+
+#define REQUIRE_CUDA() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "LibTorch sees no CUDA device (or has no CUDA)";
+
+const at::Device kGpu(at::kCUDA, 0);
+
+// Rois over a 2-image batch of 20x24 features at spatial scale 0.5 (image 40x48): random ones,
+// then edge cases.
+at::Tensor test_rois(at::ScalarType type) {
+  torch::manual_seed(11);
+  const int64_t random = 200;
+  at::Tensor xy = torch::rand({random, 2}, type) * 60 - 10;  // some start outside the image
+  at::Tensor wh = torch::rand({random, 2}, type) * 40;
+  at::Tensor batch = torch::randint(0, 2, {random, 1}).to(type);
+  at::Tensor rois = torch::cat({batch, xy, xy + wh}, 1);
+  const std::vector<std::vector<double>> edges = {
+      {0, 10, 10, 10, 10},         // zero area
+      {1, -30, -30, -20, -20},     // entirely outside, above and left
+      {0, 100, 100, 120, 130},     // entirely outside, below and right
+      {1, 0, 0, 48, 40},           // the whole image
+      {0, 5.25, 7.75, 5.5, 8.0},   // a fraction of a pixel
+      {1, -100, -100, 400, 400},   // far larger than the image
+  };
+  for (const auto& e : edges) rois = torch::cat({rois, torch::tensor(e, type).view({1, 5})});
+  return rois;
+}
+
+void expect_close(const at::Tensor& cuda, const at::Tensor& cpu, double tolerance, const std::string& what) {
+  ASSERT_EQ(cuda.sizes(), cpu.sizes()) << what;
+  const double scale = std::max(1.0, cpu.abs().max().item<double>());
+  const double difference = (cuda.to(at::kCPU) - cpu).abs().max().item<double>();
+  EXPECT_LE(difference, tolerance * scale) << what << ": largest difference " << difference;
+}
+
+TEST(CudaRoiAlign, ForwardAndBackwardMatchTheCpuOperator) {
+  REQUIRE_CUDA();
+  for (at::ScalarType type : {at::kFloat, at::kDouble}) {
+    const double tolerance = type == at::kFloat ? 1e-5 : 1e-12;
+    torch::manual_seed(5);
+    const at::Tensor features = torch::randn({2, 3, 20, 24}, type);
+    const at::Tensor rois = test_rois(type);
+    for (bool aligned : {false, true}) {
+      for (int64_t sampling : {0, 2}) {
+        const std::string what = std::string(c10::toString(type)) + (aligned ? " aligned" : " legacy") +
+                                 " sampling " + std::to_string(sampling);
+        const at::Tensor cpu = roi_align_forward(features, rois, 0.5, 7, 7, sampling, aligned);
+        const at::Tensor gpu = roi_align_forward(features.to(kGpu), rois.to(kGpu), 0.5, 7, 7, sampling, aligned);
+        expect_close(gpu, cpu, tolerance, "forward " + what);
+        const at::Tensor grad = torch::randn(cpu.sizes(), type);
+        const at::Tensor cpu_back = roi_align_backward(grad, rois, 0.5, 7, 7, 2, 3, 20, 24, sampling, aligned);
+        const at::Tensor gpu_back =
+            roi_align_backward(grad.to(kGpu), rois.to(kGpu), 0.5, 7, 7, 2, 3, 20, 24, sampling, aligned);
+        expect_close(gpu_back, cpu_back, tolerance, "backward " + what);
+      }
+    }
+  }
+}
+
+TEST(CudaRoiAlign, AutogradReachesTheFeaturesOnTheGpu) {
+  REQUIRE_CUDA();
+  const at::Tensor features = torch::randn({1, 4, 16, 16}).to(kGpu).requires_grad_(true);
+  const at::Tensor rois = torch::tensor({0.0, 1.0, 2.0, 9.0, 12.0}).view({1, 5}).to(at::kFloat).to(kGpu);
+  roi_align(features, rois, 1.0, 5, 5, 2, true).sum().backward();
+  ASSERT_TRUE(features.grad().is_cuda());
+  EXPECT_GT(features.grad().abs().sum().item<float>(), 0.0f);
+}
+
+// Boxes for NMS: random clusters (so many overlap), then ties and degenerate boxes.
+std::pair<at::Tensor, at::Tensor> test_boxes(at::ScalarType type, int64_t n) {
+  torch::manual_seed(17);
+  at::Tensor centres = torch::randint(0, 8, {n, 2}).to(type) * 40 + torch::randn({n, 2}, type) * 6;
+  at::Tensor sizes = torch::rand({n, 2}, type) * 50 + 1;
+  at::Tensor boxes = torch::cat({centres - sizes / 2, centres + sizes / 2}, 1);
+  at::Tensor scores = torch::rand({n}, type);
+  scores.slice(0, 0, n / 4) = 0.5;  // a quarter tied
+  boxes.slice(0, 0, 8) = torch::tensor({30.0, 30.0, 30.0, 30.0}, type);  // zero area, coincident
+  boxes.slice(0, 8, 12) = torch::tensor({-500.0, -500.0, -400.0, -450.0}, type);  // far outside
+  return {boxes, scores};
+}
+
+TEST(CudaNms, KeepsExactlyWhatTheCpuOperatorKeeps) {
+  REQUIRE_CUDA();
+  for (at::ScalarType type : {at::kFloat, at::kDouble}) {
+    for (int64_t n : {1, 63, 64, 65, 1000, 5000}) {
+      const auto [boxes, scores] = test_boxes(type, n);
+      for (double threshold : {0.3, 0.5, 0.7}) {
+        const at::Tensor cpu = nms(boxes, scores, threshold);
+        const at::Tensor gpu = nms(boxes.to(kGpu), scores.to(kGpu), threshold);
+        ASSERT_TRUE(gpu.is_cuda());
+        EXPECT_TRUE(torch::equal(gpu.to(at::kCPU), cpu))
+            << c10::toString(type) << " n=" << n << " threshold " << threshold << ": " << gpu.size(0) << " kept on the GPU, "
+            << cpu.size(0) << " on the CPU";
+      }
+    }
+  }
+}
+
+TEST(CudaNms, BatchedNmsKeepsCategoriesApartLikeTheCpu) {
+  REQUIRE_CUDA();
+  for (int64_t n : {500, 6000}) {  // the coordinate-offset path, and one NMS per category
+    const auto [boxes, scores] = test_boxes(at::kFloat, n);
+    const at::Tensor categories = torch::randint(0, 5, {n});
+    const at::Tensor cpu = batched_nms(boxes, scores, categories, 0.5);
+    const at::Tensor gpu = batched_nms(boxes.to(kGpu), scores.to(kGpu), categories.to(kGpu), 0.5);
+    EXPECT_TRUE(torch::equal(std::get<0>(gpu.to(at::kCPU).sort()), std::get<0>(cpu.sort()))) << "n=" << n;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::vision::ops
