@@ -3,24 +3,12 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/collective_layout.h"
 #include "runtime/gpu/device_memory.h"
 #include "runtime/reduction.h"
 #include "runtime/response_builder.h"
 
 namespace dtrain::runtime {
-namespace {
-
-std::int64_t product(std::vector<std::int64_t>::const_iterator begin, std::vector<std::int64_t>::const_iterator end) {
-  return std::accumulate(begin, end, std::int64_t{1}, std::multiplies<>());
-}
-
-// Bytes in one row of the first dimension.
-std::size_t row_bytes(const TensorView& view) {
-  if (view.shape.empty()) return element_size(view.dtype);
-  return static_cast<std::size_t>(product(view.shape.begin() + 1, view.shape.end())) * element_size(view.dtype);
-}
-
-}  // namespace
 
 void* allocate_output(TensorEntry& entry, const std::vector<std::int64_t>& shape) {
   auto& state = *entry.state;
@@ -212,19 +200,11 @@ void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& 
 }
 
 void OpExecutor::allgather(const Response& response, TensorEntry& entry) {
-  const std::size_t row = row_bytes(entry.input);
-  std::vector<std::size_t> bytes_per_rank;
-  std::int64_t rows = 0;
-  for (auto first_dim : response.sizes) {
-    bytes_per_rank.push_back(static_cast<std::size_t>(first_dim) * row);
-    rows += first_dim;
-  }
-  std::vector<std::int64_t> shape = entry.input.shape;
-  shape[0] = rows;
-  void* out = allocate_output(entry, shape);
+  const AllgatherLayout layout = allgather_layout(response, entry.input);
+  void* out = allocate_output(entry, layout.output_shape);
   entry.state->received_splits = response.sizes;
   activity_begin(response, "COMMUNICATE");
-  transport_.allgatherv(entry.input.data, out, bytes_per_rank);
+  transport_.allgatherv(entry.input.data, out, layout.bytes);
   activity_end(response);
 }
 
@@ -235,24 +215,11 @@ void OpExecutor::broadcast(const Response& response, TensorEntry& entry) {
 }
 
 void OpExecutor::alltoall(const Response& response, TensorEntry& entry) {
-  const int world = transport_.size();
-  const int me = transport_.rank();
-  const std::size_t row = row_bytes(entry.input);
-  std::vector<std::size_t> send_bytes(world), receive_bytes(world);
-  std::vector<std::int64_t> received(world);
-  std::int64_t rows = 0;
-  for (int r = 0; r < world; ++r) {
-    send_bytes[r] = static_cast<std::size_t>(response.sizes[me * world + r]) * row;
-    received[r] = response.sizes[r * world + me];
-    receive_bytes[r] = static_cast<std::size_t>(received[r]) * row;
-    rows += received[r];
-  }
-  std::vector<std::int64_t> shape = entry.input.shape;
-  shape[0] = rows;
-  void* out = allocate_output(entry, shape);
-  entry.state->received_splits = received;
+  const AlltoallLayout layout = alltoall_layout(response, entry.input, transport_.rank(), transport_.size());
+  void* out = allocate_output(entry, layout.output_shape);
+  entry.state->received_splits = layout.received_rows;
   activity_begin(response, "COMMUNICATE");
-  transport_.alltoallv(entry.input.data, send_bytes, out, receive_bytes);
+  transport_.alltoallv(entry.input.data, layout.send_bytes, out, layout.receive_bytes);
   activity_end(response);
 }
 
@@ -260,27 +227,18 @@ void OpExecutor::reducescatter(const Response& response, TensorEntry& entry) {
   const int world = transport_.size();
   const int me = transport_.rank();
   const DataType dtype = response.dtype;
-  const std::int64_t first = entry.input.shape[0];
-  const std::size_t row_elements = row_bytes(entry.input) / element_size(dtype);
-  std::vector<std::size_t> counts(world);
-  std::size_t my_offset = 0;
-  for (int r = 0; r < world; ++r) {
-    counts[r] = static_cast<std::size_t>(reducescatter_rows(first, world, r)) * row_elements;
-    if (r < me) my_offset += counts[r];
-  }
+  const ReducescatterLayout layout = reducescatter_layout(entry.input, me, world);
   const std::size_t total_bytes = entry.input.num_bytes();
   if (fusion_buffer_.size() < total_bytes) fusion_buffer_.resize(total_bytes);
   std::memcpy(fusion_buffer_.data(), entry.input.data, total_bytes);
   scale_elements(dtype, fusion_buffer_.data(), total_bytes / element_size(dtype), response.prescale);
   activity_begin(response, "COMMUNICATE");
-  transport_.reducescatter(fusion_buffer_.data(), counts, dtype, response.reduce_op);
+  transport_.reducescatter(fusion_buffer_.data(), layout.counts, dtype, response.reduce_op);
   activity_end(response);
-  std::byte* mine = fusion_buffer_.data() + my_offset * element_size(dtype);
-  finish_reduction(dtype, response.reduce_op, mine, counts[me], world, response.postscale);
-  std::vector<std::int64_t> shape = entry.input.shape;
-  shape[0] = reducescatter_rows(first, world, me);
-  void* out = allocate_output(entry, shape);
-  if (counts[me]) std::memcpy(out, mine, counts[me] * element_size(dtype));
+  std::byte* mine = fusion_buffer_.data() + layout.offsets[me] * element_size(dtype);
+  finish_reduction(dtype, response.reduce_op, mine, layout.counts[me], world, response.postscale);
+  void* out = allocate_output(entry, layout.output_shape);
+  if (layout.counts[me]) std::memcpy(out, mine, layout.counts[me] * element_size(dtype));
 }
 
 }  // namespace dtrain::runtime

@@ -4,11 +4,11 @@
 #include <numeric>
 #include <thread>
 
+#include "runtime/collective_layout.h"
 #include "runtime/gpu/cuda_check.h"
 #include "runtime/gpu/device_kernels.h"
 #include "runtime/op_executor.h"
 #include "runtime/reduction.h"
-#include "runtime/response_builder.h"
 
 namespace dtrain::runtime {
 namespace {
@@ -37,12 +37,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::kProduct: return ncclProd;
   }
   return ncclSum;
-}
-
-std::size_t row_bytes(const TensorView& view) {
-  std::size_t row = element_size(view.dtype);
-  for (std::size_t d = 1; d < view.shape.size(); ++d) row *= static_cast<std::size_t>(view.shape[d]);
-  return row;
 }
 
 template <typename T>
@@ -249,29 +243,21 @@ void NcclEngine::allreduce(const Response& response, std::vector<TensorEntry*>& 
 }
 
 void NcclEngine::allgather(const Response& response, TensorEntry& entry) {
-  const std::size_t row = row_bytes(entry.input);
-  std::vector<std::size_t> bytes(size_), offsets(size_);
-  std::int64_t rows = 0;
-  for (int r = 0; r < size_; ++r) {
-    bytes[r] = static_cast<std::size_t>(response.sizes[r]) * row;
-    offsets[r] = r ? offsets[r - 1] + bytes[r - 1] : 0;
-    rows += response.sizes[r];
-  }
-  std::vector<std::int64_t> shape = entry.input.shape;
-  shape[0] = rows;
-  void* out = allocate_output(entry, shape);
+  const AllgatherLayout layout = allgather_layout(response, entry.input);
+  void* out = allocate_output(entry, layout.output_shape);
   entry.state->received_splits = response.sizes;
-  if (offsets.back() + bytes.back() == 0) return;
-  if (all_equal(bytes)) {
-    nccl(ncclAllGather(entry.input.data, out, bytes[0], ncclUint8, comm_, stream_), "ncclAllGather");
+  if (layout.offsets.back() + layout.bytes.back() == 0) return;
+  if (all_equal(layout.bytes)) {
+    nccl(ncclAllGather(entry.input.data, out, layout.bytes[0], ncclUint8, comm_, stream_), "ncclAllGather");
     return;
   }
   // Ranks with different first dimensions: each rank's rows broadcast from it, in one group.
   nccl(ncclGroupStart(), "ncclGroupStart");
   for (int r = 0; r < size_; ++r) {
-    if (bytes[r] == 0) continue;
-    const void* send = r == rank_ ? entry.input.data : at(out, offsets[r]);
-    nccl(ncclBroadcast(send, at(out, offsets[r]), bytes[r], ncclUint8, r, comm_, stream_), "ncclBroadcast");
+    if (layout.bytes[r] == 0) continue;
+    void* rows = at(out, layout.offsets[r]);
+    const void* send = r == rank_ ? entry.input.data : rows;
+    nccl(ncclBroadcast(send, rows, layout.bytes[r], ncclUint8, r, comm_, stream_), "ncclBroadcast");
   }
   nccl(ncclGroupEnd(), "ncclGroupEnd (allgather)");
 }
@@ -284,27 +270,20 @@ void NcclEngine::broadcast(const Response& response, TensorEntry& entry) {
 }
 
 void NcclEngine::alltoall(const Response& response, TensorEntry& entry) {
-  const std::size_t row = row_bytes(entry.input);
-  std::vector<std::size_t> send(size_), receive(size_);
-  std::vector<std::int64_t> received(size_);
-  std::int64_t rows = 0;
-  for (int r = 0; r < size_; ++r) {
-    send[r] = static_cast<std::size_t>(response.sizes[rank_ * size_ + r]) * row;
-    received[r] = response.sizes[r * size_ + rank_];
-    receive[r] = static_cast<std::size_t>(received[r]) * row;
-    rows += received[r];
-  }
-  std::vector<std::int64_t> shape = entry.input.shape;
-  shape[0] = rows;
-  void* out = allocate_output(entry, shape);
-  entry.state->received_splits = received;
+  const AlltoallLayout layout = alltoall_layout(response, entry.input, rank_, size_);
+  void* out = allocate_output(entry, layout.output_shape);
+  entry.state->received_splits = layout.received_rows;
   std::size_t send_offset = 0, receive_offset = 0;
   nccl(ncclGroupStart(), "ncclGroupStart");
   for (int r = 0; r < size_; ++r) {
-    if (send[r]) nccl(ncclSend(at(entry.input.data, send_offset), send[r], ncclUint8, r, comm_, stream_), "ncclSend");
-    if (receive[r]) nccl(ncclRecv(at(out, receive_offset), receive[r], ncclUint8, r, comm_, stream_), "ncclRecv");
-    send_offset += send[r];
-    receive_offset += receive[r];
+    if (layout.send_bytes[r]) {
+      nccl(ncclSend(at(entry.input.data, send_offset), layout.send_bytes[r], ncclUint8, r, comm_, stream_), "ncclSend");
+    }
+    if (layout.receive_bytes[r]) {
+      nccl(ncclRecv(at(out, receive_offset), layout.receive_bytes[r], ncclUint8, r, comm_, stream_), "ncclRecv");
+    }
+    send_offset += layout.send_bytes[r];
+    receive_offset += layout.receive_bytes[r];
   }
   nccl(ncclGroupEnd(), "ncclGroupEnd (alltoall)");
 }
@@ -312,14 +291,8 @@ void NcclEngine::alltoall(const Response& response, TensorEntry& entry) {
 void NcclEngine::reducescatter(const Response& response, TensorEntry& entry) {
   const DataType dtype = response.dtype;
   const std::size_t esize = element_size(dtype);
-  const std::int64_t first = entry.input.shape[0];
-  const std::size_t row_elements = row_bytes(entry.input) / esize;
-  std::vector<std::size_t> counts(size_), offsets(size_);
-  for (int r = 0; r < size_; ++r) {
-    counts[r] = static_cast<std::size_t>(reducescatter_rows(first, size_, r)) * row_elements;
-    offsets[r] = r ? offsets[r - 1] + counts[r - 1] : 0;
-  }
-  const std::size_t total = offsets.back() + counts.back();
+  const ReducescatterLayout layout = reducescatter_layout(entry.input, rank_, size_);
+  const std::size_t total = layout.offsets.back() + layout.counts.back();
   const void* send = entry.input.data;
   if (response.prescale != 1.0 && total) {
     void* scaled = scratch(total * esize);
@@ -327,25 +300,24 @@ void NcclEngine::reducescatter(const Response& response, TensorEntry& entry) {
     gpu::scale(dtype, scaled, total, response.prescale, stream_);
     send = scaled;
   }
-  std::vector<std::int64_t> shape = entry.input.shape;
-  shape[0] = reducescatter_rows(first, size_, rank_);
-  void* out = allocate_output(entry, shape);
+  void* out = allocate_output(entry, layout.output_shape);
   if (total == 0) return;
   const ncclDataType_t type = nccl_type(dtype);
   const ncclRedOp_t op = nccl_op(response.reduce_op);
-  if (all_equal(counts)) {
-    nccl(ncclReduceScatter(send, out, counts[0], type, op, comm_, stream_), "ncclReduceScatter");
+  if (all_equal(layout.counts)) {
+    nccl(ncclReduceScatter(send, out, layout.counts[0], type, op, comm_, stream_), "ncclReduceScatter");
   } else {
     // Uneven shares: each rank's share reduced to it, in one group.
     nccl(ncclGroupStart(), "ncclGroupStart");
     for (int r = 0; r < size_; ++r) {
-      if (counts[r] == 0) continue;
-      void* receive = r == rank_ ? out : const_cast<std::byte*>(at(send, offsets[r] * esize));  // read at the root only
-      nccl(ncclReduce(at(send, offsets[r] * esize), receive, counts[r], type, op, r, comm_, stream_), "ncclReduce");
+      if (layout.counts[r] == 0) continue;
+      const std::byte* share = at(send, layout.offsets[r] * esize);
+      void* receive = r == rank_ ? out : const_cast<std::byte*>(share);  // read at the root only
+      nccl(ncclReduce(share, receive, layout.counts[r], type, op, r, comm_, stream_), "ncclReduce");
     }
     nccl(ncclGroupEnd(), "ncclGroupEnd (reducescatter)");
   }
-  finish_reduction(response, out, counts[rank_]);
+  finish_reduction(response, out, layout.counts[rank_]);
 }
 
 }  // namespace dtrain::runtime

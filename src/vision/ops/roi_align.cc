@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "vision/ops/roi_align_sampling.h"
+
 #if DTRAIN_TORCH_CUDA
 #include "vision/ops/cuda/current_stream.h"
 #include "vision/ops/cuda/detection_kernels.h"
@@ -16,98 +18,14 @@
 namespace dtrain::vision::ops {
 namespace {
 
-// One bilinear sample: the four pixels it reads and their weights. A sample
-// that falls too far outside the feature map reads nothing (all weights 0).
-template <typename T>
-struct BilinearSample {
-  int64_t offsets[4] = {0, 0, 0, 0};  // y * width + x of the four neighbours
-  T weights[4] = {0, 0, 0, 0};
-};
-
-template <typename T>
-BilinearSample<T> bilinear_sample(int64_t height, int64_t width, T y, T x) {
-  BilinearSample<T> s;
-  // Up to one pixel outside the map still interpolates (clamped to the border);
-  // beyond that the sample contributes 0.
-  if (y < -1.0 || y > height || x < -1.0 || x > width) return s;
-  if (y <= 0) y = 0;
-  if (x <= 0) x = 0;
-  int64_t y_low = static_cast<int64_t>(y);
-  int64_t x_low = static_cast<int64_t>(x);
-  int64_t y_high;
-  int64_t x_high;
-  if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
-    y = static_cast<T>(y_low);
-  } else {
-    y_high = y_low + 1;
+// Calls visit(sample) for every sample of bin (ph, pw) of the roi `g`.
+template <typename T, typename Visit>
+void for_each_sample(const RoiGeometry<T>& g, int64_t ph, int64_t pw, int64_t height, int64_t width, Visit&& visit) {
+  for (int64_t iy = 0; iy < g.grid_h; ++iy) {
+    const T y = g.sample_y(ph, iy);
+    for (int64_t ix = 0; ix < g.grid_w; ++ix) visit(bilinear_sample<T>(height, width, y, g.sample_x(pw, ix)));
   }
-  if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
-    x = static_cast<T>(x_low);
-  } else {
-    x_high = x_low + 1;
-  }
-  const T ly = y - y_low;
-  const T lx = x - x_low;
-  const T hy = 1 - ly;
-  const T hx = 1 - lx;
-  s.offsets[0] = y_low * width + x_low;
-  s.offsets[1] = y_low * width + x_high;
-  s.offsets[2] = y_high * width + x_low;
-  s.offsets[3] = y_high * width + x_high;
-  s.weights[0] = hy * hx;
-  s.weights[1] = hy * lx;
-  s.weights[2] = ly * hx;
-  s.weights[3] = ly * lx;
-  return s;
 }
-
-// Where one roi samples the feature map, shared by forward and backward.
-template <typename T>
-struct RoiGeometry {
-  int64_t batch_index;
-  T start_x, start_y;
-  T bin_w, bin_h;
-  int64_t grid_h, grid_w;
-  T count;  // samples averaged per bin, at least 1
-
-  RoiGeometry(const T* roi, double spatial_scale, int64_t pooled_height, int64_t pooled_width,
-              int64_t sampling_ratio, bool aligned) {
-    batch_index = static_cast<int64_t>(roi[0]);
-    const T offset = aligned ? static_cast<T>(0.5) : static_cast<T>(0);
-    const T scale = static_cast<T>(spatial_scale);
-    start_x = roi[1] * scale - offset;
-    start_y = roi[2] * scale - offset;
-    const T end_x = roi[3] * scale - offset;
-    const T end_y = roi[4] * scale - offset;
-    T roi_w = end_x - start_x;
-    T roi_h = end_y - start_y;
-    if (!aligned) {
-      roi_w = std::max(roi_w, static_cast<T>(1));
-      roi_h = std::max(roi_h, static_cast<T>(1));
-    }
-    bin_h = roi_h / static_cast<T>(pooled_height);
-    bin_w = roi_w / static_cast<T>(pooled_width);
-    grid_h = sampling_ratio > 0 ? sampling_ratio
-                                : static_cast<int64_t>(std::ceil(roi_h / static_cast<T>(pooled_height)));
-    grid_w = sampling_ratio > 0 ? sampling_ratio
-                                : static_cast<int64_t>(std::ceil(roi_w / static_cast<T>(pooled_width)));
-    count = static_cast<T>(std::max<int64_t>(grid_h * grid_w, 1));
-  }
-
-  // Calls visit(sample) for every sample of bin (ph, pw).
-  template <typename Visit>
-  void for_each_sample(int64_t ph, int64_t pw, int64_t height, int64_t width, Visit&& visit) const {
-    for (int64_t iy = 0; iy < grid_h; ++iy) {
-      const T y = start_y + ph * bin_h + (iy + static_cast<T>(0.5)) * bin_h / static_cast<T>(grid_h);
-      for (int64_t ix = 0; ix < grid_w; ++ix) {
-        const T x = start_x + pw * bin_w + (ix + static_cast<T>(0.5)) * bin_w / static_cast<T>(grid_w);
-        visit(bilinear_sample<T>(height, width, y, x));
-      }
-    }
-  }
-};
 
 void check_rois(const at::Tensor& rois, const at::Tensor& features, const char* op) {
   TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, op,
@@ -164,7 +82,7 @@ RoiSamples<T> precompute_samples(const T* roi, int64_t num_rois, int64_t batch, 
       BilinearSample<T>* next = out.samples.data() + out.first[k];
       for (int64_t ph = 0; ph < pooled_height; ++ph) {
         for (int64_t pw = 0; pw < pooled_width; ++pw) {
-          out.geometry[k].for_each_sample(ph, pw, height, width, [&](const BilinearSample<T>& s) { *next++ = s; });
+          for_each_sample(out.geometry[k], ph, pw, height, width, [&](const BilinearSample<T>& s) { *next++ = s; });
         }
       }
     }

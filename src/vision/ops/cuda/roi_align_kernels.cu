@@ -4,96 +4,30 @@
 #include <string>
 
 #include "vision/ops/cuda/detection_kernels.h"
+#include "vision/ops/roi_align_sampling.h"
 
 namespace dtrain::vision::ops::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 
-// One bilinear sample of a plane (the CPU operator's rules): up to one pixel outside the map
-// still interpolates, clamped to the border; beyond that it reads nothing.
-template <typename T>
-struct Sample {
-  int64_t offsets[4];
-  T weights[4];
-  bool inside;
+// The output element `index` of [K, C, PH, PW] as (roi, channel, bin row, bin column).
+struct OutputElement {
+  int64_t k, c, ph, pw;
 };
 
-template <typename T>
-__device__ Sample<T> bilinear(int64_t height, int64_t width, T y, T x) {
-  Sample<T> s{};
-  s.inside = !(y < -1.0 || y > height || x < -1.0 || x > width);
-  if (!s.inside) return s;
-  if (y <= 0) y = 0;
-  if (x <= 0) x = 0;
-  int64_t y_low = static_cast<int64_t>(y);
-  int64_t x_low = static_cast<int64_t>(x);
-  int64_t y_high, x_high;
-  if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
-    y = static_cast<T>(y_low);
-  } else {
-    y_high = y_low + 1;
-  }
-  if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
-    x = static_cast<T>(x_low);
-  } else {
-    x_high = x_low + 1;
-  }
-  const T ly = y - y_low, lx = x - x_low;
-  const T hy = 1 - ly, hx = 1 - lx;
-  s.offsets[0] = y_low * width + x_low;
-  s.offsets[1] = y_low * width + x_high;
-  s.offsets[2] = y_high * width + x_low;
-  s.offsets[3] = y_high * width + x_high;
-  s.weights[0] = hy * hx;
-  s.weights[1] = hy * lx;
-  s.weights[2] = ly * hx;
-  s.weights[3] = ly * lx;
-  return s;
-}
-
-// Where roi k samples, as the CPU operator's RoiGeometry computes it.
-template <typename T>
-struct Geometry {
-  int64_t batch_index;
-  T start_x, start_y, bin_w, bin_h;
-  int64_t grid_h, grid_w;
-  T count;
-};
-
-template <typename T>
-__device__ Geometry<T> geometry(const T* roi, const RoiAlignShape& s) {
-  Geometry<T> g;
-  g.batch_index = static_cast<int64_t>(roi[0]);
-  const T offset = s.aligned ? static_cast<T>(0.5) : static_cast<T>(0);
-  const T scale = static_cast<T>(s.spatial_scale);
-  g.start_x = roi[1] * scale - offset;
-  g.start_y = roi[2] * scale - offset;
-  T roi_w = roi[3] * scale - offset - g.start_x;
-  T roi_h = roi[4] * scale - offset - g.start_y;
-  if (!s.aligned) {
-    roi_w = roi_w > 1 ? roi_w : static_cast<T>(1);
-    roi_h = roi_h > 1 ? roi_h : static_cast<T>(1);
-  }
-  g.bin_h = roi_h / static_cast<T>(s.pooled_height);
-  g.bin_w = roi_w / static_cast<T>(s.pooled_width);
-  g.grid_h = s.sampling_ratio > 0 ? s.sampling_ratio : static_cast<int64_t>(ceil(roi_h / static_cast<T>(s.pooled_height)));
-  g.grid_w = s.sampling_ratio > 0 ? s.sampling_ratio : static_cast<int64_t>(ceil(roi_w / static_cast<T>(s.pooled_width)));
-  const int64_t samples = g.grid_h * g.grid_w;
-  g.count = static_cast<T>(samples > 1 ? samples : 1);
-  return g;
+__device__ OutputElement output_element(int64_t index, const RoiAlignShape& s) {
+  OutputElement e;
+  e.pw = index % s.pooled_width;
+  e.ph = (index / s.pooled_width) % s.pooled_height;
+  e.c = (index / (s.pooled_width * s.pooled_height)) % s.channels;
+  e.k = index / (s.pooled_width * s.pooled_height * s.channels);
+  return e;
 }
 
 template <typename T>
-__device__ T sample_y(const Geometry<T>& g, int64_t ph, int64_t iy) {
-  return g.start_y + ph * g.bin_h + (iy + static_cast<T>(0.5)) * g.bin_h / static_cast<T>(g.grid_h);
-}
-
-template <typename T>
-__device__ T sample_x(const Geometry<T>& g, int64_t pw, int64_t ix) {
-  return g.start_x + pw * g.bin_w + (ix + static_cast<T>(0.5)) * g.bin_w / static_cast<T>(g.grid_w);
+__device__ RoiGeometry<T> geometry_of(const T* rois, int64_t k, const RoiAlignShape& s) {
+  return RoiGeometry<T>(rois + 5 * k, s.spatial_scale, s.pooled_height, s.pooled_width, s.sampling_ratio, s.aligned);
 }
 
 // One thread per output element (k, c, ph, pw). A roi whose batch index is outside the batch
@@ -104,22 +38,19 @@ __global__ void forward_kernel(const T* input, const T* rois, T* output, RoiAlig
   const int64_t total = s.num_rois * s.channels * s.pooled_height * s.pooled_width;
   for (int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; index < total;
        index += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pw = index % s.pooled_width;
-    const int64_t ph = (index / s.pooled_width) % s.pooled_height;
-    const int64_t c = (index / (s.pooled_width * s.pooled_height)) % s.channels;
-    const int64_t k = index / (s.pooled_width * s.pooled_height * s.channels);
-    const Geometry<T> g = geometry(rois + 5 * k, s);
+    const OutputElement e = output_element(index, s);
+    const RoiGeometry<T> g = geometry_of(rois, e.k, s);
     if (g.batch_index < 0 || g.batch_index >= s.batch) {
       output[index] = 0;
       continue;
     }
-    const T* plane = input + (g.batch_index * s.channels + c) * s.height * s.width;
+    const T* plane = input + (g.batch_index * s.channels + e.c) * s.height * s.width;
     T sum = 0;
     for (int64_t iy = 0; iy < g.grid_h; ++iy) {
-      const T y = sample_y(g, ph, iy);
+      const T y = g.sample_y(e.ph, iy);
       for (int64_t ix = 0; ix < g.grid_w; ++ix) {
-        const Sample<T> p = bilinear(s.height, s.width, y, sample_x(g, pw, ix));
-        if (!p.inside) continue;
+        // The four products summed first, then accumulated, as on the CPU.
+        const BilinearSample<T> p = bilinear_sample<T>(s.height, s.width, y, g.sample_x(e.pw, ix));
         sum += p.weights[0] * plane[p.offsets[0]] + p.weights[1] * plane[p.offsets[1]] +
                p.weights[2] * plane[p.offsets[2]] + p.weights[3] * plane[p.offsets[3]];
       }
@@ -135,20 +66,19 @@ __global__ void backward_kernel(const T* grad_output, const T* rois, T* grad_inp
   const int64_t total = s.num_rois * s.channels * s.pooled_height * s.pooled_width;
   for (int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; index < total;
        index += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pw = index % s.pooled_width;
-    const int64_t ph = (index / s.pooled_width) % s.pooled_height;
-    const int64_t c = (index / (s.pooled_width * s.pooled_height)) % s.channels;
-    const int64_t k = index / (s.pooled_width * s.pooled_height * s.channels);
-    const Geometry<T> g = geometry(rois + 5 * k, s);
+    const OutputElement e = output_element(index, s);
+    const RoiGeometry<T> g = geometry_of(rois, e.k, s);
     if (g.batch_index < 0 || g.batch_index >= s.batch) continue;
-    T* plane = grad_input + (g.batch_index * s.channels + c) * s.height * s.width;
+    T* plane = grad_input + (g.batch_index * s.channels + e.c) * s.height * s.width;
     const T grad = grad_output[index];
     for (int64_t iy = 0; iy < g.grid_h; ++iy) {
-      const T y = sample_y(g, ph, iy);
+      const T y = g.sample_y(e.ph, iy);
       for (int64_t ix = 0; ix < g.grid_w; ++ix) {
-        const Sample<T> p = bilinear(s.height, s.width, y, sample_x(g, pw, ix));
-        if (!p.inside) continue;
-        for (int q = 0; q < 4; ++q) atomicAdd(plane + p.offsets[q], grad * p.weights[q] / g.count);
+        const BilinearSample<T> p = bilinear_sample<T>(s.height, s.width, y, g.sample_x(e.pw, ix));
+        for (int q = 0; q < 4; ++q) {
+          // A sample outside the map has weight 0: adding nothing, it needs no atomic.
+          if (p.weights[q] != 0) atomicAdd(plane + p.offsets[q], grad * p.weights[q] / g.count);
+        }
       }
     }
   }
