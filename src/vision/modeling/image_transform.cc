@@ -52,8 +52,8 @@ ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::v
       throw std::invalid_argument("image " + std::to_string(i) + ": expected floating point pixels in 0..1, got " +
                                   std::string(c10::toString(image.scalar_type())));
     }
-    at::Tensor normalized = (image - mean.to(image.scalar_type()).view({3, 1, 1})) /
-                            std.to(image.scalar_type()).view({3, 1, 1});
+    at::Tensor normalized = (image - mean.to(image.options()).view({3, 1, 1})) /
+                            std.to(image.options()).view({3, 1, 1});
     double min_size = static_cast<double>(options_.min_size_test);
     double max_size = static_cast<double>(options_.max_size_test);
     if (training) {
@@ -72,7 +72,7 @@ ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::v
       target.boxes = resize_boxes(target.boxes, original, size);
       if (target.masks.defined()) {
         target.masks = target.masks.numel() == 0
-                           ? at::zeros({target.masks.size(0), size[0], size[1]}, at::kByte)
+                           ? at::zeros({target.masks.size(0), size[0], size[1]}, target.masks.options().dtype(at::kByte))
                            : at::upsample_nearest2d(target.masks.unsqueeze(1).to(at::kFloat), {size[0], size[1]},
                                                     c10::nullopt, c10::nullopt)
                                  .select(1, 0)

@@ -83,12 +83,12 @@ std::vector<at::Tensor> RegionProposalNetworkImpl::select_proposals(const at::Te
     const int64_t k = std::min(pre_nms, count);
     at::Tensor idx = std::get<1>(objectness.narrow(1, offset, count).topk(k, 1));
     top_indices.push_back(idx + offset);
-    top_levels.push_back(at::full({num_images, k}, static_cast<int64_t>(level), at::kLong));
+    top_levels.push_back(at::full({num_images, k}, static_cast<int64_t>(level), idx.options()));
     offset += count;
   }
   const at::Tensor top = at::cat(top_indices, 1);
   const at::Tensor levels = at::cat(top_levels, 1);
-  const at::Tensor batch = at::arange(num_images, at::kLong).unsqueeze(1);
+  const at::Tensor batch = at::arange(num_images, top.options()).unsqueeze(1);
   const at::Tensor top_objectness = objectness.index({batch, top}).sigmoid();
   const at::Tensor top_proposals = proposals.index({batch, top});
 
@@ -129,7 +129,8 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
   const at::Tensor box_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N * anchors, 4]
 
   // Every image of the batch shares the padded size, hence the anchors.
-  const at::Tensor anchors = anchor_generator_.generate(padded_size, feature_sizes, features[0].scalar_type()).all;
+  const at::Tensor anchors = anchor_generator_.generate(padded_size, feature_sizes, features[0].scalar_type(),
+                                                         features[0].device()).all;
   const at::Tensor all_anchors = anchors.repeat({num_images, 1});
   const at::Tensor proposals = box_coder_.decode(box_deltas.detach(), all_anchors).view({num_images, -1, 4});
 

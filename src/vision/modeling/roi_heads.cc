@@ -46,8 +46,8 @@ RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& 
     at::Tensor candidates = at::cat({proposals[i], gt_boxes}, 0);
     at::Tensor matched, labels;
     if (gt_boxes.size(0) == 0) {
-      matched = at::zeros({candidates.size(0)}, at::kLong);
-      labels = at::zeros({candidates.size(0)}, at::kLong);
+      matched = at::zeros({candidates.size(0)}, candidates.options().dtype(at::kLong));
+      labels = at::zeros({candidates.size(0)}, candidates.options().dtype(at::kLong));
     } else {
       const at::Tensor raw = matcher_.match(ops::box_iou(gt_boxes, candidates));
       matched = raw.clamp_min(0);
@@ -151,7 +151,7 @@ std::vector<Detections> RoiHeadsImpl::postprocess(const at::Tensor& class_logits
     at::Tensor boxes = ops::clip_boxes_to_image(all_boxes.narrow(0, offset, count), image_sizes[i][0], image_sizes[i][1]);
     at::Tensor scores = all_scores.narrow(0, offset, count);
     offset += count;
-    at::Tensor labels = at::arange(num_classes, at::kLong).view({1, -1}).expand_as(scores);
+    at::Tensor labels = at::arange(num_classes, scores.options().dtype(at::kLong)).view({1, -1}).expand_as(scores);
     // Class 0 is the background: no detections of it.
     boxes = boxes.slice(1, 1).reshape({-1, 4});
     scores = scores.slice(1, 1).reshape(-1);

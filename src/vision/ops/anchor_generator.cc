@@ -18,8 +18,8 @@ AnchorGenerator::AnchorGenerator(std::vector<std::vector<double>> sizes,
 
 at::Tensor AnchorGenerator::cell_anchors(const std::vector<double>& sizes,
                                          const std::vector<double>& aspect_ratios,
-                                         at::ScalarType dtype) {
-  const auto options = at::TensorOptions().dtype(dtype);
+                                         at::ScalarType dtype, at::Device device) {
+  const auto options = at::TensorOptions().dtype(dtype).device(device);
   const at::Tensor scales = at::tensor(sizes, at::kDouble).to(options);
   const at::Tensor ratios = at::tensor(aspect_ratios, at::kDouble).to(options);
   const at::Tensor h_ratios = at::sqrt(ratios);
@@ -39,7 +39,7 @@ std::vector<int64_t> AnchorGenerator::num_anchors_per_location() const {
 
 AnchorGenerator::Anchors AnchorGenerator::generate(
     std::array<int64_t, 2> image_size, const std::vector<std::array<int64_t, 2>>& feature_sizes,
-    at::ScalarType dtype) const {
+    at::ScalarType dtype, at::Device device) const {
   TORCH_CHECK(feature_sizes.size() == sizes_.size(), "AnchorGenerator::generate: ",
               feature_sizes.size(), " feature maps but anchors configured for ", sizes_.size(),
               " levels; there must be one sizes / aspect-ratios entry per feature map");
@@ -50,18 +50,19 @@ AnchorGenerator::Anchors AnchorGenerator::generate(
                 " has size ", grid_h, "x", grid_w);
     const int64_t stride_h = image_size[0] / grid_h;
     const int64_t stride_w = image_size[1] / grid_w;
-    const at::Tensor base = cell_anchors(sizes_[l], aspect_ratios_[l], dtype);
+    const at::Tensor base = cell_anchors(sizes_[l], aspect_ratios_[l], dtype, device);
 
     // Shifts are integers (int32 as in torchvision) added to the float cell anchors.
-    const at::Tensor shifts_x = at::arange(grid_w, at::kInt) * stride_w;
-    const at::Tensor shifts_y = at::arange(grid_h, at::kInt) * stride_h;
+    const auto integers = at::TensorOptions().dtype(at::kInt).device(device);
+    const at::Tensor shifts_x = at::arange(grid_w, integers) * stride_w;
+    const at::Tensor shifts_y = at::arange(grid_h, integers) * stride_h;
     const std::vector<at::Tensor> grid = at::meshgrid({shifts_y, shifts_x}, "ij");
     const at::Tensor shift_y = grid[0].reshape(-1);
     const at::Tensor shift_x = grid[1].reshape(-1);
     const at::Tensor shifts = at::stack({shift_x, shift_y, shift_x, shift_y}, 1);
     out.per_level.push_back((shifts.view({-1, 1, 4}) + base.view({1, -1, 4})).reshape({-1, 4}));
   }
-  out.all = out.per_level.empty() ? at::empty({0, 4}, at::TensorOptions().dtype(dtype))
+  out.all = out.per_level.empty() ? at::empty({0, 4}, at::TensorOptions().dtype(dtype).device(device))
                                   : at::cat(out.per_level, 0);
   return out;
 }

@@ -22,10 +22,10 @@ class AnchorGenerator {
 
   // [R * S, 4] anchors (x1, y1, x2, y2) centred on 0, ratios outer, sizes
   // inner: h_ratio = sqrt(r), w_ratio = 1 / h_ratio, w = w_ratio * size,
-  // h = h_ratio * size, anchor = round((-w, -h, w, h) / 2), computed in dtype.
+  // h = h_ratio * size, anchor = round((-w, -h, w, h) / 2), computed in dtype on device.
   static at::Tensor cell_anchors(const std::vector<double>& sizes,
                                  const std::vector<double>& aspect_ratios,
-                                 at::ScalarType dtype = at::kFloat);
+                                 at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU);
 
   struct Anchors {
     std::vector<at::Tensor> per_level;  // [H_l * W_l * A_l, 4] each
@@ -35,10 +35,11 @@ class AnchorGenerator {
   // image_size is (height, width) of the (padded) batch tensor; feature_sizes
   // one (height, width) per level. Level l's stride is
   // (image_h / H_l, image_w / W_l) in integer division; anchors are ordered
-  // by location (row-major: y outer, x inner), then by cell anchor.
+  // by location (row-major: y outer, x inner), then by cell anchor. On `device` (the
+  // features').
   Anchors generate(std::array<int64_t, 2> image_size,
                    const std::vector<std::array<int64_t, 2>>& feature_sizes,
-                   at::ScalarType dtype = at::kFloat) const;
+                   at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU) const;
 
   size_t num_levels() const { return sizes_.size(); }
   // Cell anchors per location at each level (A_l = #sizes * #ratios).

@@ -32,13 +32,14 @@ SampledMasks BalancedPositiveNegativeSampler::sample(const std::vector<at::Tenso
     const int64_t num_pos = std::min(positive.numel(), wanted_pos);
     const int64_t num_neg = std::min(negative.numel(), batch_size_per_image_ - num_pos);
 
+    // The permutations come from the image's CPU generator wherever the labels are, so a
+    // GPU run draws the same samples as a CPU run with the same seed.
     const at::Generator generator = generators.for_image(i);
+    const at::TensorOptions on_cpu = at::TensorOptions().dtype(at::kLong);
     const at::Tensor perm_pos =
-        at::randperm(positive.numel(), generator, labels.options().dtype(at::kLong))
-            .slice(0, 0, num_pos);
+        at::randperm(positive.numel(), generator, on_cpu).slice(0, 0, num_pos).to(labels.device());
     const at::Tensor perm_neg =
-        at::randperm(negative.numel(), generator, labels.options().dtype(at::kLong))
-            .slice(0, 0, num_neg);
+        at::randperm(negative.numel(), generator, on_cpu).slice(0, 0, num_neg).to(labels.device());
 
     at::Tensor pos_mask = at::zeros_like(labels, labels.options().dtype(at::kByte));
     at::Tensor neg_mask = at::zeros_like(labels, labels.options().dtype(at::kByte));

@@ -5,7 +5,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "vision/ops/anchor_generator.h"
+#include "vision/ops/balanced_sampler.h"
+#include "vision/ops/box_coder.h"
+#include "vision/ops/box_ops.h"
+#include "vision/ops/matcher.h"
+#include "vision/ops/multiscale_roi_align.h"
 #include "vision/ops/nms.h"
+#include "vision/ops/paste_masks.h"
 #include "vision/ops/roi_align.h"
 
 namespace dtrain::vision::ops {
@@ -116,6 +123,59 @@ TEST(CudaNms, BatchedNmsKeepsCategoriesApartLikeTheCpu) {
     const at::Tensor gpu = batched_nms(boxes.to(kGpu), scores.to(kGpu), categories.to(kGpu), 0.5);
     EXPECT_TRUE(torch::equal(std::get<0>(gpu.to(at::kCPU).sort()), std::get<0>(cpu.sort()))) << "n=" << n;
   }
+}
+
+// The tensor-op operators (no kernels of dtrain's own) keep to their inputs' device: anchors,
+// box coding, IoU and matching, sampling, multi-scale RoIAlign and mask pasting give on the
+// GPU what they give on the CPU.
+TEST(CudaOps, TheOtherDetectionOperatorsRunOnTheInputsDevice) {
+  REQUIRE_CUDA();
+  const AnchorGenerator anchors({{32}, {64}}, {{0.5, 1.0, 2.0}, {0.5, 1.0, 2.0}});
+  const at::Tensor cpu_anchors = anchors.generate({64, 96}, {{16, 24}, {8, 12}}).all;
+  const at::Tensor gpu_anchors = anchors.generate({64, 96}, {{16, 24}, {8, 12}}, at::kFloat, kGpu).all;
+  ASSERT_TRUE(gpu_anchors.is_cuda());
+  EXPECT_TRUE(torch::equal(gpu_anchors.to(at::kCPU), cpu_anchors));
+
+  const auto [boxes, scores] = test_boxes(at::kFloat, 300);
+  const at::Tensor proposals = boxes.slice(0, 100, 300);
+  const at::Tensor gt = boxes.slice(0, 0, 20);
+  const BoxCoder coder({10, 10, 5, 5});
+  expect_close(coder.encode(gt.repeat({10, 1}).to(kGpu), proposals.to(kGpu)), coder.encode(gt.repeat({10, 1}), proposals),
+               1e-5, "box encode");
+  const at::Tensor codes = torch::randn({200, 4});
+  expect_close(coder.decode(codes.to(kGpu), proposals.to(kGpu)), coder.decode(codes, proposals), 1e-5, "box decode");
+  const at::Tensor iou = box_iou(gt, proposals);
+  expect_close(box_iou(gt.to(kGpu), proposals.to(kGpu)), iou, 1e-6, "box iou");
+
+  const Matcher matcher(0.5, 0.4, true);
+  EXPECT_TRUE(torch::equal(matcher.match(iou.to(kGpu)).to(at::kCPU), matcher.match(iou)));
+
+  const at::Tensor labels = matcher.match(iou).clamp_min(-1);
+  const BalancedPositiveNegativeSampler sampler(64, 0.25);
+  at::Generator cpu_generator = at::detail::createCPUGenerator(99);
+  at::Generator gpu_run_generator = at::detail::createCPUGenerator(99);
+  const SampledMasks on_cpu = sampler.sample({labels}, ImageGenerators(cpu_generator));
+  const SampledMasks on_gpu = sampler.sample({labels.to(kGpu)}, ImageGenerators(gpu_run_generator));
+  ASSERT_TRUE(on_gpu.positive[0].is_cuda());
+  EXPECT_TRUE(torch::equal(on_gpu.positive[0].to(at::kCPU), on_cpu.positive[0]));
+  EXPECT_TRUE(torch::equal(on_gpu.negative[0].to(at::kCPU), on_cpu.negative[0]));
+
+  torch::manual_seed(23);
+  std::vector<at::Tensor> features;
+  for (int64_t size : {32, 16, 8, 4}) features.push_back(torch::randn({2, 8, size, size + 4}));
+  std::vector<at::Tensor> gpu_features;
+  for (const auto& f : features) gpu_features.push_back(f.to(kGpu));
+  const std::vector<at::Tensor> per_image = {proposals.slice(0, 0, 120).clamp(0, 128),
+                                             proposals.slice(0, 120, 200).clamp(0, 128)};
+  const std::vector<std::array<int64_t, 2>> sizes = {{128, 140}, {120, 144}};
+  MultiScaleRoIAlign cpu_pooler({7, 7}, 2), gpu_pooler({7, 7}, 2);
+  expect_close(gpu_pooler.forward(gpu_features, {per_image[0].to(kGpu), per_image[1].to(kGpu)}, sizes),
+               cpu_pooler.forward(features, per_image, sizes), 1e-5, "multi-scale roi align");
+
+  const at::Tensor masks = torch::rand({30, 1, 28, 28});
+  const at::Tensor mask_boxes = proposals.slice(0, 0, 30).clamp(-20, 150);
+  expect_close(paste_masks_in_image(masks.to(kGpu), mask_boxes.to(kGpu), 120, 140, 1),
+               paste_masks_in_image(masks, mask_boxes, 120, 140, 1), 1e-5, "paste masks");
 }
 
 }  // namespace
