@@ -16,6 +16,7 @@
 
 #include "dtrain/dtrain.h"
 #include "tests/runtime/expected_values.h"
+#include "tests/support/error_of.h"
 #include "tests/runtime/tensor_values.h"
 
 namespace dtrain {
@@ -23,17 +24,9 @@ namespace {
 
 using testing::all_dtypes;
 using testing::contribution;
+using testing::error_of;
 using testing::expected_reduction;
 using testing::Tensor;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(Allreduce, EveryOpEveryDtypeOneToThreeDimensions) {
   const std::vector<std::vector<std::int64_t>> shapes = {{7}, {3, 5}, {2, 3, 4}};

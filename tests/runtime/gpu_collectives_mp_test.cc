@@ -14,6 +14,7 @@
 
 #include "dtrain/dtrain.h"
 #include "tests/runtime/expected_values.h"
+#include "tests/support/error_of.h"
 #include "tests/runtime/tensor_values.h"
 
 namespace dtrain {
@@ -21,6 +22,7 @@ namespace {
 
 using testing::all_dtypes;
 using testing::contribution;
+using testing::error_of;
 using testing::expected_reduction;
 using testing::Tensor;
 
@@ -71,15 +73,6 @@ struct DeviceTensor {
   TensorView view;
   std::size_t bytes = 0;
 };
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(GpuAllreduce, EveryOpEveryDtypeAgainstTheHostValues) {
   REQUIRE_GPU();

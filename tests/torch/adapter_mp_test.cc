@@ -17,18 +17,12 @@
 
 #include "dtrain/torch.h"
 #include "mnist/mnist_net.h"
+#include "tests/support/error_of.h"
 
 namespace dtrain::libtorch {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using dtrain::testing::error_of;
 
 // A gradient that differs per rank in a known way: d(sum(w * x))/dw = x = rank + 1.
 at::Tensor rank_input(std::int64_t n) { return at::full({1, n}, static_cast<double>(rank() + 1), at::kFloat); }
