@@ -256,6 +256,19 @@ at::ScalarType compute_type(const Config& config) {
   throw std::invalid_argument("MODEL.PRECISION must be float32 or float64, got '" + precision + "'");
 }
 
+// MODEL.DEVICE: the CPU, or this rank's GPU (cuda:local_rank, made current).
+at::Device model_device(const Config& config) {
+  const auto device = config.get<std::string>("MODEL.DEVICE");
+  if (device == "cpu") return at::kCPU;
+  if (device != "cuda") throw std::invalid_argument("MODEL.DEVICE must be cpu or cuda, got '" + device + "'");
+  const at::Device gpu = libtorch::pin_device();
+  if (!gpu.is_cuda()) {
+    throw std::invalid_argument("MODEL.DEVICE cuda, but LibTorch sees no CUDA device (a LibTorch built without CUDA, "
+                                "such as Debian's, never does)");
+  }
+  return gpu;
+}
+
 bool has_data(const EvaluationData& data) { return !data.annotations.empty() && !data.images.empty(); }
 
 // Before hours of training, not after them.
@@ -344,6 +357,7 @@ modeling::MaskRcnn build_model(const Config& config, const TrainingRun& run) {
   torch::manual_seed(run.seed);
   modeling::MaskRcnn model(run.options);
   model->to(compute_type(config));
+  model->to(model_device(config));
   // On one rank SyncBN is BatchNorm: skip 40 no-op allreduces per step. (Parameter-server
   // workers each have a runtime of their own: their BatchNorm statistics stay local.) An
   // elastic job's model is built before its first world and may outlive many: synchronised.
@@ -487,12 +501,15 @@ struct ModelInputs {
   std::vector<vision::DetectionTargets> targets;
 };
 
-ModelInputs model_inputs(const vision::SampleBatch& batch, int64_t size_divisible) {
+// Collated on the CPU, then moved to the model's device.
+ModelInputs model_inputs(const vision::SampleBatch& batch, int64_t size_divisible, const at::Device& device) {
   const vision::TensorBatch tensors = vision::collate_batch(batch.samples, size_divisible);
-  ModelInputs inputs{{tensors.images, {}}, {}};
+  ModelInputs inputs{{tensors.images.to(device), {}}, {}};
   for (size_t i = 0; i < tensors.targets.size(); ++i) {
     inputs.images.image_sizes.push_back(tensors.image_sizes[i]);
-    inputs.targets.push_back({tensors.targets[i].boxes, tensors.targets[i].labels, tensors.targets[i].masks});
+    const auto& target = tensors.targets[i];
+    inputs.targets.push_back({target.boxes.to(device), target.labels.to(device),
+                              target.masks.defined() ? target.masks.to(device) : target.masks});
   }
   return inputs;
 }
@@ -501,13 +518,13 @@ ModelInputs model_inputs(const vision::SampleBatch& batch, int64_t size_divisibl
 // combined as the distribution does, clipped, applied. Returns the losses.
 modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, GradientExchange& exchange,
                               const vision::SampleBatch& batch, int64_t iteration, double lr) {
-  ModelInputs inputs = model_inputs(batch, run.options.transform.size_divisible);
+  ModelInputs inputs = model_inputs(batch, run.options.transform.size_divisible, m.parameters.front().device());
   for (auto& group : m.sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
   modeling::LossCounts counts;
   modeling::LossDict losses = m.model->batch_losses(std::move(inputs.images), std::move(inputs.targets),
                                                     image_generators(batch, run.seed, iteration), &counts);
   normalize_over_ranks(losses, counts);
-  at::Tensor total = at::zeros({});
+  at::Tensor total = at::zeros({}, m.parameters.front().options());
   for (const auto& [name, value] : losses) total = total + value;
   if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, run.placement.rank);
   exchange.zero_grad();

@@ -11,6 +11,7 @@ void define_model(Config& c) {
   // float32, or float64 for exact reproducibility checks (data-parallel
   // equivalence): float32 rounding flips proposal ranks within a few steps.
   c.define("MODEL.PRECISION", std::string("float32"));
+  c.define("MODEL.DEVICE", std::string("cpu"));  // or cuda: cuda:LOCAL_RANK (docs/gpu.md)
   // torchvision normalises RGB in the 0..1 range (Detectron2 uses 0..255 BGR).
   c.define("MODEL.PIXEL_MEAN", FloatList{0.485, 0.456, 0.406});
   c.define("MODEL.PIXEL_STD", FloatList{0.229, 0.224, 0.225});

@@ -29,13 +29,18 @@ ImageDetections detect_image(vision::modeling::MaskRcnnImpl& model, const vision
   out.width = image.width;
   try {
     c10::InferenceMode inference;
-    const vision::Detections found = model.detect({image_tensor(image)}).at(0);
-    const at::Tensor boxes = found.boxes.to(torch::kFloat32).contiguous();
-    const at::Tensor labels = found.labels.to(torch::kInt64).contiguous();
-    const at::Tensor scores = found.scores.to(torch::kFloat32).contiguous();
+    // The image goes where the model is; the detections come back to the CPU.
+    const at::Device device = model.parameters().front().device();
+    const vision::Detections found = model.detect({image_tensor(image).to(device)}).at(0);
+    const at::Tensor boxes = found.boxes.to(torch::kCPU, torch::kFloat32).contiguous();
+    const at::Tensor labels = found.labels.to(torch::kCPU, torch::kInt64).contiguous();
+    const at::Tensor scores = found.scores.to(torch::kCPU, torch::kFloat32).contiguous();
     at::Tensor masks;
     if (found.masks.defined()) {
-      masks = found.masks.reshape({-1, int64_t{image.height}, int64_t{image.width}}).gt(0.5).to(torch::kUInt8).contiguous();
+      masks = found.masks.reshape({-1, int64_t{image.height}, int64_t{image.width}})
+                  .gt(0.5)
+                  .to(torch::kCPU, torch::kUInt8)
+                  .contiguous();
     }
     const int64_t count = boxes.size(0);
     const size_t pixels = size_t{image.height} * image.width;

@@ -99,6 +99,12 @@ TEST_F(TrainCli, ABatchThatDoesNotSplitEvenlyOverTheRanksIsRefusedOnEveryRank) {
       << run.output;
 }
 
+TEST_F(TrainCli, AnUnknownModelDeviceIsRefusedNamingTheKey) {
+  const JobResult run = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 MODEL.DEVICE tpu", 1);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("MODEL.DEVICE must be cpu or cuda, got 'tpu'"), std::string::npos) << run.output;
+}
+
 TEST_F(TrainCli, AClassCountThatDisagreesWithTheDatasetIsRefused) {
   const JobResult run = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 MODEL.ROI_HEADS.NUM_CLASSES 7", 1);
   EXPECT_NE(run.exit_code, 0);
