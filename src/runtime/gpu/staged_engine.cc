@@ -52,8 +52,9 @@ std::byte* StagedEngine::staging(std::size_t bytes) {
 void StagedEngine::execute(const Response& response, std::vector<TensorEntry*>& tensors) {
   gpu::DeviceScope scope(device_);
   const bool given_output = has_given_output(response.type);
-  // The tensor the host path works on: the caller's output where it gave one (broadcast's
-  // tensor; an allreduce's output after the input is copied into it), else the input.
+  // Each tensor's host copy: of the input (for broadcast, the tensor itself), which the host
+  // path reduces or receives into in place where the caller gave an output (allreduce,
+  // broadcast) and reads from otherwise (its own output then lives in the shadow's state).
   std::size_t total = 0;
   for (TensorEntry* t : tensors) {
     if (t) total += aligned(t->input.num_bytes());
