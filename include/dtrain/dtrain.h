@@ -91,7 +91,9 @@ class Handle {
   explicit Handle(std::shared_ptr<detail::OpState> state) : state_(std::move(state)) {}
 
   bool poll() const;            // true once the operation finished, successfully or not
-  void wait() const;            // blocks until finished; throws dtrain::Error if it failed
+  // Blocks until finished; throws dtrain::Error if it failed. On CUDA tensors "finished"
+  // means ordered: the result is queued before later work on the tensors' cuda_stream.
+  void wait() const;
   Status status() const;
   std::string error() const;    // empty unless failed
 
