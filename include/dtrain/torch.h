@@ -41,9 +41,12 @@ at::ScalarType scalar_type_of(DataType dtype);
 // what was queued there and before what is queued after it. Throws for other tensors.
 TensorView view_of(const at::Tensor& tensor);
 
-// Whether collectives use `tensor` where it is: contiguous CPU memory, and contiguous CUDA
-// memory when the runtime has its GPU engines (dtrain::cuda_built()). Others are staged
-// through a CPU copy.
+// The device the runtime works on `tensor` from: its own (the CPU, or CUDA when the runtime
+// has its GPU engines, dtrain::cuda_built()), else the CPU, through a copy.
+at::Device reachable_device(const at::Tensor& tensor);
+
+// Whether collectives use `tensor` where it is: contiguous and on its reachable device.
+// Others are staged through a contiguous copy there.
 bool usable_in_place(const at::Tensor& tensor);
 
 // The device this rank should use: cuda:local_rank when CUDA is available (and made
@@ -65,7 +68,7 @@ void set_num_threads(int threads);
 void retain_freed_memory();
 
 // Collectives. Tensors usable in place (above) are reduced where they are; others are staged
-// through a contiguous CPU copy and the result copied back. On CUDA tensors the result is
+// through a contiguous copy on their reachable device and the result copied back. On CUDA tensors the result is
 // ordered on the current stream when the handle returns, as with PyTorch's collectives: work
 // queued there afterwards sees it; the CPU does not wait for the GPU.
 at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});

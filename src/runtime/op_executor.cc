@@ -6,7 +6,6 @@
 #include "runtime/collective_layout.h"
 #include "runtime/gpu/device_memory.h"
 #include "runtime/reduction.h"
-#include "runtime/response_builder.h"
 
 namespace dtrain::runtime {
 

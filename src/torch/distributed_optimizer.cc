@@ -110,10 +110,7 @@ struct DistributedOptimizer::Impl {
     if (grad.is_sparse()) grad = grad.to_dense();
     // Only float32 and float64 shrink: bfloat16 is as small already and would lose its range.
     const bool compressible = grad.scalar_type() == at::kFloat || grad.scalar_type() == at::kDouble;
-    // What the runtime can reach where it is stays there (CPU, or CUDA with the GPU engines);
-    // the rest travels through a CPU copy.
-    const bool reachable = grad.is_cpu() || (grad.is_cuda() && dtrain::cuda_built());
-    const at::Device wire_device = reachable ? grad.device() : at::Device(at::kCPU);
+    const at::Device wire_device = reachable_device(grad);
     if (options.compression == Compression::kFp16 && compressible) {
       slot.wire = grad.to(wire_device, at::kHalf).contiguous();
     } else if (!usable_in_place(grad)) {

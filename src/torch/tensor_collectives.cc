@@ -51,16 +51,22 @@ TensorView view_of(const at::Tensor& tensor) {
   return view;
 }
 
+at::Device reachable_device(const at::Tensor& tensor) {
+  const bool reachable = tensor.is_cpu() || (tensor.is_cuda() && dtrain::cuda_built());
+  return reachable ? tensor.device() : at::Device(at::kCPU);
+}
+
 bool usable_in_place(const at::Tensor& tensor) {
-  return tensor.is_contiguous() && (tensor.is_cpu() || (tensor.is_cuda() && dtrain::cuda_built()));
+  return tensor.is_contiguous() && reachable_device(tensor) == tensor.device();
 }
 
 namespace {
 
-// The tensor the runtime works on: the tensor itself when possible, else a CPU copy.
+// The tensor the runtime works on: the tensor itself when possible, else a contiguous copy
+// on its reachable device.
 at::Tensor staged(const at::Tensor& tensor) {
   if (usable_in_place(tensor)) return tensor;
-  return tensor.to(at::kCPU).contiguous();
+  return tensor.to(reachable_device(tensor)).contiguous();
 }
 
 // Outputs the runtime allocates go where the tensor it works on is (a CUDA tensor's result

@@ -18,7 +18,7 @@ bool has_given_output(OpType type) { return type == OpType::kAllreduce || type =
 
 StagedEngine::StagedEngine(int device, HostRunner host) : device_(device), host_(std::move(host)) {
   gpu::DeviceScope scope(device_);
-  cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  gpu::cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
 }
 
 StagedEngine::~StagedEngine() {
@@ -33,17 +33,13 @@ StagedEngine::~StagedEngine() {
   cudaSetDevice(previous_device);
 }
 
-void StagedEngine::cuda(cudaError_t result, const char* call) {
-  if (result != cudaSuccess) gpu::cuda_check(result, call);
-}
-
 std::byte* StagedEngine::staging(std::size_t bytes) {
   if (bytes <= staging_bytes_) return staging_;
-  if (staging_) cuda(cudaFreeHost(staging_), "cudaFreeHost");  // no copy uses it: each operation waits for its own
+  if (staging_) gpu::cuda_check(cudaFreeHost(staging_), "cudaFreeHost");  // no copy uses it: each operation waits for its own
   staging_ = nullptr;
   staging_bytes_ = 0;
   void* memory = nullptr;
-  cuda(cudaHostAlloc(&memory, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+  gpu::cuda_check(cudaHostAlloc(&memory, bytes, cudaHostAllocDefault), "cudaHostAlloc");
   staging_ = static_cast<std::byte*>(memory);
   staging_bytes_ = bytes;
   return staging_;
@@ -67,20 +63,20 @@ void StagedEngine::execute(const Response& response, std::vector<TensorEntry*>& 
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     TensorEntry* t = tensors[i];
     if (!t) continue;  // a rank that has joined: the host path contributes its zeros
-    if (t->ready) cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(t->ready.get()), 0), "cudaStreamWaitEvent");
+    if (t->ready) gpu::cuda_check(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(t->ready.get()), 0), "cudaStreamWaitEvent");
     TensorEntry& shadow = shadows[i];
     shadow.request = t->request;
     shadow.state = std::make_shared<detail::OpState>();
     shadow.submitted = t->submitted;
     shadow.input = TensorView{host + offset, t->input.dtype, t->input.shape};
     const TensorView& source = response.type == OpType::kBroadcast ? t->output : t->input;
-    cuda(cudaMemcpyAsync(shadow.input.data, source.data, source.num_bytes(), cudaMemcpyDeviceToHost, stream_),
+    gpu::cuda_check(cudaMemcpyAsync(shadow.input.data, source.data, source.num_bytes(), cudaMemcpyDeviceToHost, stream_),
          "cudaMemcpyAsync (to host)");
     if (given_output) shadow.output = shadow.input;  // reduced or received in place, on the host
     offset += aligned(t->input.num_bytes());
     shadow_of[i] = &shadow;
   }
-  cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  gpu::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 
   host_(response, shadow_of);
 
@@ -89,20 +85,20 @@ void StagedEngine::execute(const Response& response, std::vector<TensorEntry*>& 
     if (!t) continue;
     const TensorEntry& shadow = shadows[i];
     if (given_output) {
-      cuda(cudaMemcpyAsync(t->output.data, shadow.output.data, t->output.num_bytes(), cudaMemcpyHostToDevice, stream_),
+      gpu::cuda_check(cudaMemcpyAsync(t->output.data, shadow.output.data, t->output.num_bytes(), cudaMemcpyHostToDevice, stream_),
            "cudaMemcpyAsync (to device)");
       continue;
     }
     const TensorView& result = shadow.state->output;
     void* out = allocate_output(*t, result.shape);
     if (result.num_bytes()) {
-      cuda(cudaMemcpyAsync(out, result.data, result.num_bytes(), cudaMemcpyHostToDevice, stream_),
+      gpu::cuda_check(cudaMemcpyAsync(out, result.data, result.num_bytes(), cudaMemcpyHostToDevice, stream_),
            "cudaMemcpyAsync (to device)");
     }
     t->state->received_splits = shadow.state->received_splits;
   }
   // The results are in place before the handles complete; the staging memory is free again.
-  cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  gpu::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
 }  // namespace dtrain::runtime

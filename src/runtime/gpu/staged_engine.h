@@ -25,7 +25,6 @@ class StagedEngine final : public DeviceEngine {
  private:
   // Pinned host memory of at least `bytes`, reused from one operation to the next.
   std::byte* staging(std::size_t bytes);
-  void cuda(cudaError_t result, const char* call);
 
   int device_;
   HostRunner host_;
