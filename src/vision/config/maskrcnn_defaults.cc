@@ -12,6 +12,8 @@ void define_model(Config& c) {
   // equivalence): float32 rounding flips proposal ranks within a few steps.
   c.define("MODEL.PRECISION", std::string("float32"));
   c.define("MODEL.DEVICE", std::string("cpu"));  // or cuda: cuda:LOCAL_RANK (docs/gpu.md)
+  // Convolution weights and images in NHWC, the layout tensor cores and oneDNN prefer.
+  c.define("MODEL.CHANNELS_LAST", false);
   // torchvision normalises RGB in the 0..1 range (Detectron2 uses 0..255 BGR).
   c.define("MODEL.PIXEL_MEAN", FloatList{0.485, 0.456, 0.406});
   c.define("MODEL.PIXEL_STD", FloatList{0.229, 0.224, 0.225});
@@ -89,6 +91,10 @@ void define_solver(Config& c) {
   c.define("SOLVER.REFERENCE_WORLD_SIZE", int64_t{0});
   c.define("SOLVER.ELASTIC.ENABLED", false);  // an elastic job (`dtrain run --min-np`, docs/elastic.md)
   c.define("SOLVER.ELASTIC.COMMIT_PERIOD", int64_t{10});
+  // Mixed precision (docs/gpu.md): the networks under autocast; float16 (GPU only) with dynamic
+  // loss scaling, bfloat16 (GPU or CPU) without.
+  c.define("SOLVER.AMP.ENABLED", false);
+  c.define("SOLVER.AMP.DTYPE", std::string("float16"));
   c.define("SOLVER.CLIP_GRADIENTS.ENABLED", false);
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_TYPE", std::string("value"));  // "value" or "norm"
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_VALUE", 1.0);

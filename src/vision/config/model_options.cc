@@ -186,6 +186,26 @@ modeling::TransformOptions transform_options(const Config& c) {
 
 }  // namespace
 
+// SOLVER.AMP (Detectron2's key) and MODEL.CHANNELS_LAST: how the networks compute, not what.
+modeling::ComputeOptions compute_options(const Config& c) {
+  modeling::ComputeOptions out;
+  const auto dtype = c.get<std::string>("SOLVER.AMP.DTYPE");
+  if (dtype != "float16" && dtype != "bfloat16") {
+    throw ConfigError(fmt::format("SOLVER.AMP.DTYPE must be float16 or bfloat16, got '{}'", dtype));
+  }
+  if (c.get<bool>("SOLVER.AMP.ENABLED")) {
+    if (c.get<std::string>("MODEL.PRECISION") != "float32") {
+      throw ConfigError("SOLVER.AMP.ENABLED needs MODEL.PRECISION float32 (autocast leaves float64 as it is)");
+    }
+    if (dtype == "float16" && c.get<std::string>("MODEL.DEVICE") != "cuda") {
+      throw ConfigError("SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda; on the CPU, autocast computes in bfloat16");
+    }
+    out.mixed_precision = dtype == "float16" ? modeling::MixedPrecision::kFloat16 : modeling::MixedPrecision::kBFloat16;
+  }
+  out.channels_last = c.get<bool>("MODEL.CHANNELS_LAST");
+  return out;
+}
+
 modeling::MaskRcnnOptions to_model_options(const Config& config) {
   const auto architecture = config.get<std::string>("MODEL.META_ARCHITECTURE");
   if (architecture != "GeneralizedRCNN") {
@@ -197,6 +217,7 @@ modeling::MaskRcnnOptions to_model_options(const Config& config) {
   options.rpn = rpn_options(config);
   options.roi_heads = roi_heads_options(config);
   options.transform = transform_options(config);
+  options.compute = compute_options(config);
   return options;
 }
 

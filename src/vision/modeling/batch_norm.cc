@@ -19,7 +19,9 @@ at::Tensor BatchNormImpl::forward(const at::Tensor& x) {
   if (frozen_) {
     const at::Tensor scale = weight_ * (running_var_ + kEps).rsqrt();
     const at::Tensor shift = bias_ - running_mean_ * scale;
-    return x * scale.view({1, -1, 1, 1}) + shift.view({1, -1, 1, 1});
+    // In x's type, as Detectron2's FrozenBatchNorm2d: under autocast a float32 scale would
+    // promote every 16-bit activation to float32 for the next convolution to cast back.
+    return x * scale.to(x.scalar_type()).view({1, -1, 1, 1}) + shift.to(x.scalar_type()).view({1, -1, 1, 1});
   }
   if (is_training()) {
     torch::NoGradGuard no_grad;
@@ -43,8 +45,10 @@ void BatchNormImpl::synchronize_statistics(CrossRankSum sum) {
 at::Tensor BatchNormImpl::synchronized_forward(const at::Tensor& x) {
   constexpr double kMomentum = 0.1;
   const int64_t channels = x.size(1);
-  const at::Tensor count = torch::full({1}, static_cast<double>(x.numel() / channels), x.options());
-  const at::Tensor local = torch::cat({x.sum({0, 2, 3}), (x * x).sum({0, 2, 3}), count});
+  // Sums of squares overflow float16: the statistics are taken in the parameters' type.
+  const at::Tensor wide = x.to(weight_.scalar_type());
+  const at::Tensor count = torch::full({1}, static_cast<double>(x.numel() / channels), wide.options());
+  const at::Tensor local = torch::cat({wide.sum({0, 2, 3}), (wide * wide).sum({0, 2, 3}), count});
   const at::Tensor total = cross_rank_sum_(local);
   const at::Tensor n = total.narrow(0, 2 * channels, 1).detach();
   const at::Tensor mean = total.narrow(0, 0, channels) / n;
@@ -58,7 +62,7 @@ at::Tensor BatchNormImpl::synchronized_forward(const at::Tensor& x) {
   }
   const at::Tensor scale = weight_ * (variance + kEps).rsqrt();
   const at::Tensor shift = bias_ - mean * scale;
-  return x * scale.view({1, -1, 1, 1}) + shift.view({1, -1, 1, 1});
+  return x * scale.to(x.scalar_type()).view({1, -1, 1, 1}) + shift.to(x.scalar_type()).view({1, -1, 1, 1});
 }
 
 }  // namespace dtrain::vision::modeling

@@ -1,5 +1,7 @@
 #include "vision/modeling/box_head.h"
 
+#include "vision/modeling/autocast.h"
+
 namespace dtrain::vision::modeling {
 
 BoxHeadImpl::BoxHeadImpl(int64_t in_features, int64_t representation_size) {
@@ -18,7 +20,8 @@ BoxPredictorImpl::BoxPredictorImpl(int64_t in_features, int64_t num_classes) {
 
 std::pair<at::Tensor, at::Tensor> BoxPredictorImpl::forward(const at::Tensor& features) {
   const at::Tensor x = features.flatten(1);
-  return {cls_score_->forward(x), bbox_pred_->forward(x)};
+  // Scores and box deltas leave the network in float32 whatever autocast computed them in.
+  return {full_precision(cls_score_->forward(x)), full_precision(bbox_pred_->forward(x))};
 }
 
 }  // namespace dtrain::vision::modeling

@@ -1,5 +1,7 @@
 #include "vision/modeling/mask_head.h"
 
+#include "vision/modeling/autocast.h"
+
 #include <string>
 
 namespace dtrain::vision::modeling {
@@ -35,7 +37,8 @@ MaskPredictorImpl::MaskPredictorImpl(int64_t in_channels, int64_t conv_dim, int6
 }
 
 at::Tensor MaskPredictorImpl::forward(const at::Tensor& features) {
-  return mask_fcn_logits_->forward(conv5_mask_->forward(features).relu_());
+  // Logits leave the network in float32 whatever autocast computed them in.
+  return full_precision(mask_fcn_logits_->forward(conv5_mask_->forward(features).relu_()));
 }
 
 }  // namespace dtrain::vision::modeling

@@ -1,5 +1,7 @@
 #include "vision/modeling/mask_rcnn.h"
 
+#include "vision/modeling/autocast.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +24,32 @@ MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options
   backbone_ = register_module("backbone", Backbone(options_.backbone));
   rpn_ = register_module("rpn", RegionProposalNetwork(options_.rpn, backbone_->out_channels()));
   roi_heads_ = register_module("roi_heads", RoiHeads(options_.roi_heads, backbone_->out_channels()));
+  if (options_.compute.channels_last) use_channels_last();
+}
+
+// Convolution weights in NHWC; to(), copy_() and SGD's in-place updates keep the layout, and
+// checkpoints are written contiguous (NCHW), so files do not depend on the setting.
+void MaskRcnnImpl::use_channels_last() {
+  torch::NoGradGuard no_grad;
+  for (at::Tensor& parameter : parameters()) {
+    if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
+// The networks' forward pass over a batch: autocast when the options ask for it, images in
+// the convolutions' layout. What the networks hand to geometry and losses is float32
+// (full_precision in the heads), so only the networks' own arithmetic is 16-bit.
+MaskRcnnImpl::NetworkOutputs MaskRcnnImpl::run_networks(const ImageBatch& batch,
+                                                        const std::vector<DetectionTargets>* targets,
+                                                        const ops::ImageGenerators& generators) {
+  const AutocastRegion autocast(options_.compute.mixed_precision, batch.tensors.device());
+  const at::Tensor images =
+      options_.compute.channels_last ? batch.tensors.contiguous(at::MemoryFormat::ChannelsLast) : batch.tensors;
+  const std::vector<at::Tensor> features = backbone_->forward(images);
+  const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
+  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, targets, generators);
+  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, targets, generators);
+  return {std::move(proposals), std::move(heads)};
 }
 
 void validate_targets(const DetectionTargets& target, ImageSize image_size, size_t index, int64_t num_classes,
@@ -109,10 +137,7 @@ LossDict MaskRcnnImpl::batch_losses(ImageBatch batch, std::vector<DetectionTarge
 
 LossDict MaskRcnnImpl::forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
                                       const ops::ImageGenerators& generators, LossCounts* counts) {
-  const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
-  const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
-  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, &targets, generators);
-  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, &targets, generators);
+  auto [proposals, heads] = run_networks(batch, &targets, generators);
   LossDict losses = std::move(heads.losses);
   losses["loss_objectness"] = proposals.loss_objectness;
   losses["loss_rpn_box_reg"] = proposals.loss_rpn_box_reg;
@@ -137,10 +162,7 @@ std::vector<Detections> MaskRcnnImpl::detect(const std::vector<at::Tensor>& imag
   std::vector<at::Tensor> typed;
   for (const at::Tensor& image : images) typed.push_back(image.to(type));
   const ImageBatch batch = transform_.forward(typed, nullptr, /*training=*/false, {});
-  const std::vector<at::Tensor> features = backbone_->forward(batch.tensors);
-  const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
-  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, nullptr, {});
-  RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, nullptr, {});
+  auto [proposals, heads] = run_networks(batch, nullptr, {});
   transform_.postprocess(heads.detections, batch.image_sizes, original_sizes);
   return heads.detections;
 }

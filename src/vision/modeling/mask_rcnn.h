@@ -77,6 +77,13 @@ class MaskRcnnImpl : public torch::nn::Module {
   const ImageTransform& transform() const { return transform_; }
 
  private:
+  struct NetworkOutputs {
+    RpnOutput proposals;
+    RoiHeadsOutput heads;
+  };
+  NetworkOutputs run_networks(const ImageBatch& batch, const std::vector<DetectionTargets>* targets,
+                              const ops::ImageGenerators& generators);
+  void use_channels_last();
   LossDict forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
                           const ops::ImageGenerators& generators, LossCounts* counts);
 

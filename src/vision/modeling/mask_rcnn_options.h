@@ -68,11 +68,21 @@ struct TransformOptions {
   int64_t size_divisible = 32;
 };
 
+// SOLVER.AMP: whether the networks (backbone, heads) run under autocast, and in which 16-bit
+// type. Box geometry, losses and parameters stay in the model's own type (float32).
+enum class MixedPrecision { kOff, kFloat16, kBFloat16 };
+
+struct ComputeOptions {
+  MixedPrecision mixed_precision = MixedPrecision::kOff;
+  bool channels_last = false;  // MODEL.CHANNELS_LAST: convolution weights and images in NHWC
+};
+
 struct MaskRcnnOptions {
   BackboneOptions backbone;
   RpnOptions rpn;
   RoiHeadsOptions roi_heads;
   TransformOptions transform;
+  ComputeOptions compute;
 };
 
 }  // namespace dtrain::vision::modeling

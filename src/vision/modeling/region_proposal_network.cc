@@ -1,5 +1,7 @@
 #include "vision/modeling/region_proposal_network.h"
 
+#include "vision/modeling/autocast.h"
+
 #include "vision/ops/box_ops.h"
 #include "vision/ops/nms.h"
 
@@ -114,6 +116,8 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
                                              const std::vector<DetectionTargets>* targets,
                                              const ops::ImageGenerators& generators) {
   auto [logits, deltas] = head_->forward(features);
+  for (at::Tensor& l : logits) l = full_precision(l);  // from an autocast network: geometry and losses in float32
+  for (at::Tensor& d : deltas) d = full_precision(d);
   const int64_t num_images = features[0].size(0);
 
   std::vector<std::array<int64_t, 2>> feature_sizes;
@@ -129,7 +133,7 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
   const at::Tensor box_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N * anchors, 4]
 
   // Every image of the batch shares the padded size, hence the anchors.
-  const at::Tensor anchors = anchor_generator_.generate(padded_size, feature_sizes, features[0].scalar_type(),
+  const at::Tensor anchors = anchor_generator_.generate(padded_size, feature_sizes, geometry_type(features[0].scalar_type()),
                                                          features[0].device()).all;
   const at::Tensor all_anchors = anchors.repeat({num_images, 1});
   const at::Tensor proposals = box_coder_.decode(box_deltas.detach(), all_anchors).view({num_images, -1, 4});

@@ -348,6 +348,13 @@ at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& r
 at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
                      int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
                      bool aligned) {
+  // 16-bit features (a network under autocast) pool in float32 and return in their type,
+  // as torchvision's autocast RoIAlign does: sums of many samples lose too much in 16 bits.
+  if (input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16) {
+    return roi_align(input.to(at::kFloat), rois.to(at::kFloat), spatial_scale, pooled_height, pooled_width,
+                     sampling_ratio, aligned)
+        .to(input.scalar_type());
+  }
   return RoiAlignFunction::apply(input, rois, spatial_scale, pooled_height, pooled_width,
                                  sampling_ratio, aligned)[0];
 }

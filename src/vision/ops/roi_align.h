@@ -27,7 +27,8 @@ at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& r
                               int64_t batch, int64_t channels, int64_t height, int64_t width,
                               int64_t sampling_ratio, bool aligned);
 
-// roi_align_forward recorded by autograd: gradients flow to input (never to rois).
+// roi_align_forward recorded by autograd: gradients flow to input (never to rois). float16 and
+// bfloat16 input is pooled in float32 (rois of any floating type) and returned in its type.
 at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
                      int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
                      bool aligned);

@@ -1,0 +1,85 @@
+#include "vision/modeling/autocast.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <stdexcept>
+
+namespace dtrain::vision::modeling {
+namespace {
+
+// LibTorch 2.4 named autocast's switches by device type; 1.13 has one pair per device.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool enabled(at::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
+void set_enabled(at::DeviceType device, bool on) { at::autocast::set_autocast_enabled(device, on); }
+at::ScalarType dtype(at::DeviceType device) { return at::autocast::get_autocast_dtype(device); }
+void set_dtype(at::DeviceType device, at::ScalarType type) { at::autocast::set_autocast_dtype(device, type); }
+#else
+bool enabled(at::DeviceType device) {
+  return device == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+void set_enabled(at::DeviceType device, bool on) {
+  if (device == at::kCUDA) {
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_cpu_enabled(on);
+  }
+}
+at::ScalarType dtype(at::DeviceType device) {
+  return device == at::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void set_dtype(at::DeviceType device, at::ScalarType type) {
+  if (device == at::kCUDA) {
+    at::autocast::set_autocast_gpu_dtype(type);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(type);
+  }
+}
+#endif
+
+}  // namespace
+
+std::optional<at::ScalarType> autocast_type(MixedPrecision precision) {
+  switch (precision) {
+    case MixedPrecision::kFloat16:
+      return at::kHalf;
+    case MixedPrecision::kBFloat16:
+      return at::kBFloat16;
+    case MixedPrecision::kOff:
+      break;
+  }
+  return std::nullopt;
+}
+
+AutocastRegion::AutocastRegion(MixedPrecision precision, at::Device device) {
+  const std::optional<at::ScalarType> type = autocast_type(precision);
+  if (!type) return;
+  device_type_ = device.type();
+  if (device_type_ != at::kCUDA && device_type_ != at::kCPU) {
+    throw std::invalid_argument("mixed precision runs on the CPU or CUDA, not on " + device.str());
+  }
+  if (device_type_ == at::kCPU && *type == at::kHalf) {
+    throw std::invalid_argument("mixed precision in float16 needs a GPU (MODEL.DEVICE cuda); on the CPU use bfloat16");
+  }
+  was_enabled_ = enabled(device_type_);
+  previous_type_ = dtype(device_type_);
+  set_enabled(device_type_, true);
+  set_dtype(device_type_, *type);
+  at::autocast::increment_nesting();
+  active_ = true;
+}
+
+AutocastRegion::~AutocastRegion() {
+  if (!active_) return;
+  // As torch.autocast's exit: the cached 16-bit weights go with the outermost region.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  set_enabled(device_type_, was_enabled_);
+  set_dtype(device_type_, previous_type_);
+}
+
+at::Tensor full_precision(const at::Tensor& tensor) {
+  const at::ScalarType type = tensor.scalar_type();
+  return type == at::kHalf || type == at::kBFloat16 ? tensor.to(at::kFloat) : tensor;
+}
+
+}  // namespace dtrain::vision::modeling
