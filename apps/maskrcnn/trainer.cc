@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "dtrain/dtrain.h"
 #include "dtrain/elastic.h"
 #include "dtrain/torch.h"
+#include "apps/maskrcnn/batch_feeder.h"
+#include "apps/maskrcnn/divergence_watch.h"
 #include "apps/maskrcnn/model_export.h"
 #include "apps/maskrcnn/sharded_evaluation.h"
 #include "apps/maskrcnn/training_checkpoint.h"
@@ -28,6 +31,7 @@
 #include "vision/modeling/batch_norm.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
+#include "vision/solver/loss_scaler.h"
 #include "vision/solver/lr_schedule.h"
 
 namespace dtrain::maskrcnn {
@@ -173,11 +177,12 @@ void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const f
 // seeded by the job's seed, the iteration and the image, so they do not
 // depend on the rank count or the batch split (and a resumed run draws what
 // the uninterrupted one would have).
-vision::ops::ImageGenerators image_generators(const vision::SampleBatch& batch, uint64_t seed, int64_t iteration) {
+vision::ops::ImageGenerators image_generators(const std::vector<uint32_t>& dataset_indices, uint64_t seed,
+                                              int64_t iteration) {
   std::vector<at::Generator> generators;
-  for (const vision::TrainingSample& sample : batch.samples) {
+  for (const uint32_t index : dataset_indices) {
     generators.push_back(at::make_generator<at::CPUGeneratorImpl>(
-        vision::mix_seed(seed, static_cast<uint64_t>(iteration), 0x52504e00ull + sample.dataset_index)));
+        vision::mix_seed(seed, static_cast<uint64_t>(iteration), 0x52504e00ull + index)));
   }
   return vision::ops::ImageGenerators(std::move(generators));
 }
@@ -237,16 +242,6 @@ void synchronize_batch_norm(modeling::MaskRcnnImpl& model) {
       });
     }
   }
-}
-
-// Detectron2 stops on a NaN loss too: the weights are lost from there on,
-// and hours of NaN steps help nobody.
-[[noreturn]] void throw_diverged(const modeling::LossDict& losses, int64_t iteration, int rank) {
-  std::string values;
-  for (const auto& [name, value] : losses) values += (values.empty() ? "" : ", ") + name + " " + std::to_string(value.item<double>());
-  throw std::runtime_error("rank " + std::to_string(rank) + ": the loss became NaN or infinite at iteration " +
-                           std::to_string(iteration + 1) + " (" + values +
-                           "); lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS");
 }
 
 at::ScalarType compute_type(const Config& config) {
@@ -381,7 +376,13 @@ std::vector<at::Tensor> tensors_of(const libtorch::NamedTensors& named) {
   return tensors;
 }
 
-// The model and the SGD that steps its trainable parameters.
+// float16 training scales its loss (SOLVER.AMP.DTYPE float16); bfloat16 and float32 do not.
+std::optional<vision::solver::LossScaler> loss_scaler(const TrainingRun& run) {
+  if (run.options.compute.mixed_precision != modeling::MixedPrecision::kFloat16) return std::nullopt;
+  return vision::solver::LossScaler();
+}
+
+// The model, the SGD that steps its trainable parameters and float16's loss scaler.
 struct TrainableModel {
   TrainableModel(const Config& config, const TrainingRun& run)
       : model(build_model(config, run)),
@@ -389,13 +390,30 @@ struct TrainableModel {
         parameters(tensors_of(trainable)),
         sgd(parameters, torch::optim::SGDOptions(run.schedule.lr(0))
                             .momentum(config.get<double>("SOLVER.MOMENTUM"))
-                            .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY"))) {}
+                            .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY"))),
+        scaler(loss_scaler(run)) {}
+
+  at::Device device() const { return parameters.front().device(); }
+  const vision::solver::LossScaler* loss_scale() const { return scaler ? &*scaler : nullptr; }
 
   modeling::MaskRcnn model;
   libtorch::NamedTensors trainable;    // by name, for the optimizers and checkpoints
   std::vector<at::Tensor> parameters;  // the same tensors, for SGD and clipping
   torch::optim::SGD sgd;
+  std::optional<vision::solver::LossScaler> scaler;
 };
+
+// Every rank must scale alike (the averaged gradients are unscaled by each rank's own
+// scale): rank 0's scale, restored from a checkpoint or kept through a world change, goes to all.
+void share_loss_scale(TrainableModel& m) {
+  if (!m.scaler || dtrain::size() == 1) return;
+  const std::string mine = std::to_string(m.scaler->scale()) + " " + std::to_string(m.scaler->good_steps());
+  std::istringstream rank0(libtorch::broadcast_bytes(dtrain::rank() == 0 ? mine : std::string(), 0, "trainer.loss_scale"));
+  double scale = 0;
+  int64_t good_steps = 0;
+  rank0 >> scale >> good_steps;
+  m.scaler->restore(scale, good_steps);
+}
 
 // Where to start: the last checkpoint (--resume), else MODEL.WEIGHTS. Rank 0 reads the files;
 // the broadcasts below hand them to the others, which on other hosts need not see OUTPUT_DIR
@@ -407,7 +425,7 @@ int64_t restore(TrainableModel& m, const Config& config, const TrainerSettings& 
   if (rank == 0) {
     const std::optional<fs::path> last = settings.resume ? last_checkpoint(run.output_dir) : std::nullopt;
     if (last) {
-      start_iter = load_training_checkpoint(*last, *m.model, m.sgd, m.trainable);
+      start_iter = load_training_checkpoint(*last, *m.model, m.sgd, m.trainable, m.scaler ? &*m.scaler : nullptr);
       started_from = last->string();
     } else if (const std::string weights = config.get<std::string>("MODEL.WEIGHTS"); !weights.empty()) {
       const modeling::WeightsReport report = modeling::load_weights(*m.model, weights);
@@ -417,6 +435,7 @@ int64_t restore(TrainableModel& m, const Config& config, const TrainerSettings& 
   libtorch::broadcast_parameters(libtorch::named_state(*m.model), 0);
   start_iter = std::stoll(libtorch::broadcast_bytes(std::to_string(start_iter), 0, "trainer.start_iter"));
   if (start_iter > 0) libtorch::broadcast_optimizer_state(m.sgd, 0);
+  share_loss_scale(m);
   if (rank == 0 && !started_from.empty()) {
     std::printf("Starting from %s at iteration %lld\n", started_from.c_str(), static_cast<long long>(start_iter));
   }
@@ -464,72 +483,43 @@ void announce_training(const TrainingRun& run, size_t images) {
   std::fflush(stdout);
 }
 
-// The loader's batches one after another, epoch after epoch. The data order continues where
-// the interrupted run stopped.
-class BatchStream {
- public:
-  BatchStream(vision::DataLoader& loader, const TrainingRun& run, int64_t start_iter, std::string annotations)
-      : loader_(loader), annotations_(std::move(annotations)) {
-    const size_t batches_per_epoch = loader_.items().size() / static_cast<size_t>(run.placement.size) /
-                                     static_cast<size_t>(run.steps.per_rank);
-    if (batches_per_epoch == 0) {
-      throw std::invalid_argument(annotations_ + ": not enough training images for one batch per rank");
-    }
-    epoch_ = static_cast<uint64_t>(start_iter) / batches_per_epoch;
-    loader_.start_epoch(epoch_, static_cast<size_t>(start_iter) % batches_per_epoch);
-  }
-
-  vision::SampleBatch next() {
-    std::optional<vision::SampleBatch> batch = loader_.next();
-    if (!batch) {
-      loader_.start_epoch(++epoch_);
-      batch = loader_.next();
-      if (!batch) throw std::runtime_error(annotations_ + ": no usable training images left in an epoch");
-    }
-    return std::move(*batch);
-  }
-
- private:
-  vision::DataLoader& loader_;
-  std::string annotations_;  // names the data set in errors
-  uint64_t epoch_ = 0;
-};
-
-// A batch as the model takes it: images padded into one tensor, and each image's targets.
-struct ModelInputs {
-  modeling::ImageBatch images;
-  std::vector<vision::DetectionTargets> targets;
-};
-
-// Collated on the CPU, then moved to the model's device.
-ModelInputs model_inputs(const vision::SampleBatch& batch, int64_t size_divisible, const at::Device& device) {
-  const vision::TensorBatch tensors = vision::collate_batch(batch.samples, size_divisible);
-  ModelInputs inputs{{tensors.images.to(device), {}}, {}};
-  for (size_t i = 0; i < tensors.targets.size(); ++i) {
-    inputs.images.image_sizes.push_back(tensors.image_sizes[i]);
-    const auto& target = tensors.targets[i];
-    inputs.targets.push_back({target.boxes.to(device), target.labels.to(device),
-                              target.masks.defined() ? target.masks.to(device) : target.masks});
-  }
-  return inputs;
+// This rank's batches from the loader, on the model's device.
+FeederOptions feeder_options(const vision::DataLoader& loader, const TrainingRun& run, int64_t start_iter,
+                             const std::string& annotations, const at::Device& device) {
+  FeederOptions o;
+  o.start_iteration = start_iter;
+  o.batches_per_epoch = loader.items().size() / static_cast<size_t>(run.placement.size) /
+                        static_cast<size_t>(run.steps.per_rank);
+  o.size_divisible = run.options.transform.size_divisible;
+  o.device = device;
+  o.annotations = annotations;
+  return o;
 }
 
-// One iteration: this rank's losses (rescaled for the global batch), backward, the gradients
-// combined as the distribution does, clipped, applied. Returns the losses.
+// One iteration: this rank's losses (rescaled for the global batch), backward (of the scaled
+// loss under float16), the gradients combined as the distribution does, unscaled, clipped and
+// applied; or, when float16 overflowed, dropped and the scale backed off (every rank alike:
+// they see the same averaged gradients). Returns the losses.
 modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, GradientExchange& exchange,
-                              const vision::SampleBatch& batch, int64_t iteration, double lr) {
-  ModelInputs inputs = model_inputs(batch, run.options.transform.size_divisible, m.parameters.front().device());
+                              DivergenceWatch& watch, ModelInputs inputs, int64_t iteration, double lr) {
   for (auto& group : m.sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
   modeling::LossCounts counts;
-  modeling::LossDict losses = m.model->batch_losses(std::move(inputs.images), std::move(inputs.targets),
-                                                    image_generators(batch, run.seed, iteration), &counts);
+  modeling::LossDict losses =
+      m.model->batch_losses(std::move(inputs.images), std::move(inputs.targets),
+                            image_generators(inputs.dataset_indices, run.seed, iteration), &counts);
   normalize_over_ranks(losses, counts);
   at::Tensor total = at::zeros({}, m.parameters.front().options());
   for (const auto& [name, value] : losses) total = total + value;
-  if (!std::isfinite(total.item<double>())) throw_diverged(losses, iteration, run.placement.rank);
+  watch.observe(losses, total, iteration);
+  if (m.device().is_cpu()) watch.check();  // free on the CPU: stop at the step itself
   exchange.zero_grad();
-  total.backward();
+  (m.scaler ? m.scaler->scale_loss(total) : total).backward();
   exchange.wait_for_gradients();
+  if (m.scaler) {
+    const bool finite = m.scaler->unscale_gradients(m.parameters);
+    m.scaler->update(finite);
+    if (!finite) return losses;  // the next zero_grad() drops these gradients
+  }
   run.clipper.clip(m.parameters);
   exchange.apply();
   return losses;
@@ -549,8 +539,11 @@ class ProgressReport {
   void step_done() { ++window_steps_; }
   bool due(int64_t done) const { return done % steps_.log_period == 0 || done == steps_.max_iter; }
 
-  void report(int64_t done, const modeling::LossDict& losses, double lr, TrainingLog& log) {
+  // `loss_scale`: float16 training's, logged so that a run of skipped steps shows.
+  void report(int64_t done, const modeling::LossDict& losses, double lr, const vision::solver::LossScaler* loss_scale,
+              TrainingLog& log) {
     Scalars scalars = averaged_losses(losses);
+    if (loss_scale) scalars.emplace_back("loss_scale", loss_scale->scale());
     const auto now = Clock::now();
     const double window = std::chrono::duration<double>(now - window_start_).count();
     const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -601,15 +594,18 @@ class ProgressReport {
 
 // After iteration `done`: a checkpoint every CHECKPOINT_PERIOD and an evaluation every
 // EVAL_PERIOD (the last iteration's are the final model's, see finish_training).
-void checkpoint_and_evaluate(TrainableModel& m, TrainingRun& run, GradientExchange& exchange, int64_t done) {
+void checkpoint_and_evaluate(TrainableModel& m, TrainingRun& run, GradientExchange& exchange,
+                             const DivergenceWatch& watch, int64_t done) {
   const StepPlan& steps = run.steps;
   const bool save = steps.checkpoint_period > 0 && done % steps.checkpoint_period == 0 && done != steps.max_iter;
   const bool eval =
       steps.eval_period > 0 && done % steps.eval_period == 0 && done != steps.max_iter && has_data(run.test_data);
+  if (save || eval) watch.check();  // never a checkpoint of NaN weights
   if (save || eval) average_batch_norm_statistics(*m.model);
   if (run.placement.rank == 0 && save) {
     exchange.before_checkpoint();
-    save_training_checkpoint(run.output_dir, checkpoint_name(done), *m.model, m.sgd, m.trainable, done);
+    save_training_checkpoint(run.output_dir, checkpoint_name(done), *m.model, m.sgd, m.trainable, done,
+                             m.loss_scale());
   }
   if (eval && exchange.evaluates_during_training()) evaluate(*m.model, run.test_data, run.output_dir, done, run.log);
 }
@@ -618,7 +614,7 @@ void checkpoint_and_evaluate(TrainableModel& m, TrainingRun& run, GradientExchan
 void save_final_model(TrainableModel& m, const Config& config, const TrainingRun& run,
                       const vision::CocoDataset& dataset, int64_t start_iter, Clock::time_point started) {
   const int64_t max_iter = run.steps.max_iter;
-  save_training_checkpoint(run.output_dir, "model_final.pth", *m.model, m.sgd, m.trainable, max_iter);
+  save_training_checkpoint(run.output_dir, "model_final.pth", *m.model, m.sgd, m.trainable, max_iter, m.loss_scale());
   std::printf("Trained iterations %lld..%lld in %.1f s; model: %s\n", static_cast<long long>(start_iter),
               static_cast<long long>(max_iter), std::chrono::duration<double>(Clock::now() - started).count(),
               (run.output_dir / "model_final.pth").c_str());
@@ -713,21 +709,25 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     use_cores(settings.threads, placement);
     run.reset();  // the old world's log closes before the new rank 0 opens it
     run.emplace(config, settings, placement, *distribution);
+    share_loss_scale(m);  // a new worker's scaler starts afresh
     vision::DataLoader loader(training.dataset,
                               loader_options(config, run->options, run->steps.per_rank, run->seed, placement));
     m.model->train();
     announce_training(*run, loader.items().size());
-    BatchStream batches(loader, *run, iteration, training.paths.annotations);
+    BatchFeeder batches(loader, feeder_options(loader, *run, iteration, training.paths.annotations, m.device()));
     ProgressReport progress(*run, iteration);
+    DivergenceWatch watch(placement.rank);
     while (iteration < run->steps.max_iter) {
-      const vision::SampleBatch batch = batches.next();
       const double lr = run->schedule.lr(iteration);
-      const modeling::LossDict losses = train_step(m, *run, *exchange, batch, iteration, lr);
+      const modeling::LossDict losses = train_step(m, *run, *exchange, watch, batches.next(), iteration, lr);
       progress.step_done();
       ++iteration;
       furthest = std::max(furthest, iteration);
-      if (progress.due(iteration)) progress.report(iteration, losses, lr, run->log);
-      checkpoint_and_evaluate(m, *run, *exchange, iteration);
+      if (progress.due(iteration)) {
+        watch.check();
+        progress.report(iteration, losses, lr, m.loss_scale(), run->log);
+      }
+      checkpoint_and_evaluate(m, *run, *exchange, watch, iteration);
       if (iteration % commit_period == 0) state.commit();
     }
   });
@@ -740,6 +740,11 @@ void train(Config config, const TrainerSettings& settings) {
   if (config.get<bool>("SOLVER.ELASTIC.ENABLED")) {
     train_elastic(std::move(config), settings);
     return;
+  }
+  if (settings.distribution == "ps" && config.get<bool>("SOLVER.AMP.ENABLED") &&
+      config.get<std::string>("SOLVER.AMP.DTYPE") == "float16") {
+    throw std::invalid_argument("SOLVER.AMP.DTYPE float16 trains through allreduce: --distribution ps pushes gradients "
+                                "before they could be unscaled (use bfloat16 there)");
   }
   const std::unique_ptr<TrainingDistribution> distribution = choose_distribution(settings);
   const dtrain::Placement placement = distribution->start();
@@ -762,16 +767,19 @@ void train(Config config, const TrainerSettings& settings) {
   m.model->train();
   announce_training(run, loader.items().size());
 
-  BatchStream batches(loader, run, start_iter, training.paths.annotations);
+  BatchFeeder batches(loader, feeder_options(loader, run, start_iter, training.paths.annotations, m.device()));
   ProgressReport progress(run, start_iter);
+  DivergenceWatch watch(placement.rank);
   for (int64_t iteration = start_iter; iteration < run.steps.max_iter; ++iteration) {
-    const vision::SampleBatch batch = batches.next();
     const double lr = run.schedule.lr(iteration);
-    const modeling::LossDict losses = train_step(m, run, *exchange, batch, iteration, lr);
+    const modeling::LossDict losses = train_step(m, run, *exchange, watch, batches.next(), iteration, lr);
     progress.step_done();
     const int64_t done = iteration + 1;
-    if (progress.due(done)) progress.report(done, losses, lr, run.log);
-    checkpoint_and_evaluate(m, run, *exchange, done);
+    if (progress.due(done)) {
+      watch.check();  // the last iteration is always due: the final model is checked too
+      progress.report(done, losses, lr, m.loss_scale(), run.log);
+    }
+    checkpoint_and_evaluate(m, run, *exchange, watch, done);
   }
   if (!exchange->finish()) {  // a parameter-server worker other than the chief: done
     dtrain::shutdown();

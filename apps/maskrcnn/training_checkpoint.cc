@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 namespace torch_save = vision::torch_save;
 
 constexpr const char* kMomentumPrefix = "momentum.";
+constexpr const char* kLossScale = "loss_scale";  // float16 training's, with the good steps since it changed
+constexpr const char* kLossScaleGoodSteps = "loss_scale_good_steps";
 
 fs::path solver_file(const fs::path& model_file) {
   fs::path solver = model_file;
@@ -57,9 +59,14 @@ std::string checkpoint_name(int64_t iteration) {
 
 void save_training_checkpoint(const fs::path& output_dir, const std::string& model_file,
                               const vision::modeling::MaskRcnnImpl& model, torch::optim::SGD& sgd,
-                              const libtorch::NamedTensors& trainable, int64_t iteration) {
+                              const libtorch::NamedTensors& trainable, int64_t iteration,
+                              const vision::solver::LossScaler* scaler) {
   torch_save::StateDict solver;
   solver.push_back({"iteration", torch::tensor(iteration, torch::kInt64)});
+  if (scaler) {
+    solver.push_back({kLossScale, torch::tensor(scaler->scale(), torch::kFloat64)});
+    solver.push_back({kLossScaleGoodSteps, torch::tensor(scaler->good_steps(), torch::kInt64)});
+  }
   auto& state = sgd.state();
   for (const auto& [name, parameter] : trainable) {
     auto it = state.find(state_key(parameter));
@@ -82,7 +89,8 @@ std::optional<fs::path> last_checkpoint(const fs::path& output_dir) {
 }
 
 int64_t load_training_checkpoint(const fs::path& model_file, vision::modeling::MaskRcnnImpl& model,
-                                 torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable) {
+                                 torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
+                                 vision::solver::LossScaler* scaler) {
   const fs::path solver_path = solver_file(model_file);
   if (!fs::exists(solver_path)) {
     throw std::runtime_error(solver_path.string() + ": missing; --resume needs the solver state next to " +
@@ -91,15 +99,22 @@ int64_t load_training_checkpoint(const fs::path& model_file, vision::modeling::M
   vision::modeling::load_weights(model, model_file.string());
   const torch_save::StateDict solver = torch_save::load_state_dict(solver_path.string());
   std::map<std::string, at::Tensor> momentum;
-  std::optional<int64_t> iteration;
+  std::optional<int64_t> iteration, good_steps;
+  std::optional<double> loss_scale;
   for (const auto& [name, tensor] : solver) {
     if (name == "iteration") {
       iteration = tensor.item<int64_t>();
+    } else if (name == kLossScale) {
+      loss_scale = tensor.item<double>();
+    } else if (name == kLossScaleGoodSteps) {
+      good_steps = tensor.item<int64_t>();
     } else if (name.starts_with(kMomentumPrefix)) {
       momentum[name.substr(std::strlen(kMomentumPrefix))] = tensor;
     }
   }
   if (!iteration) throw std::runtime_error(solver_path.string() + ": no iteration recorded");
+  // A checkpoint of a run without float16 has no scale: the scaler starts afresh.
+  if (scaler && loss_scale && good_steps) scaler->restore(*loss_scale, *good_steps);
   auto& state = sgd.state();
   for (const auto& [name, parameter] : trainable) {
     auto it = momentum.find(name);
@@ -108,7 +123,7 @@ int64_t load_training_checkpoint(const fs::path& model_file, vision::modeling::M
       throw std::runtime_error(solver_path.string() + ": momentum of " + name + " has another shape than the model's");
     }
     auto sgd_state = std::make_unique<torch::optim::SGDParamState>();
-    sgd_state->momentum_buffer(it->second.to(parameter.dtype()).clone());
+    sgd_state->momentum_buffer(it->second.to(parameter.options()).clone());  // on the parameter's device
     state[state_key(parameter)] = std::move(sgd_state);
     momentum.erase(it);
   }

@@ -7,7 +7,7 @@
 
 namespace dtrain::vision {
 
-TensorBatch collate_batch(const std::vector<TrainingSample>& samples, int64_t size_divisible) {
+TensorBatch collate_batch(const std::vector<TrainingSample>& samples, int64_t size_divisible, bool pinned) {
   if (samples.empty()) throw CocoError("collate_batch: empty batch");
   if (size_divisible < 1) throw CocoError("collate_batch: size_divisible must be at least 1");
   int64_t max_h = 0, max_w = 0;
@@ -19,8 +19,9 @@ TensorBatch collate_batch(const std::vector<TrainingSample>& samples, int64_t si
   const int64_t w = (max_w + size_divisible - 1) / size_divisible * size_divisible;
   const auto n = static_cast<int64_t>(samples.size());
 
+  const auto host = at::TensorOptions().pinned_memory(pinned);
   TensorBatch batch;
-  batch.images = at::zeros({n, 3, h, w}, at::kFloat);
+  batch.images = at::zeros({n, 3, h, w}, host.dtype(at::kFloat));
   float* base = batch.images.data_ptr<float>();
   for (int64_t i = 0; i < n; ++i) {
     const TrainingSample& s = samples[static_cast<size_t>(i)];
@@ -38,11 +39,11 @@ TensorBatch collate_batch(const std::vector<TrainingSample>& samples, int64_t si
     const auto k = static_cast<int64_t>(t.size());
     TensorTargets out;
     out.image_id = s.image_id;
-    out.boxes = at::empty({k, 4}, at::kFloat);
+    out.boxes = at::empty({k, 4}, host.dtype(at::kFloat));
     if (k > 0) std::memcpy(out.boxes.data_ptr<float>(), t.boxes.data(), sizeof(float) * 4 * t.size());
-    out.labels = at::empty({k}, at::kLong);
+    out.labels = at::empty({k}, host.dtype(at::kLong));
     if (k > 0) std::memcpy(out.labels.data_ptr<int64_t>(), t.labels.data(), sizeof(int64_t) * t.size());
-    out.masks = at::empty({k, static_cast<int64_t>(t.height), static_cast<int64_t>(t.width)}, at::kByte);
+    out.masks = at::empty({k, static_cast<int64_t>(t.height), static_cast<int64_t>(t.width)}, host.dtype(at::kByte));
     if (!t.masks.empty()) std::memcpy(out.masks.data_ptr<uint8_t>(), t.masks.data(), t.masks.size());
     batch.targets.push_back(std::move(out));
   }

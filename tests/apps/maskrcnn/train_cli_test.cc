@@ -105,6 +105,35 @@ TEST_F(TrainCli, AnUnknownModelDeviceIsRefusedNamingTheKey) {
   EXPECT_NE(run.output.find("MODEL.DEVICE must be cpu or cuda, got 'tpu'"), std::string::npos) << run.output;
 }
 
+// What a CPU can check of mixed precision: bfloat16 under autocast with channels-last weights
+// trains on two ranks, and float16 (a GPU's, with loss scaling) is refused naming the keys.
+TEST_F(TrainCli, Bfloat16MixedPrecisionTrainsOnTwoRanksAndFloat16WantsAGpu) {
+  const JobResult run = train(
+      "SOLVER.MAX_ITER 4 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 2 SOLVER.CHECKPOINT_PERIOD 0 SOLVER.AMP.ENABLED true "
+      "SOLVER.AMP.DTYPE bfloat16 MODEL.CHANNELS_LAST true");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("iter: 4/4"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("loss_scale"), std::string::npos) << "bfloat16 needs no loss scale";
+
+  const JobResult float16 = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 SOLVER.AMP.ENABLED true", 1);
+  EXPECT_NE(float16.exit_code, 0);
+  EXPECT_NE(float16.output.find("SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda"), std::string::npos)
+      << float16.output;
+}
+
+// Detectron2's rule: training stops at a NaN or infinite loss, naming the iteration, before any
+// checkpoint of the lost weights is written.
+TEST_F(TrainCli, ADivergingLossEndsTrainingNamingTheIteration) {
+  const JobResult run = train(
+      "SOLVER.MAX_ITER 6 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 3 SOLVER.CHECKPOINT_PERIOD 3 SOLVER.WARMUP_ITERS 0 "
+      "SOLVER.BASE_LR 1e6 SEED 1",
+      1);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("rank 0: the loss became NaN or infinite at iteration "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(output() + "/model_final.pth"));
+}
+
 TEST_F(TrainCli, AClassCountThatDisagreesWithTheDatasetIsRefused) {
   const JobResult run = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 MODEL.ROI_HEADS.NUM_CLASSES 7", 1);
   EXPECT_NE(run.exit_code, 0);

@@ -66,6 +66,9 @@ void expect_same_options(const modeling::MaskRcnnOptions& a, const modeling::Mas
   EXPECT_EQ(a.transform.pixel_mean, b.transform.pixel_mean);
   EXPECT_EQ(a.transform.pixel_std, b.transform.pixel_std);
   EXPECT_EQ(a.transform.size_divisible, b.transform.size_divisible);
+
+  EXPECT_EQ(a.compute.mixed_precision, b.compute.mixed_precision);
+  EXPECT_EQ(a.compute.channels_last, b.compute.channels_last);
 }
 
 TEST(ConfigMaskRcnn, DefaultsAreTheModelsDefaults) {
@@ -77,6 +80,12 @@ TEST(ConfigMaskRcnn, EveryModelKeyReachesItsField) {
   Config c = maskrcnn_defaults();
   c.merge_from_list({"MODEL.MASK_ON",
                      "false",
+                     "MODEL.CHANNELS_LAST",
+                     "true",
+                     "SOLVER.AMP.ENABLED",
+                     "true",
+                     "SOLVER.AMP.DTYPE",
+                     "bfloat16",
                      "MODEL.PIXEL_MEAN",
                      "[0.1, 0.2, 0.3]",
                      "MODEL.PIXEL_STD",
@@ -194,6 +203,8 @@ TEST(ConfigMaskRcnn, EveryModelKeyReachesItsField) {
   expected.transform.pixel_mean = {0.1, 0.2, 0.3};
   expected.transform.pixel_std = {0.4, 0.5, 0.6};
   expected.transform.size_divisible = 16;
+  expected.compute.mixed_precision = modeling::MixedPrecision::kBFloat16;
+  expected.compute.channels_last = true;
   expect_same_options(to_model_options(c), expected);
 }
 
@@ -313,6 +324,13 @@ TEST(ConfigMaskRcnn, ValidationNamesTheKeyAndTheRule) {
             "INPUT.MIN_SIZE_TRAIN must hold one or more positive sizes, got []");
   EXPECT_EQ(validation_error({"INPUT.SIZE_DIVISIBILITY", "0"}),
             "INPUT.SIZE_DIVISIBILITY must be positive, got 0");
+  EXPECT_EQ(validation_error({"SOLVER.AMP.DTYPE", "float8"}),
+            "SOLVER.AMP.DTYPE must be float16 or bfloat16, got 'float8'");
+  EXPECT_EQ(validation_error({"SOLVER.AMP.ENABLED", "true"}),
+            "SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda; on the CPU, autocast computes in bfloat16");
+  EXPECT_EQ(validation_error({"SOLVER.AMP.ENABLED", "true", "SOLVER.AMP.DTYPE", "bfloat16", "MODEL.PRECISION", "float64"}),
+            "SOLVER.AMP.ENABLED needs MODEL.PRECISION float32 (autocast leaves float64 as it is)");
+  EXPECT_EQ(validation_error({"SOLVER.AMP.ENABLED", "true", "MODEL.DEVICE", "cuda"}), "(no ConfigError)");
   EXPECT_EQ(validation_error({"MODEL.META_ARCHITECTURE", "RetinaNet"}),
             "MODEL.META_ARCHITECTURE must be GeneralizedRCNN (the only one built), got 'RetinaNet'");
 }

@@ -1,0 +1,36 @@
+#pragma once
+
+// Detectron2 stops training on a NaN or infinite loss: the weights are lost from there on,
+// and hours of NaN steps help nobody. Reading the loss on the host every step would make the
+// CPU wait for the GPU at every step, so the watch keeps its verdict on the loss's device
+// (the first non-finite iteration and its losses, a few tiny kernels a step) and the trainer
+// reads it when it reads the losses anyway: every LOG_PERIOD, before a checkpoint or an
+// evaluation, and at the end. On the CPU reading is free, so it checks every step there.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vision/modeling/mask_rcnn.h"
+
+namespace dtrain::maskrcnn {
+
+class DivergenceWatch {
+ public:
+  explicit DivergenceWatch(int rank) : rank_(rank) {}
+
+  // Records iteration's losses (0-based) and their sum without reading them on the host.
+  void observe(const vision::modeling::LossDict& losses, const at::Tensor& total, int64_t iteration);
+
+  // Throws std::runtime_error naming the first non-finite iteration and its losses, if any.
+  void check() const;
+
+ private:
+  int rank_;
+  std::vector<std::string> names_;  // of the losses, in LossDict order
+  at::Tensor first_bad_;            // int64 scalar: the first non-finite iteration, or -1
+  at::Tensor values_;               // that iteration's losses
+};
+
+}  // namespace dtrain::maskrcnn
