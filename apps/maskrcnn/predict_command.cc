@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "vision/inference/coco_results.h"
@@ -67,6 +69,18 @@ vision::inference::ImageDetections detect_naming_image(vision::inference::Predic
   }
 }
 
+// MODEL.DEVICE: cpu, or cuda (the first GPU), checked before anything is loaded.
+std::string predict_device(const vision::config::Config& config) {
+  const auto device = config.get<std::string>("MODEL.DEVICE");
+  if (device != "cpu" && device != "cuda") throw UsageError("MODEL.DEVICE must be cpu or cuda, got '" + device + "'");
+  try {
+    vision::inference::check_device(device);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("MODEL.DEVICE " + std::string(e.what()));
+  }
+  return device;
+}
+
 void print_summary(const InputImage& image, const vision::inference::ImageDetections& detections) {
   const size_t count = detections.instances.size();
   if (count == 0) {
@@ -106,7 +120,8 @@ PredictCommand::PredictCommand(CLI::App& parent) {
       "Writes one COCO results JSON per image (bbox, category_id, score, RLE segmentation);\n"
       "category_id is the model's label (COCO category ids for torchvision COCO weights).\n"
       "Exit status: 0 on success, 1 when an image or the weights cannot be used or an output\n"
-      "cannot be written, 2 for usage errors (options, config keys and values, --input).\n");
+      "cannot be written, 2 for usage errors (options, config keys and values, --input).\n"
+      "MODEL.DEVICE cuda runs the model on the first GPU (needs a LibTorch with CUDA).\n");
 }
 
 int PredictCommand::execute() const {
@@ -120,13 +135,14 @@ int PredictCommand::execute() const {
     config.merge_from_list(app_->remaining());
     const vision::modeling::MaskRcnnOptions options = vision::config::to_model_options(config);
     const std::string weights = weights_.empty() ? config.get<std::string>("MODEL.WEIGHTS") : weights_;
+    const std::string device = predict_device(config);
 
     const std::vector<InputImage> images = list_input_images(input_);
     check_outputs_spare_inputs(images, output_, visualize_);
     create_output_directory(output_);
 
     const int threads = threads_ > 0 ? threads_ : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    vision::inference::Predictor predictor(options, threads);
+    vision::inference::Predictor predictor(options, threads, device);
     if (weights.empty()) {
       std::fprintf(stderr,
                    "dtrain-maskrcnn predict: warning: no weights (neither --weights nor MODEL.WEIGHTS); "

@@ -9,7 +9,8 @@ namespace dtrain::maskrcnn {
 
 // `dtrain-maskrcnn predict --config-file C [--weights W] [KEY VALUE ...]
 // --input IMAGE_OR_DIR --output OUT [--visualize] [--threads N]`: runs
-// Mask R-CNN on JPEG/PNG images and writes OUT/<stem>.json (COCO results)
+// Mask R-CNN (on MODEL.DEVICE: cpu, or cuda for the first GPU) on JPEG/PNG
+// images and writes OUT/<stem>.json (COCO results)
 // and, with --visualize, OUT/<stem>.png; one summary line per image on
 // stdout. docs/maskrcnn.md is the user's page.
 class PredictCommand {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@
 #include "serving/model_error.h"
 #include "serving/model_location.h"
 #include "serving/model_metadata.h"
+#include "vision/inference/predictor.h"
 
 namespace {
 
@@ -38,6 +40,9 @@ struct Options {
   int workers = 1;
   int threads = 0;  // LibTorch intra-op threads; 0: the cores shared among the workers
   int queue_size = 32;
+  std::string device = "cpu";
+  int max_batch = 1;         // requests one worker runs as one batch
+  int batch_timeout_ms = 0;  // how long a worker may wait to fill a batch
   double max_payload_mb = 6;
   uint64_t max_image_pixels = uint64_t{2048} * 2048;
   bool quiet = false;
@@ -62,9 +67,10 @@ std::vector<std::unique_ptr<serving::Endpoint>> load_endpoints(const serving::Mo
   // LibTorch settings they make are process-wide).
   for (int i = 0; i < options.workers; ++i) {
     if (model.kind == serving::ModelKind::kMnist) {
-      endpoints.push_back(dtrain::serve::make_mnist_endpoint(model));
+      endpoints.push_back(dtrain::serve::make_mnist_endpoint(model, options.device));
     } else {
-      endpoints.push_back(dtrain::serve::make_maskrcnn_endpoint(model, threads, options.max_image_pixels));
+      endpoints.push_back(
+          dtrain::serve::make_maskrcnn_endpoint(model, threads, options.max_image_pixels, options.device));
     }
   }
   return endpoints;
@@ -108,16 +114,18 @@ int serve(const Options& options) {
   const serving::ModelMetadata model = serving::read_model_metadata(location.directory());
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.threads > 0 ? options.threads : std::max(1, cores / options.workers);
-  spdlog::info("model: {} ({}{}), {} worker(s) x {} LibTorch thread(s)", options.model, serving::kind_name(model.kind),
+  spdlog::info("model: {} ({}{}), {} worker(s) x {} LibTorch thread(s) on {}, batches of up to {}", options.model,
+               serving::kind_name(model.kind),
                location.unpacked() ? ", unpacked into " + location.directory().string() : std::string(),
-               options.workers, threads);
+               options.workers, threads, options.device, options.max_batch);
 
   serving::RequestMetrics metrics;
   serving::ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;
   server_options.max_payload_bytes = static_cast<size_t>(options.max_payload_mb * 1024 * 1024);
-  server_options.http_threads = options.workers + options.queue_size + 16;
+  // One connection per request running (a batch per worker) or waiting, and some to spare.
+  server_options.http_threads = options.workers * options.max_batch + options.queue_size + 16;
   server_options.log_requests = !options.quiet;
   serving::InferenceServer server(server_options, metrics);
   const int port = server.bind();
@@ -150,8 +158,11 @@ int serve(const Options& options) {
   std::unique_ptr<serving::InferenceQueue> queue;
   try {
     dtrain::serve::use_libtorch_threads(threads);
+    serving::BatchOptions batching;
+    batching.max_batch = static_cast<size_t>(options.max_batch);
+    batching.batch_timeout = std::chrono::milliseconds(options.batch_timeout_ms);
     queue = std::make_unique<serving::InferenceQueue>(load_endpoints(model, options, threads),
-                                                      static_cast<size_t>(options.queue_size));
+                                                      static_cast<size_t>(options.queue_size), batching);
   } catch (...) {
     finish();
     throw;
@@ -194,6 +205,18 @@ int main(int argc, char** argv) {
   app.add_option("--queue-size", options.queue_size, "Requests that may wait for a worker; more get 503")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  app.add_option("--device", options.device,
+                 "Where the models run: cpu, or cuda (the first GPU; needs a LibTorch with CUDA)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--max-batch", options.max_batch,
+                 "Requests a worker runs as one batch, taken from those waiting (Mask R-CNN: one model batch)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--batch-timeout-ms", options.batch_timeout_ms,
+                 "With --max-batch > 1: how long a worker may wait for more requests (0: only those already waiting)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--max-payload-mb", options.max_payload_mb, "Largest request body in MiB; larger ones get 413")
       ->check(CLI::Range(0.001, 1024.0))
       ->capture_default_str();
@@ -207,6 +230,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::fprintf(stderr, "dtrain serve: %s\n", e.what());
+    return 2;
+  }
+  try {
+    // Before anything is loaded: a GPU that is not there is a usage error.
+    dtrain::vision::inference::check_device(options.device);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "dtrain serve: --device %s\n", e.what());
     return 2;
   }
   // Logs on stderr: stdout stays free for whatever a wrapper wants to print.

@@ -1,5 +1,10 @@
 #include "apps/serve/maskrcnn_endpoint.h"
 
+#include <exception>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
 #include "apps/serve/maskrcnn_payload.h"
 #include "vision/inference/predictor.h"
 #include "serving/model_error.h"
@@ -30,8 +35,8 @@ vision::modeling::MaskRcnnOptions model_options(const serving::ModelMetadata& mo
 
 class MaskRcnnEndpoint : public serving::Endpoint {
  public:
-  MaskRcnnEndpoint(const serving::ModelMetadata& model, int threads, uint64_t max_pixels)
-      : predictor_(model_options(model), threads), categories_(model.categories), max_pixels_(max_pixels) {
+  MaskRcnnEndpoint(const serving::ModelMetadata& model, int threads, uint64_t max_pixels, const std::string& device)
+      : predictor_(model_options(model), threads, device), categories_(model.categories), max_pixels_(max_pixels) {
     try {
       predictor_.load_weights(model.weights.string());
     } catch (const std::exception& e) {
@@ -41,17 +46,63 @@ class MaskRcnnEndpoint : public serving::Endpoint {
 
   serving::InvocationResponse invoke(const serving::InvocationRequest& request) override {
     const MaskRcnnRequest decoded = decode_maskrcnn_request(request, max_pixels_);
-    vision::inference::ImageDetections detections;
+    return respond(detect_alone(decoded.image), decoded.score_threshold);
+  }
+
+  // The images that decode run as one call of detect_batch; a request that
+  // does not decode fails alone, before the model runs.
+  std::vector<serving::InvocationOutcome> invoke_batch(const std::vector<serving::InvocationRequest>& requests) override {
+    std::vector<serving::InvocationOutcome> outcomes(requests.size());
+    std::vector<size_t> owners;  // the request of each image
+    std::vector<vision::RgbImage> images;
+    std::vector<double> thresholds;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      try {
+        MaskRcnnRequest decoded = decode_maskrcnn_request(requests[i], max_pixels_);
+        images.push_back(std::move(decoded.image));
+        thresholds.push_back(decoded.score_threshold);
+        owners.push_back(i);
+      } catch (...) {
+        outcomes[i].error = std::current_exception();
+      }
+    }
+    std::vector<vision::inference::ImageDetections> detections;
     try {
-      detections = predictor_.detect(decoded.image);
+      detections = predictor_.detect_batch(images);
+    } catch (const std::runtime_error&) {
+      // An image the model cannot use fails its whole batch: run each image
+      // alone, so that only its own request fails.
+      for (size_t k = 0; k < images.size(); ++k) outcomes[owners[k]] = answer_alone(images[k], thresholds[k]);
+      return outcomes;
+    }
+    for (size_t k = 0; k < images.size(); ++k) outcomes[owners[k]].response = respond(detections[k], thresholds[k]);
+    return outcomes;
+  }
+
+ private:
+  vision::inference::ImageDetections detect_alone(const vision::RgbImage& image) {
+    try {
+      return predictor_.detect(image);
     } catch (const std::runtime_error& e) {
       // The image passed decoding but the model cannot use it (too thin to resize, say).
       throw serving::InvocationError(400, std::string("the model cannot process this image: ") + e.what());
     }
-    return {200, "application/json", encode_maskrcnn_response(detections, categories_, decoded.score_threshold)};
   }
 
- private:
+  serving::InvocationOutcome answer_alone(const vision::RgbImage& image, double score_threshold) {
+    serving::InvocationOutcome outcome;
+    try {
+      outcome.response = respond(detect_alone(image), score_threshold);
+    } catch (...) {
+      outcome.error = std::current_exception();
+    }
+    return outcome;
+  }
+
+  serving::InvocationResponse respond(const vision::inference::ImageDetections& detections, double score_threshold) {
+    return {200, "application/json", encode_maskrcnn_response(detections, categories_, score_threshold)};
+  }
+
   vision::inference::Predictor predictor_;
   std::vector<serving::Category> categories_;
   uint64_t max_pixels_;
@@ -60,8 +111,8 @@ class MaskRcnnEndpoint : public serving::Endpoint {
 }  // namespace
 
 std::unique_ptr<serving::Endpoint> make_maskrcnn_endpoint(const serving::ModelMetadata& model, int threads,
-                                                          uint64_t max_image_pixels) {
-  return std::make_unique<MaskRcnnEndpoint>(model, threads, max_image_pixels);
+                                                          uint64_t max_image_pixels, const std::string& device) {
+  return std::make_unique<MaskRcnnEndpoint>(model, threads, max_image_pixels, device);
 }
 
 }  // namespace dtrain::serve

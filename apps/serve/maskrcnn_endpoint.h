@@ -5,6 +5,7 @@
 // directory. No LibTorch here: Predictor hides it.
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "serving/endpoint.h"
 #include "serving/model_metadata.h"
@@ -12,9 +13,11 @@
 namespace dtrain::serve {
 
 // Builds the model from model.config with LibTorch using `threads` intra-op
-// threads and loads model.weights. Throws serving::ModelError naming the file
-// (bad config key, weights of another architecture or class count).
+// threads on `device` ("cpu", "cuda", "cuda:N": vision::inference::
+// check_device) and loads model.weights. Throws serving::ModelError naming
+// the file (bad config key, weights of another architecture or class count).
+// Batches (invoke_batch) run as model batches: see Predictor::detect_batch.
 std::unique_ptr<serving::Endpoint> make_maskrcnn_endpoint(const serving::ModelMetadata& model, int threads,
-                                                          uint64_t max_image_pixels);
+                                                          uint64_t max_image_pixels, const std::string& device);
 
 }  // namespace dtrain::serve

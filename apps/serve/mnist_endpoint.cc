@@ -13,14 +13,16 @@ namespace {
 
 class MnistEndpoint : public serving::Endpoint {
  public:
-  explicit MnistEndpoint(const serving::ModelMetadata& model) {
+  MnistEndpoint(const serving::ModelMetadata& model, const std::string& device) : device_(device) {
     try {
-      torch::load(net_, model.weights.string());
+      // Loaded on the CPU, where dtrain-mnist saved them, then moved.
+      torch::load(net_, model.weights.string(), torch::Device(torch::kCPU));
     } catch (const c10::Error& e) {
       const std::string message = e.what_without_backtrace();
       throw serving::ModelError(model.weights.string() + ": not the MNIST network's weights: " +
                                 message.substr(0, message.find('\n')));
     }
+    net_->to(device_);
     net_->eval();  // dropout off
   }
 
@@ -33,8 +35,8 @@ class MnistEndpoint : public serving::Endpoint {
       const at::Tensor pixels =
           at::from_blob(const_cast<float*>(batch.pixels.data()), {n, 1, kMnistSide, kMnistSide}, at::kFloat);
       // The trainer's standardisation (apps/mnist/mnist_tensors.cc).
-      const at::Tensor images = pixels.div(255.0).sub_(0.1307).div_(0.3081);
-      const at::Tensor out = net_->forward(images).exp().contiguous();
+      const at::Tensor images = pixels.to(device_).div(255.0).sub_(0.1307).div_(0.3081);
+      const at::Tensor out = net_->forward(images).exp().to(at::kCPU).contiguous();
       std::memcpy(probabilities.data(), out.data_ptr<float>(), probabilities.size() * sizeof(float));
     }
     return {200, "application/json", encode_mnist_response(probabilities, batch.count)};
@@ -42,12 +44,13 @@ class MnistEndpoint : public serving::Endpoint {
 
  private:
   mnist::MnistNet net_;
+  at::Device device_;
 };
 
 }  // namespace
 
-std::unique_ptr<serving::Endpoint> make_mnist_endpoint(const serving::ModelMetadata& model) {
-  return std::make_unique<MnistEndpoint>(model);
+std::unique_ptr<serving::Endpoint> make_mnist_endpoint(const serving::ModelMetadata& model, const std::string& device) {
+  return std::make_unique<MnistEndpoint>(model, device);
 }
 
 }  // namespace dtrain::serve

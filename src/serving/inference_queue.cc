@@ -1,12 +1,15 @@
 #include "serving/inference_queue.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace dtrain::serving {
 
-InferenceQueue::InferenceQueue(std::vector<std::unique_ptr<Endpoint>> endpoints, size_t capacity)
-    : capacity_(capacity), endpoints_(std::move(endpoints)) {
+InferenceQueue::InferenceQueue(std::vector<std::unique_ptr<Endpoint>> endpoints, size_t capacity,
+                               BatchOptions batching)
+    : capacity_(capacity), batching_(batching), endpoints_(std::move(endpoints)) {
   if (endpoints_.empty()) throw std::invalid_argument("InferenceQueue: needs at least one endpoint");
+  if (batching_.max_batch < 1) throw std::invalid_argument("InferenceQueue: max_batch must be at least 1");
   for (auto& endpoint : endpoints_) threads_.emplace_back([this, e = endpoint.get()] { work(*e); });
 }
 
@@ -24,7 +27,9 @@ std::future<InvocationResponse> InferenceQueue::submit(InvocationRequest request
     tasks_.push_back(Task{std::move(request), {}});
     answer = tasks_.back().promise.get_future();
   }
-  available_.notify_one();
+  // All, not one: a worker filling a batch (batch_timeout) may swallow a
+  // single notification that an idle worker should have had.
+  available_.notify_all();
   return answer;
 }
 
@@ -49,24 +54,66 @@ size_t InferenceQueue::running() const {
   return running_;
 }
 
-void InferenceQueue::work(Endpoint& endpoint) {
-  for (;;) {
-    Task task;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      available_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, and nothing left to finish
-      task = std::move(tasks_.front());
+std::vector<InferenceQueue::Task> InferenceQueue::take_batch() {
+  std::vector<Task> batch;
+  std::unique_lock<std::mutex> lock(mutex_);
+  available_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+  if (tasks_.empty()) return batch;  // stopping, and nothing left to finish
+  const auto take_waiting = [&] {
+    while (!tasks_.empty() && batch.size() < batching_.max_batch) {
+      batch.push_back(std::move(tasks_.front()));
       tasks_.pop_front();
       ++running_;
     }
+  };
+  take_waiting();
+  if (batch.size() < batching_.max_batch && batching_.batch_timeout.count() > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + batching_.batch_timeout;
+    const size_t missing = batching_.max_batch - batch.size();
+    available_.wait_until(lock, deadline, [&] { return stopping_ || tasks_.size() >= missing; });
+    take_waiting();
+  }
+  return batch;
+}
+
+void InferenceQueue::answer(Endpoint& endpoint, std::vector<Task>& batch) {
+  if (batch.size() == 1) {  // exactly what a server without batching does
     try {
-      task.promise.set_value(endpoint.invoke(task.request));
+      batch[0].promise.set_value(endpoint.invoke(batch[0].request));
     } catch (...) {
-      task.promise.set_exception(std::current_exception());
+      batch[0].promise.set_exception(std::current_exception());
     }
+    return;
+  }
+  std::vector<InvocationRequest> requests;
+  for (Task& task : batch) requests.push_back(std::move(task.request));
+  std::vector<InvocationOutcome> outcomes;
+  try {
+    outcomes = endpoint.invoke_batch(requests);
+    if (outcomes.size() != batch.size()) {
+      throw std::logic_error("the endpoint answered " + std::to_string(outcomes.size()) + " of a batch of " +
+                             std::to_string(batch.size()) + " requests");
+    }
+  } catch (...) {
+    for (Task& task : batch) task.promise.set_exception(std::current_exception());
+    return;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (outcomes[i].error) {
+      batch[i].promise.set_exception(outcomes[i].error);
+    } else {
+      batch[i].promise.set_value(std::move(outcomes[i].response));
+    }
+  }
+}
+
+void InferenceQueue::work(Endpoint& endpoint) {
+  for (;;) {
+    std::vector<Task> batch = take_batch();
+    if (batch.empty()) return;
+    answer(endpoint, batch);
     std::lock_guard<std::mutex> lock(mutex_);
-    --running_;
+    running_ -= batch.size();
   }
 }
 

@@ -77,6 +77,8 @@ struct InferenceServer::Impl {
         {"dtrain_serve_queue_running", "Requests an inference worker is running.",
          model ? static_cast<double>(model->running()) : 0.0},
         {"dtrain_serve_workers", "Inference workers (--workers).", model ? static_cast<double>(model->workers()) : 0.0},
+        {"dtrain_serve_max_batch", "Most requests a worker runs as one batch (--max-batch).",
+         model ? static_cast<double>(model->batching().max_batch) : 0.0},
     });
   }
 
@@ -148,7 +150,8 @@ struct InferenceServer::Impl {
     http.Get("/execution-parameters", [this](const httplib::Request&, httplib::Response& response) {
       InferenceQueue* model = queue.load();
       const nlohmann::json body = {
-          {"MaxConcurrentTransforms", model ? model->workers() : 1},
+          // What the workers run at once: a batch each.
+          {"MaxConcurrentTransforms", model ? model->workers() * model->batching().max_batch : 1},
           {"BatchStrategy", "SINGLE_RECORD"},
           {"MaxPayloadInMB", static_cast<int64_t>(options.max_payload_bytes >> 20)}};
       response.set_content(body.dump(), "application/json");

@@ -145,6 +145,11 @@ TEST(InferenceServer, MetricsCountRequestsAndReportLatency) {
   EXPECT_NE(text.find("dtrain_serve_requests_total{route=\"/invocations\",code=\"415\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("dtrain_serve_model_ready 1\n"), std::string::npos);
   EXPECT_NE(text.find("dtrain_serve_workers 2\n"), std::string::npos);
+  EXPECT_NE(text.find("dtrain_serve_max_batch 1\n"), std::string::npos);
+  // SageMaker batch transform sends as many requests at once as the workers run: a batch each.
+  auto parameters = client.Get("/execution-parameters");
+  ASSERT_TRUE(parameters);
+  EXPECT_EQ(nlohmann::json::parse(parameters->body)["MaxConcurrentTransforms"], 2) << parameters->body;
   // Three requests slept 20 ms each: the median latency is at least that.
   EXPECT_GE(server.metrics().latency("/invocations").p50, 0.020);
 }

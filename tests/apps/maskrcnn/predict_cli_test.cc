@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include "tests/support/command_runner.h"
 #include "tests/apps/maskrcnn/model_weights_file.h"
@@ -306,6 +307,23 @@ TEST(MaskRcnnPredict, UsageErrorsExitWithTwoAndOneLine) {
   expect_one_line_error(run_capturing(std::string(DTRAIN_MASKRCNN) + " predict --config-file " + quoted(bad_config) + input,
                                       scratch.path().string()),
                         2, {"FOO", bad_config});
+}
+
+TEST(MaskRcnnPredict, ModelDeviceIsTheCpuOrAGpuLibTorchSees) {
+  TempDir dir, out, scratch;
+  write_shapes_png(dir / "1.png", 64, 64, 4);
+  const std::string input = " --input " + quoted(dir / "1.png") + " --output " + quoted(out.path().string());
+  expect_one_line_error(predict(scratch, input + " MODEL.DEVICE tpu"), 2, {"MODEL.DEVICE must be cpu or cuda, got 'tpu'"});
+  if (!torch::cuda::is_available()) {
+    // Debian's LibTorch has no CUDA: refused before any work, naming the key.
+    expect_one_line_error(predict(scratch, input + " MODEL.DEVICE cuda"), 2,
+                          {"MODEL.DEVICE cuda: LibTorch sees no CUDA device (a LibTorch built without CUDA, such as "
+                           "Debian's, never does)"});
+    EXPECT_FALSE(fs::exists(out / "1.json"));
+  }
+  const CommandOutcome on_cpu = predict(scratch, input + " MODEL.DEVICE cpu");
+  EXPECT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
+  EXPECT_TRUE(fs::exists(out / "1.json"));
 }
 
 }  // namespace

@@ -9,11 +9,15 @@
 
 #include <filesystem>
 #include <map>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/support/command_runner.h"
 #include "serving/base64.h"
+#include "tests/apps/serve/same_detections.h"
 #include "tests/apps/serve/server_process.h"
 #include "tests/support/temp_dir.h"
 #include "vision/data/image_codec.h"
@@ -164,6 +168,63 @@ TEST_F(MaskRcnnServe, ImagesAsJpegPngAndBase64JsonGetCocoDetections) {
   auto ping = client.Get("/ping");
   ASSERT_TRUE(ping);
   EXPECT_EQ(ping->status, 200);
+  EXPECT_EQ(server.terminate(60s), std::optional<int>(0)) << server.log();
+}
+
+// A server that batches, under concurrent requests: each gets its own
+// answer (what it gets alone, up to float rounding) or its own error,
+// however the requests happened to be grouped.
+TEST_F(MaskRcnnServe, BatchedConcurrentRequestsGetTheirOwnAnswers) {
+  ServerProcess server(DTRAIN_SERVE,
+                       {"--model", path("model"), "--workers", "1", "--threads", "1", "--max-batch", "4",
+                        "--batch-timeout-ms", "20"},
+                       path("batching-server.log"));
+  std::string why;
+  ASSERT_TRUE(server.wait_ready(120s, why)) << why;
+  std::vector<std::string> images, alone;
+  for (const char* name : {"000000000001.png", "000000000002.png"}) {
+    const std::vector<uint8_t> bytes = vision::read_file_bytes(path(std::string("shapes/val/") + name));
+    images.emplace_back(bytes.begin(), bytes.end());
+    auto answer = server.client().Post("/invocations", images.back(), "image/png");
+    ASSERT_TRUE(answer);
+    ASSERT_EQ(answer->status, 200) << answer->body;
+    alone.push_back(answer->body);
+  }
+  const std::string broken = images[0].substr(0, images[0].size() / 3);
+
+  constexpr int kClients = 4, kRounds = 3;
+  std::vector<std::vector<std::pair<int, std::string>>> answers(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto client = server.client();
+      for (int round = 0; round < kRounds; ++round) {
+        for (const std::string* body : std::vector<const std::string*>{&images[0], &broken, &images[1]}) {
+          auto answer = client.Post("/invocations", *body, "image/png");
+          answers[c].emplace_back(answer ? answer->status : -1, answer ? answer->body : "");
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int c = 0; c < kClients; ++c) {
+    ASSERT_EQ(answers[c].size(), 3u * kRounds);
+    for (int round = 0; round < kRounds; ++round) {
+      SCOPED_TRACE("client " + std::to_string(c) + " round " + std::to_string(round));
+      const auto& first = answers[c][3 * round];
+      const auto& bad = answers[c][3 * round + 1];
+      const auto& second = answers[c][3 * round + 2];
+      ASSERT_EQ(first.first, 200) << first.second;
+      testing::expect_same_detections(first.second, alone[0]);
+      EXPECT_EQ(bad.first, 400) << bad.second;
+      EXPECT_NE(bad.second.find("cannot decode the image"), std::string::npos) << bad.second;
+      ASSERT_EQ(second.first, 200) << second.second;
+      testing::expect_same_detections(second.second, alone[1]);
+    }
+  }
+  auto metrics = server.client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("dtrain_serve_max_batch 4\n"), std::string::npos) << metrics->body;
   EXPECT_EQ(server.terminate(60s), std::optional<int>(0)) << server.log();
 }
 

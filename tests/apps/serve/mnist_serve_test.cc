@@ -6,6 +6,7 @@
 // requests in flight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -292,6 +293,37 @@ TEST(ServeCli, OneLineErrorsAndExitCodes) {
   outcome = run("--workers 0");
   EXPECT_EQ(outcome.exit_code, 2);
   EXPECT_NE(outcome.err.find("dtrain serve: --workers"), std::string::npos) << outcome.err;
+}
+
+// --device and batching: checked by CLI11, and a GPU LibTorch cannot see
+// refused before anything is loaded.
+TEST(ServeCli, DeviceAndBatchOptionsAreChecked) {
+  TempDir scratch;
+  const auto run = [&](const std::string& arguments) {
+    return dtrain::testing::run_capturing(std::string(DTRAIN_CLI) + " serve " + arguments, scratch.path().string());
+  };
+  auto outcome = run("--help");
+  EXPECT_EQ(outcome.exit_code, 0);
+  for (const char* flag : {"--device", "--max-batch", "--batch-timeout-ms"}) {
+    EXPECT_NE(outcome.out.find(flag), std::string::npos) << flag << "\n" << outcome.out;
+  }
+  for (const char* bad : {"--device tpu", "--max-batch 0", "--max-batch 257", "--batch-timeout-ms -1",
+                          "--batch-timeout-ms 1001"}) {
+    outcome = run(std::string(bad) + " --model " + scratch / "missing");
+    EXPECT_EQ(outcome.exit_code, 2) << bad << ": " << outcome.err;
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_EQ(outcome.err.rfind("dtrain serve: " + flag, 0), 0u) << outcome.err;
+    EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+  }
+  outcome = run("--device tpu");
+  EXPECT_NE(outcome.err.find("tpu"), std::string::npos) << outcome.err;
+#ifndef DTRAIN_TORCH_CUDA
+  // A LibTorch without CUDA (Debian's) never sees a GPU: refused before the model is read.
+  outcome = run("--device cuda --model " + scratch / "missing");
+  EXPECT_EQ(outcome.exit_code, 2);
+  EXPECT_EQ(outcome.err, "dtrain serve: --device cuda: LibTorch sees no CUDA device (a LibTorch built without CUDA, "
+                         "such as Debian's, never does)\n");
+#endif
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,8 @@ struct Precision {
   at::ScalarType type;
   double tolerance;  // on |a - b| / (|b| + 1)
 };
+
+void PrintTo(const Precision& p, std::ostream* os) { *os << c10::toString(p.type) << " within " << p.tolerance; }
 
 class ModelOnCuda : public ::testing::TestWithParam<Precision> {
  protected:
