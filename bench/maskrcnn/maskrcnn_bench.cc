@@ -50,13 +50,15 @@ struct Setup {
   int images = 2;
   int min_size = 512;
   std::string amp = "off";  // or float16, bfloat16
+  std::string torchvision_amp;  // empty: amp
   bool channels_last = false;
 
-  // The same flags for torchvision_step.py and for this program's --dtrain-only.
-  std::string flags() const {
+  // The flags for this program's --dtrain-only, or (torchvision) for torchvision_step.py.
+  std::string flags(bool torchvision = false) const {
+    const std::string side_amp = torchvision && !torchvision_amp.empty() ? torchvision_amp : amp;
     return " --threads " + std::to_string(threads) + " --steps " + std::to_string(steps) + " --score-threshold " +
            std::to_string(score_threshold) + " --device " + device + " --images " + std::to_string(images) +
-           " --min-size " + std::to_string(min_size) + " --amp " + amp + (channels_last ? " --channels-last" : "");
+           " --min-size " + std::to_string(min_size) + " --amp " + side_amp + (channels_last ? " --channels-last" : "");
   }
 };
 
@@ -211,6 +213,10 @@ int main(int argc, char** argv) {
   app.add_option("--amp", setup.amp, "mixed precision: off, float16 (GPU, loss scaling) or bfloat16")
       ->check(CLI::IsMember({"off", "float16", "bfloat16"}))
       ->capture_default_str();
+  app.add_option("--torchvision-amp", setup.torchvision_amp,
+                 "torchvision's mixed precision when it must differ (default: --amp's; torchvision 0.14 cannot "
+                 "autocast on the CPU: its NMS has no bfloat16 kernel there)")
+      ->check(CLI::IsMember({"off", "float16", "bfloat16"}));
   app.add_flag("--channels-last", setup.channels_last, "convolution weights and images in NHWC on both sides");
   app.add_flag("--json", json, "print one JSON line");
   app.add_option("--dtrain-only", child_workdir, "internal: measure dtrain on the files in this directory");
@@ -225,7 +231,7 @@ int main(int argc, char** argv) {
       char pattern[] = "/tmp/dtrain-bench-maskrcnn-XXXXXX";
       const std::string workdir = mkdtemp(pattern);
       const nlohmann::json t = run_json(std::string(DTRAIN_PYTHON) + " -B " + DTRAIN_TORCHVISION_STEP + " " + workdir +
-                                        setup.flags());
+                                        setup.flags(/*torchvision=*/true));
       const std::string self = fs::read_symlink("/proc/self/exe").string();
       const nlohmann::json d = run_json(self + " --dtrain-only " + workdir + setup.flags());
       for (const char* file : {"weights.pth", "inputs.pth"}) fs::remove(fs::path(workdir) / file);
@@ -242,6 +248,7 @@ int main(int argc, char** argv) {
                                   {"images", setup.images},
                                   {"min_size", setup.min_size},
                                   {"amp", setup.amp},
+                                  {"torchvision_amp", setup.torchvision_amp.empty() ? setup.amp : setup.torchvision_amp},
                                   {"channels_last", setup.channels_last},
                                   {"torchvision", theirs},
                                   {"dtrain", ours}}
@@ -249,9 +256,10 @@ int main(int argc, char** argv) {
                 << std::endl;
       return 0;
     }
-    std::printf("Mask R-CNN R50-FPN, %d images 480x640 -> %d px, %s, amp %s%s, %d threads, fastest of %d steps x %d "
-                "rounds, score threshold %g\n",
+    std::printf("Mask R-CNN R50-FPN, %d images 480x640 -> %d px, %s, amp %s (torchvision %s)%s, %d threads, fastest "
+                "of %d steps x %d rounds, score threshold %g\n",
                 setup.images, setup.min_size, setup.device.c_str(), setup.amp.c_str(),
+                (setup.torchvision_amp.empty() ? setup.amp : setup.torchvision_amp).c_str(),
                 setup.channels_last ? ", channels last" : "", setup.threads, setup.steps, rounds,
                 setup.score_threshold);
     std::printf("detections per image: torchvision %s, dtrain %s\n", theirs["detections"].dump().c_str(),

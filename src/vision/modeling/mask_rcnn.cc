@@ -27,12 +27,17 @@ MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options
   if (options_.compute.channels_last) use_channels_last();
 }
 
-// Convolution weights in NHWC; to(), copy_() and SGD's in-place updates keep the layout, and
-// checkpoints are written contiguous (NCHW), so files do not depend on the setting.
+// The backbone's and the RPN head's convolution weights in NHWC; to(), copy_() and SGD's
+// in-place updates keep the layout, and checkpoints are written contiguous (NCHW), so files
+// do not depend on the setting. The mask head stays NCHW: RoIAlign hands it NCHW features,
+// and LibTorch 1.13 cannot convolve an empty batch (no detections) with NHWC weights.
 void MaskRcnnImpl::use_channels_last() {
   torch::NoGradGuard no_grad;
-  for (at::Tensor& parameter : parameters()) {
-    if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
+  for (const torch::nn::Module* part : {static_cast<torch::nn::Module*>(backbone_.get()),
+                                        static_cast<torch::nn::Module*>(rpn_.get())}) {
+    for (at::Tensor& parameter : part->parameters()) {
+      if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
+    }
   }
 }
 
