@@ -1,6 +1,6 @@
 """Writes a torchvision Mask R-CNN reference for dtrain's parity test.
 
-Usage: torchvision_reference.py OUT_DIR DEPTH NUM_CLASSES
+Usage: torchvision_reference.py OUT_DIR DEPTH NUM_CLASSES [DEVICE]
 
 Builds torchvision's MaskRCNN (ResNet-DEPTH FPN, frozen batch norm) with
 seeded random weights, then writes to OUT_DIR:
@@ -10,7 +10,10 @@ seeded random weights, then writes to OUT_DIR:
   outputs.pth  inference detections, training losses (with a seed set just
                before the training forward) and a few gradients
 The C++ test loads the same weights and inputs, seeds LibTorch's generator
-the same way and compares.
+the same way and compares. With DEVICE cuda the weights and inputs are the
+same (made on the CPU), the detections are torchvision's on the GPU (TF32
+off), and there are no training outputs: on a GPU torchvision draws its
+samples from the GPU's generator, which dtrain does not reproduce.
 """
 import collections
 import re
@@ -22,6 +25,7 @@ from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
 from torchvision.ops.misc import FrozenBatchNorm2d
 
 out_dir, depth, num_classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+device = torch.device(sys.argv[4] if len(sys.argv) > 4 else "cpu")
 torch.set_num_threads(1)
 torch.manual_seed(0)
 
@@ -97,11 +101,18 @@ torch.save(inputs, f"{out_dir}/inputs.pth")
 
 outputs = {}
 model.eval()
+if device.type == "cuda":
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model.to(device)
 with torch.no_grad():
-    detections = model([image.clone() for image in images])
+    detections = model([image.clone().to(device) for image in images])
 for i, d in enumerate(detections):
     for key, value in d.items():
-        outputs[f"detections{i}_{key}"] = value
+        outputs[f"detections{i}_{key}"] = value.cpu()
+if device.type == "cuda":
+    torch.save(outputs, f"{out_dir}/outputs.pth")
+    sys.exit(0)
 
 model.train()
 torch.manual_seed(7)
