@@ -71,14 +71,14 @@ void BatchFeeder::prefetch() {
 }
 
 ModelInputs BatchFeeder::to_device(HostBatch batch) const {
-  // From pinned memory these copies are queued, not waited for; from pageable memory (the
-  // CPU) .to() returns the tensor itself.
-  const auto move = [&](const at::Tensor& t) { return t.defined() ? t.to(options_.device, /*non_blocking=*/pinned_) : t; };
+  // From pinned memory the copy is queued, not waited for; on the CPU .to() returns the tensor
+  // itself. The targets stay on the host: the model checks them there (no GPU round trip per
+  // check) and moves them itself.
   ModelInputs inputs;
-  inputs.images.tensors = move(batch.tensors.images);
+  inputs.images.tensors = batch.tensors.images.to(options_.device, /*non_blocking=*/pinned_);
   inputs.images.image_sizes.assign(batch.tensors.image_sizes.begin(), batch.tensors.image_sizes.end());
   for (const vision::TensorTargets& target : batch.tensors.targets) {
-    inputs.targets.push_back({move(target.boxes), move(target.labels), move(target.masks)});
+    inputs.targets.push_back({target.boxes, target.labels, target.masks});
   }
   inputs.dataset_indices = std::move(batch.dataset_indices);
   return inputs;

@@ -2,9 +2,10 @@
 
 // The loader's batches, epoch after epoch, as the model takes them on its device. On the CPU
 // a batch is collated when asked for. For a GPU a thread of its own collates the next batch
-// into pinned host memory while the current step runs, and next() only queues its copies to
-// the GPU (non-blocking, on the current stream, so they are ordered before the step's
-// kernels and the CPU does not wait for them).
+// into pinned host memory while the current step runs, and next() only queues the images'
+// copy to the GPU (non-blocking, on the current stream, so it is ordered before the step's
+// kernels and the CPU does not wait for it). Targets stay in host memory: the model checks
+// them there and moves them (MaskRcnnImpl::batch_losses).
 #include <ATen/ATen.h>
 
 #include <condition_variable>
@@ -22,8 +23,9 @@
 
 namespace dtrain::maskrcnn {
 
-// A batch as the model takes it: images padded into one tensor, each image's targets, and
-// which images of the data set they are (their random samples are drawn per image).
+// A batch as the model takes it: images padded into one tensor on the model's device, each
+// image's targets on the host, and which images of the data set they are (their random
+// samples are drawn per image).
 struct ModelInputs {
   vision::modeling::ImageBatch images;
   std::vector<vision::DetectionTargets> targets;

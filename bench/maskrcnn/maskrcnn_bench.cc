@@ -102,13 +102,15 @@ nlohmann::json measure_dtrain(const std::string& workdir, const Setup& setup) {
   model->to(device);
   std::map<std::string, at::Tensor> inputs;
   for (auto& entry : dtrain::vision::torch_save::load_state_dict(workdir + "/inputs.pth")) {
-    inputs[entry.name] = entry.tensor.to(device);
+    inputs[entry.name] = entry.tensor;
   }
+  // The images on the device; the targets where dtrain's trainer keeps them, on the host (the
+  // model checks them there and copies them over within the timed step).
   std::vector<at::Tensor> images;
   std::vector<DetectionTargets> targets;
   for (int i = 0; i < setup.images; ++i) {
     const std::string p = "target" + std::to_string(i) + "_";
-    images.push_back(inputs["image" + std::to_string(i)]);
+    images.push_back(inputs["image" + std::to_string(i)].to(device));
     targets.push_back({inputs[p + "boxes"], inputs[p + "labels"], inputs[p + "masks"]});
   }
   std::vector<at::Tensor> trainable;

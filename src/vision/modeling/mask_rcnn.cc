@@ -10,6 +10,16 @@ namespace {
 
 std::string image_label(size_t index) { return "training target of image " + std::to_string(index) + ": "; }
 
+// Validated where they came (the CPU, for the trainer: no GPU round trip per check), then moved
+// where the images are; from pinned memory without blocking. Boxes in the model's type.
+void move_targets(std::vector<DetectionTargets>& targets, const at::Device& device, at::ScalarType type) {
+  for (DetectionTargets& target : targets) {
+    target.boxes = target.boxes.to(device, type, /*non_blocking=*/true);
+    target.labels = target.labels.to(device, /*non_blocking=*/true);
+    if (target.masks.defined()) target.masks = target.masks.to(device, /*non_blocking=*/true);
+  }
+}
+
 }  // namespace
 
 BackboneImpl::BackboneImpl(const BackboneOptions& options) {
@@ -115,7 +125,7 @@ LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector
   const at::ScalarType type = compute_type();
   std::vector<at::Tensor> typed;
   for (const at::Tensor& image : images) typed.push_back(image.to(type));
-  for (DetectionTargets& target : targets) target.boxes = target.boxes.to(type);
+  if (!images.empty()) move_targets(targets, images.front().device(), type);
   const ImageBatch batch = transform_.forward(typed, &targets, /*training=*/true, generator);
   return forward_losses(batch, targets, generator, nullptr);
 }
@@ -133,7 +143,7 @@ LossDict MaskRcnnImpl::batch_losses(ImageBatch batch, std::vector<DetectionTarge
   }
   const at::ScalarType type = compute_type();
   batch.tensors = batch.tensors.to(type);
-  for (DetectionTargets& target : targets) target.boxes = target.boxes.to(type);
+  move_targets(targets, batch.tensors.device(), type);
   if (!generators.per_image() && !generators.for_image(0).defined()) {
     return forward_losses(batch, targets, at::detail::getDefaultCPUGenerator(), counts);
   }

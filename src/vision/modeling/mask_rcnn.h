@@ -51,7 +51,8 @@ class MaskRcnnImpl : public torch::nn::Module {
   // image's pixels. Random choices (training size, anchor and proposal
   // samples) come from generator, by default LibTorch's global one — the one
   // torch.manual_seed seeds, drawn in the same order as torchvision.
-  // Throws std::invalid_argument naming the image for malformed targets.
+  // Throws std::invalid_argument naming the image for malformed targets. Targets may be on
+  // the CPU with the images on a GPU: they are checked there and moved to the images' device.
   LossDict losses(const std::vector<at::Tensor>& images, std::vector<DetectionTargets> targets,
                   at::Generator generator = {});
 
@@ -59,7 +60,7 @@ class MaskRcnnImpl : public torch::nn::Module {
   // resized and padded (vision/data's loader): targets are in the resized
   // images' pixels, image_sizes say where each image ends. With per-image
   // generators an image's samples do not depend on its batch; `counts`, when
-  // given, receives what each loss averages over.
+  // given, receives what each loss averages over. Targets may be on the CPU, as for losses().
   LossDict batch_losses(ImageBatch batch, std::vector<DetectionTargets> targets,
                         const ops::ImageGenerators& generators = {}, LossCounts* counts = nullptr);
 
