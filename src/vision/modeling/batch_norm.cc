@@ -55,10 +55,17 @@ at::Tensor BatchNormImpl::synchronized_forward(const at::Tensor& x) {
   const at::Tensor variance = (total.narrow(0, channels, channels) / n - mean * mean).clamp_min(0);
   {
     torch::NoGradGuard no_grad;
-    const double elements = n.item<double>();
     running_mean_.mul_(1 - kMomentum).add_(mean.to(running_mean_.dtype()), kMomentum);
-    running_var_.mul_(1 - kMomentum)
-        .add_(variance.to(running_var_.dtype()), kMomentum * elements / std::max(elements - 1, 1.0));
+    running_var_.mul_(1 - kMomentum);
+    if (n.is_cuda()) {
+      // Reading the count would stall the GPU's queue at every BatchNorm layer of every step:
+      // the unbiasing factor stays on the device there.
+      const at::Tensor factor = n * kMomentum / (n - 1).clamp_min(1);
+      running_var_.add_(variance.to(running_var_.dtype()) * factor.to(running_var_.dtype()));
+    } else {
+      const double elements = n.item<double>();
+      running_var_.add_(variance.to(running_var_.dtype()), kMomentum * elements / std::max(elements - 1, 1.0));
+    }
   }
   const at::Tensor scale = weight_ * (variance + kEps).rsqrt();
   const at::Tensor shift = bias_ - mean * scale;
