@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -407,8 +408,10 @@ struct TrainableModel {
 // scale): rank 0's scale, restored from a checkpoint or kept through a world change, goes to all.
 void share_loss_scale(TrainableModel& m) {
   if (!m.scaler || dtrain::size() == 1) return;
-  const std::string mine = std::to_string(m.scaler->scale()) + " " + std::to_string(m.scaler->good_steps());
-  std::istringstream rank0(libtorch::broadcast_bytes(dtrain::rank() == 0 ? mine : std::string(), 0, "trainer.loss_scale"));
+  std::ostringstream mine;
+  mine << std::setprecision(17) << m.scaler->scale() << ' ' << m.scaler->good_steps();  // the exact double
+  std::istringstream rank0(
+      libtorch::broadcast_bytes(dtrain::rank() == 0 ? mine.str() : std::string(), 0, "trainer.loss_scale"));
   double scale = 0;
   int64_t good_steps = 0;
   rank0 >> scale >> good_steps;
