@@ -1,6 +1,9 @@
 #include "apps/maskrcnn/divergence_watch.h"
 
+#include <limits>
 #include <stdexcept>
+
+#include "dtrain/torch.h"
 
 namespace dtrain::maskrcnn {
 
@@ -22,16 +25,21 @@ void DivergenceWatch::observe(const vision::modeling::LossDict& losses, const at
 }
 
 void DivergenceWatch::check() const {
-  if (!first_bad_.defined()) return;
-  const int64_t iteration = first_bad_.item<int64_t>();
-  if (iteration < 0) return;
-  const at::Tensor values = values_.to(at::kCPU);
-  std::string listed;
-  for (size_t i = 0; i < names_.size(); ++i) {
-    listed += (i ? ", " : "") + names_[i] + " " + std::to_string(values[static_cast<int64_t>(i)].item<double>());
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  const int64_t mine = first_bad_.defined() ? first_bad_.item<int64_t>() : -1;
+  const at::Tensor local = torch::tensor({mine < 0 ? kNone : mine}, torch::kInt64);
+  const int64_t first = libtorch::allreduce(local, "trainer.divergence", {ReduceOp::kMin}).item<int64_t>();
+  if (first == kNone) return;
+  std::string seen = "on another rank";
+  if (mine == first) {
+    const at::Tensor values = values_.to(at::kCPU);
+    seen.clear();
+    for (size_t i = 0; i < names_.size(); ++i) {
+      seen += (i ? ", " : "") + names_[i] + " " + std::to_string(values[static_cast<int64_t>(i)].item<double>());
+    }
   }
   throw std::runtime_error("rank " + std::to_string(rank_) + ": the loss became NaN or infinite at iteration " +
-                           std::to_string(iteration + 1) + " (" + listed +
+                           std::to_string(first + 1) + " (" + seen +
                            "); lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS");
 }
 

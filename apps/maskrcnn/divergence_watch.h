@@ -4,8 +4,10 @@
 // and hours of NaN steps help nobody. Reading the loss on the host every step would make the
 // CPU wait for the GPU at every step, so the watch keeps its verdict on the loss's device
 // (the first non-finite iteration and its losses, a few tiny kernels a step) and the trainer
-// reads it when it reads the losses anyway: every LOG_PERIOD, before a checkpoint or an
-// evaluation, and at the end. On the CPU reading is free, so it checks every step there.
+// asks for it when it reads the losses anyway: every LOG_PERIOD, before a checkpoint, an
+// evaluation or an elastic commit, and at the end. The question is collective: a loss that
+// is NaN on one rank only has made every rank's averaged gradients NaN, so all ranks stop
+// together, naming the first such iteration on any rank.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -23,7 +25,9 @@ class DivergenceWatch {
   // Records iteration's losses (0-based) and their sum without reading them on the host.
   void observe(const vision::modeling::LossDict& losses, const at::Tensor& total, int64_t iteration);
 
-  // Throws std::runtime_error naming the first non-finite iteration and its losses, if any.
+  // Throws std::runtime_error on every rank naming the first non-finite iteration on any rank
+  // (and its losses, on the rank that saw them), if there was one. Every rank must call it at
+  // the same iterations: it is an allreduce.
   void check() const;
 
  private:

@@ -514,7 +514,6 @@ modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, Gradien
   at::Tensor total = at::zeros({}, m.parameters.front().options());
   for (const auto& [name, value] : losses) total = total + value;
   watch.observe(losses, total, iteration);
-  if (m.device().is_cpu()) watch.check();  // free on the CPU: stop at the step itself
   exchange.zero_grad();
   (m.scaler ? m.scaler->scale_loss(total) : total).backward();
   exchange.wait_for_gradients();
@@ -731,7 +730,10 @@ void train_elastic(Config config, const TrainerSettings& settings) {
         progress.report(iteration, losses, lr, m.loss_scale(), run->log);
       }
       checkpoint_and_evaluate(m, *run, *exchange, watch, iteration);
-      if (iteration % commit_period == 0) state.commit();
+      if (iteration % commit_period == 0) {
+        watch.check();  // never a commit of NaN weights
+        state.commit();
+      }
     }
   });
   finish_training(m, config, *run, training.dataset, 0, started);
@@ -740,12 +742,15 @@ void train_elastic(Config config, const TrainerSettings& settings) {
 }  // namespace
 
 void train(Config config, const TrainerSettings& settings) {
+  const bool float16 = config.get<bool>("SOLVER.AMP.ENABLED") && config.get<std::string>("SOLVER.AMP.DTYPE") == "float16";
+  if (float16 && config.get<std::string>("MODEL.DEVICE") != "cuda") {
+    throw std::invalid_argument("SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda; on the CPU, autocast computes in bfloat16");
+  }
   if (config.get<bool>("SOLVER.ELASTIC.ENABLED")) {
     train_elastic(std::move(config), settings);
     return;
   }
-  if (settings.distribution == "ps" && config.get<bool>("SOLVER.AMP.ENABLED") &&
-      config.get<std::string>("SOLVER.AMP.DTYPE") == "float16") {
+  if (settings.distribution == "ps" && float16) {
     throw std::invalid_argument("SOLVER.AMP.DTYPE float16 trains through allreduce: --distribution ps pushes gradients "
                                 "before they could be unscaled (use bfloat16 there)");
   }

@@ -219,7 +219,9 @@ int main(int argc, char** argv) {
                  "torchvision's mixed precision when it must differ (default: --amp's; torchvision 0.14 cannot "
                  "autocast on the CPU: its NMS has no bfloat16 kernel there)")
       ->check(CLI::IsMember({"off", "float16", "bfloat16"}));
-  app.add_flag("--channels-last", setup.channels_last, "convolution weights and images in NHWC on both sides");
+  app.add_flag("--channels-last", setup.channels_last,
+               "images and convolution weights in NHWC (torchvision: every convolution; dtrain: the backbone and "
+               "the RPN, the RoI heads taking RoIAlign's NCHW output)");
   app.add_flag("--json", json, "print one JSON line");
   app.add_option("--dtrain-only", child_workdir, "internal: measure dtrain on the files in this directory");
   CLI11_PARSE(app, argc, argv);

@@ -197,9 +197,6 @@ modeling::ComputeOptions compute_options(const Config& c) {
     if (c.get<std::string>("MODEL.PRECISION") != "float32") {
       throw ConfigError("SOLVER.AMP.ENABLED needs MODEL.PRECISION float32 (autocast leaves float64 as it is)");
     }
-    if (dtype == "float16" && c.get<std::string>("MODEL.DEVICE") != "cuda") {
-      throw ConfigError("SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda; on the CPU, autocast computes in bfloat16");
-    }
     out.mixed_precision = dtype == "float16" ? modeling::MixedPrecision::kFloat16 : modeling::MixedPrecision::kBFloat16;
   }
   out.channels_last = c.get<bool>("MODEL.CHANNELS_LAST");

@@ -79,8 +79,14 @@ Predictor::Predictor(const modeling::MaskRcnnOptions& options, int threads, cons
   // Activations are the same sizes image after image: reuse their memory.
   dtrain::libtorch::retain_freed_memory();
   torch::manual_seed(0);
+  // A model trained in float16 (its config says SOLVER.AMP float16) infers in float32 on the
+  // CPU, whose autocast has no float16.
+  modeling::MaskRcnnOptions on_device = options;
+  if (!model_->device.is_cuda() && on_device.compute.mixed_precision == modeling::MixedPrecision::kFloat16) {
+    on_device.compute.mixed_precision = modeling::MixedPrecision::kOff;
+  }
   try {
-    model_->net = modeling::MaskRcnn(options);
+    model_->net = modeling::MaskRcnn(on_device);
     model_->net->to(model_->device);
   } catch (const c10::Error& error) {
     throw one_line_error(error);

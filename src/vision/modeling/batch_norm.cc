@@ -69,7 +69,9 @@ at::Tensor BatchNormImpl::synchronized_forward(const at::Tensor& x) {
   }
   const at::Tensor scale = weight_ * (variance + kEps).rsqrt();
   const at::Tensor shift = bias_ - mean * scale;
-  return x * scale.to(x.scalar_type()).view({1, -1, 1, 1}) + shift.to(x.scalar_type()).view({1, -1, 1, 1});
+  // Normalised in the statistics' type, stored in x's, as PyTorch's BatchNorm does for 16 bits
+  // (a shift of a large mean would lose its digits in float16).
+  return (wide * scale.view({1, -1, 1, 1}) + shift.view({1, -1, 1, 1})).to(x.scalar_type());
 }
 
 }  // namespace dtrain::vision::modeling

@@ -8,7 +8,7 @@ namespace dtrain::vision::solver {
 namespace {
 
 void check(const LossScalerOptions& o) {
-  if (!(o.initial_scale > 0) || !std::isfinite(o.initial_scale)) {
+  if (!(o.initial_scale > 0) || !std::isfinite(static_cast<float>(o.initial_scale))) {
     throw std::invalid_argument("loss scaling: the initial scale must be positive, got " +
                                 std::to_string(o.initial_scale));
   }
@@ -68,14 +68,16 @@ void LossScaler::update(bool gradients_finite) {
     return;
   }
   if (++good_steps_ == options_.growth_interval) {
-    // A scale of float32's infinity would make every later step overflow: stay finite.
-    if (std::isfinite(scale_ * options_.growth_factor)) scale_ *= options_.growth_factor;
+    // The scale multiplies float32 losses: one past float32's range would make every later
+    // step overflow, so it stays within (GradScaler's rule).
+    if (std::isfinite(static_cast<float>(scale_ * options_.growth_factor))) scale_ *= options_.growth_factor;
     good_steps_ = 0;
   }
 }
 
 void LossScaler::restore(double scale, int64_t good_steps) {
-  if (!(scale > 0) || !std::isfinite(scale) || good_steps < 0 || good_steps >= options_.growth_interval) {
+  if (!(scale > 0) || !std::isfinite(static_cast<float>(scale)) || good_steps < 0 ||
+      good_steps >= options_.growth_interval) {
     throw std::invalid_argument("loss scaling: cannot restore scale " + std::to_string(scale) + " after " +
                                 std::to_string(good_steps) + " good steps");
   }

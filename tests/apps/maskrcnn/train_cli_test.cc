@@ -122,14 +122,14 @@ TEST_F(TrainCli, Bfloat16MixedPrecisionTrainsOnTwoRanksAndFloat16WantsAGpu) {
 }
 
 // Detectron2's rule: training stops at a NaN or infinite loss, naming the iteration, before any
-// checkpoint of the lost weights is written.
-TEST_F(TrainCli, ADivergingLossEndsTrainingNamingTheIteration) {
+// checkpoint of the lost weights is written. (Every rank throws at the same check; which
+// rank's line the launcher shows first is a race, so the test reads either.)
+TEST_F(TrainCli, ADivergingLossEndsTrainingOnTwoRanksNamingTheIteration) {
   const JobResult run = train(
       "SOLVER.MAX_ITER 6 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 3 SOLVER.CHECKPOINT_PERIOD 3 SOLVER.WARMUP_ITERS 0 "
-      "SOLVER.BASE_LR 1e6 SEED 1",
-      1);
+      "SOLVER.BASE_LR 1e6 SEED 1");
   EXPECT_NE(run.exit_code, 0);
-  EXPECT_NE(run.output.find("rank 0: the loss became NaN or infinite at iteration "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(": the loss became NaN or infinite at iteration "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS"), std::string::npos) << run.output;
   EXPECT_FALSE(std::filesystem::exists(output() + "/model_final.pth"));
 }

@@ -87,6 +87,17 @@ TEST(Predictor, ABatchOfOneSizeIsOneModelBatch) {
   EXPECT_TRUE(predictor.detect_batch({}).empty());
 }
 
+// A model trained in float16 (its config asks for float16 autocast) is served on the CPU in
+// float32: exactly what a float32 model with the same weights detects.
+TEST(Predictor, AFloat16ModelInfersInFloat32OnTheCpu) {
+  modeling::MaskRcnnOptions float16 = small_options();
+  float16.compute.mixed_precision = modeling::MixedPrecision::kFloat16;
+  Predictor trained_in_float16(float16, 1);
+  Predictor float32(small_options(), 1);
+  const RgbImage image = shapes(100, 120, 5);
+  expect_same(trained_in_float16.detect(image), float32.detect(image), 0.0, 0);
+}
+
 TEST(Predictor, RefusesDevicesLibTorchCannotUseInOneLine) {
   EXPECT_NO_THROW(check_device("cpu"));
   const auto message = [](const std::string& device) -> std::string {

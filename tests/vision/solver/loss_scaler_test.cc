@@ -1,6 +1,7 @@
 // Dynamic loss scaling: PyTorch GradScaler's rule, checked step by step on CPU gradients.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -60,11 +61,14 @@ TEST(LossScaler, BacksOffOnOverflowAndGrowsAfterAnIntervalOfGoodSteps) {
   EXPECT_EQ(scaler.skipped_steps(), 2);
 }
 
-TEST(LossScaler, NeverGrowsToInfinity) {
-  LossScaler scaler({std::numeric_limits<double>::max() / 1.5, 2.0, 0.5, 1});
-  const double before = scaler.scale();
+TEST(LossScaler, NeverGrowsPastFloat32sRange) {
+  // It multiplies float32 losses: float32's range is the limit, not double's.
+  const double near_the_top = static_cast<double>(std::numeric_limits<float>::max()) / 1.5;
+  LossScaler scaler({near_the_top, 2.0, 0.5, 1});
   scaler.update(true);
-  EXPECT_EQ(scaler.scale(), before);
+  EXPECT_EQ(scaler.scale(), near_the_top);
+  EXPECT_TRUE(std::isfinite(scaler.scale_loss(torch::tensor(1.0f)).item<float>()));
+  EXPECT_THROW(LossScaler({1e39, 2.0, 0.5, 10}), std::invalid_argument);  // inf as a float
 }
 
 TEST(LossScaler, RestoresACheckpointedStateAndRefusesOneThatCannotBe) {
