@@ -7,14 +7,12 @@
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <stdexcept>
 #include <string>
 
+#include "tests/support/temp_dir.h"
 #include "vision/torch_save/torch_checkpoint.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
@@ -72,22 +70,8 @@ class TorchvisionParity : public ::testing::TestWithParam<int64_t> {
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
   }
 
-  // The reference's files in a directory of this test's own, removed file by file: in the GPU
-  // machine's build std::filesystem::remove_all crashed (docs/gpu.md), and this test runs there.
-  void TearDown() override {
-    std::error_code ignored;
-    for (const char* file : {"weights.pth", "weights_legacy.pth", "inputs.pth", "outputs.pth"}) {
-      fs::remove(dir_ / file, ignored);
-    }
-    fs::remove(dir_, ignored);
-  }
-
-  static fs::path make_directory() {
-    std::string pattern = (fs::temp_directory_path() / "dtrain-parity-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp " + pattern + " failed");
-    return pattern;
-  }
-  const fs::path dir_ = make_directory();
+  const dtrain::testing::TempDir temp_;
+  const fs::path dir_ = temp_.path();
 };
 
 void expect_detections(const std::vector<Detections>& detections, std::map<std::string, at::Tensor>& expected,
