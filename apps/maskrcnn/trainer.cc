@@ -541,11 +541,14 @@ class ProgressReport {
   void step_done() { ++window_steps_; }
   bool due(int64_t done) const { return done % steps_.log_period == 0 || done == steps_.max_iter; }
 
-  // `loss_scale`: float16 training's, logged so that a run of skipped steps shows.
+  // `loss_scale`: float16 training's, logged with the steps it skipped so far (overflows).
   void report(int64_t done, const modeling::LossDict& losses, double lr, const vision::solver::LossScaler* loss_scale,
               TrainingLog& log) {
     Scalars scalars = averaged_losses(losses);
-    if (loss_scale) scalars.emplace_back("loss_scale", loss_scale->scale());
+    if (loss_scale) {
+      scalars.emplace_back("loss_scale", loss_scale->scale());
+      scalars.emplace_back("skipped_steps", static_cast<double>(loss_scale->skipped_steps()));
+    }
     const auto now = Clock::now();
     const double window = std::chrono::duration<double>(now - window_start_).count();
     const double elapsed = std::chrono::duration<double>(now - start_).count();

@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <optional>
 #include <stdexcept>
 
 namespace dtrain::vision::modeling {
@@ -37,8 +38,7 @@ void set_dtype(at::DeviceType device, at::ScalarType type) {
 }
 #endif
 
-}  // namespace
-
+// The 16-bit type of a setting; kOff gives nullopt.
 std::optional<at::ScalarType> autocast_type(MixedPrecision precision) {
   switch (precision) {
     case MixedPrecision::kFloat16:
@@ -50,6 +50,8 @@ std::optional<at::ScalarType> autocast_type(MixedPrecision precision) {
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 AutocastRegion::AutocastRegion(MixedPrecision precision, at::Device device) {
   const std::optional<at::ScalarType> type = autocast_type(precision);

@@ -8,7 +8,6 @@
 // leaves a network back to float32 (full_precision) before box geometry and losses.
 #include <ATen/ATen.h>
 
-#include <optional>
 
 #include "vision/modeling/mask_rcnn_options.h"
 
@@ -29,9 +28,6 @@ class AutocastRegion {
   bool was_enabled_ = false;
   at::ScalarType previous_type_ = at::kFloat;
 };
-
-// The 16-bit type of a setting; kOff gives nullopt.
-std::optional<at::ScalarType> autocast_type(MixedPrecision precision);
 
 // float16 and bfloat16 tensors as float32; anything else as it is.
 at::Tensor full_precision(const at::Tensor& tensor);
