@@ -58,8 +58,13 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
 
 BackgroundLoop::~BackgroundLoop() { stop(); }
 
+// The loop's thread sleeps until its next cycle is due (next_own_cycle), and a submission
+// brings that forward only when the loop was idle: nothing queued and nothing in flight. So
+// only then is it woken (after the mutex is released, so it does not wake into a held lock):
+// waking it for every submission cost two context switches and a contended mutex for each
+// gradient in backward, on cores that the computation needs.
 void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (!failure_.empty()) {
     if (failure_lost_peer_) throw WorkersLostError(failure_);
     throw Error(failure_);
@@ -74,11 +79,13 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits)
                   ": a collective with this name is already in flight; wait for it before reusing the name");
     }
   }
+  const bool was_idle = queue_.empty() && !work_pending_;
   for (auto& entry : entries) {
     in_flight_.insert(entry.request.name);
     queue_.push_back(std::move(entry));
   }
-  if (!caller_waits) submitted_.notify_one();
+  lock.unlock();
+  if (was_idle && !caller_waits) submitted_.notify_one();
 }
 
 void BackgroundLoop::wait(detail::OpState& operation) {

@@ -69,6 +69,26 @@ void scale_half(void* data, std::size_t count, double factor) {
   for (std::size_t i = 0; i < count; ++i) d[i] = FromFloat(ToFloat(d[i]) * f);
 }
 
+// Sum and Average only (the gradients' case); each element rounded after the sum and after
+// the product, as the two separate passes round.
+template <typename T>
+void sum_and_scale_typed(void* out, const void* a, const void* b, std::size_t count, double factor) {
+  auto* o = static_cast<T*>(out);
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  const T f = static_cast<T>(factor);
+  for (std::size_t i = 0; i < count; ++i) o[i] = static_cast<T>(x[i] + y[i]) * f;
+}
+
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
+void sum_and_scale_half(void* out, const void* a, const void* b, std::size_t count, double factor) {
+  auto* o = static_cast<std::uint16_t*>(out);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  const float f = static_cast<float>(factor);
+  for (std::size_t i = 0; i < count; ++i) o[i] = FromFloat(ToFloat(FromFloat(ToFloat(x[i]) + ToFloat(y[i]))) * f);
+}
+
 template <typename T>
 void divide_typed(void* data, std::size_t count, std::int64_t divisor) {
   auto* d = static_cast<T*>(data);
@@ -86,6 +106,24 @@ void reduce_elements(DataType dtype, ReduceOp op, void* out, const void* a, cons
     case DataType::kFloat64: return reduce_typed<double>(op, out, a, b, count);
     case DataType::kFloat16: return reduce_half<half_to_float, float_to_half>(op, out, a, b, count);
     case DataType::kBFloat16: return reduce_half<bfloat16_to_float, float_to_bfloat16>(op, out, a, b, count);
+  }
+}
+
+void reduce_and_scale(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t count,
+                      double factor) {
+  const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAverage;
+  if (factor == 1.0 || !sum || !is_floating_point(dtype)) {
+    reduce_elements(dtype, op, out, a, b, count);
+    scale_elements(dtype, out, count, factor);
+    return;
+  }
+  switch (dtype) {
+    case DataType::kFloat32: return sum_and_scale_typed<float>(out, a, b, count, factor);
+    case DataType::kFloat64: return sum_and_scale_typed<double>(out, a, b, count, factor);
+    case DataType::kFloat16: return sum_and_scale_half<half_to_float, float_to_half>(out, a, b, count, factor);
+    case DataType::kBFloat16:
+      return sum_and_scale_half<bfloat16_to_float, float_to_bfloat16>(out, a, b, count, factor);
+    default: return;
   }
 }
 

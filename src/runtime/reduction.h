@@ -11,6 +11,11 @@ namespace dtrain::runtime {
 // out[i] = op(a[i], b[i]) for `count` elements; out may alias a or b. Average combines as Sum.
 void reduce_elements(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t count);
 
+// out[i] = op(a[i], b[i]) * factor: reduce_elements then scale_elements in one pass over the
+// memory, rounded as the two would round (the last step of a reduction scales its result).
+void reduce_and_scale(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t count,
+                      double factor);
+
 // data[i] *= factor for floating-point types (no-op when factor == 1).
 void scale_elements(DataType dtype, void* data, std::size_t count, double factor);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/half_float.h"
@@ -59,6 +60,29 @@ TEST(Reduction, EveryOpOnEveryDtype) {
     for (const auto& c : cases) {
       reduce_elements(dtype, c.op, out.view.data, a.view.data, b.view.data, 3);
       for (int i = 0; i < 3; ++i) EXPECT_EQ(out.get(i), c.expected[i]) << to_string(dtype) << " " << to_string(c.op);
+    }
+  }
+}
+
+// The shared-memory allreduce combines and scales in one pass; its results must be the bits
+// that the separate passes (every other engine) produce, for every type and operation.
+TEST(Reduction, ReduceAndScaleRoundsAsTheTwoPassesDo) {
+  using dtrain::testing::Tensor;
+  constexpr int n = 64;
+  for (DataType dtype : dtrain::testing::all_dtypes()) {
+    Tensor a(dtype, {n}), b(dtype, {n}), fused(dtype, {n}), separate(dtype, {n});
+    for (int i = 0; i < n; ++i) {
+      a.set(i, is_floating_point(dtype) ? 0.1 * i + 1.0 / 3 : i);
+      b.set(i, is_floating_point(dtype) ? 2.7 - 0.07 * i : 2 * i + 1);
+    }
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
+      for (double factor : {1.0, 0.5, 1.0 / 3}) {
+        reduce_and_scale(dtype, op, fused.view.data, a.view.data, b.view.data, n, factor);
+        reduce_elements(dtype, op, separate.view.data, a.view.data, b.view.data, n);
+        scale_elements(dtype, separate.view.data, n, factor);
+        EXPECT_EQ(std::memcmp(fused.view.data, separate.view.data, n * element_size(dtype)), 0)
+            << to_string(dtype) << " " << to_string(op) << " factor " << factor;
+      }
     }
   }
 }

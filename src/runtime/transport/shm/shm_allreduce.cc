@@ -149,8 +149,8 @@ std::vector<std::pair<std::size_t, std::size_t>> ShmAllreduce::my_shares(std::si
 // data that the others reduce (its own share it reads where it is); each rank then combines
 // its share from its own data and the others' slots, scales it, and writes the result both
 // into its data and into its slot; each finally copies the others' results out of their
-// slots. So every byte is copied in once and out once, and the result is scaled while it is
-// in cache rather than in another pass over the whole tensor. To gather: every rank puts its
+// slots. So every byte is copied in once and out once, and the result is scaled in the pass
+// that combines the last contribution rather than in a pass of its own. To gather: every rank puts its
 // own share in its slot and copies the others' out.
 void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase,
                        double scale) {
@@ -177,12 +177,21 @@ void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, R
     if (phase != Phase::kAllgather) {
       for_each_part(pieces, esize, offset + begin, offset + end, [&](char* data, std::size_t at, std::size_t k) {
         char* result = mine + (begin + at) * esize;
-        if (local_size_ == 1) std::memcpy(result, data, k * esize);
+        if (local_size_ == 1) {
+          scale_elements(dtype, data, k, scale);
+          std::memcpy(result, data, k * esize);
+          return;
+        }
         for (int r = 1; r < local_size_; ++r) {
           const int peer = (local_rank_ + r) % local_size_;
-          reduce_elements(dtype, op, result, r == 1 ? data : result, slot(set, peer) + (begin + at) * esize, k);
+          const void* so_far = r == 1 ? data : result;
+          const char* theirs = slot(set, peer) + (begin + at) * esize;
+          if (r + 1 < local_size_) {
+            reduce_elements(dtype, op, result, so_far, theirs, k);
+          } else {
+            reduce_and_scale(dtype, op, result, so_far, theirs, k, scale);
+          }
         }
-        scale_elements(dtype, result, k, scale);
         std::memcpy(data, result, k * esize);
       });
     }
