@@ -2,13 +2,19 @@
 // it (per-rank BatchNorm), trained data-parallel through dtrain's DistributedOptimizer on the
 // synthetic scenes and from the weights that maskrcnn_ddp.py prepares, 2 images per rank.
 // Rank 0 prints the images/s of all ranks. bench/scaling/maskrcnn runs it beside PyTorch DDP.
+// --lockstep-only trains each rank alone but waits for all at each step's end, which separates
+// what synchronous training costs when the ranks' images are unequally heavy from what the
+// gradients' exchange costs; --breakdown says where each rank's step went.
 //
 //   dtrain run -np 2 -- dtrain-bench-maskrcnn-scaling --workdir DIR [--warmup 3] [--steps 20] [--threads 1]
+//       [--lockstep-only] [--breakdown]
 #include <CLI/CLI.hpp>
 #include <torch/optim/sgd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "bench/scaling/timed_steps.h"
 #include "dtrain/torch.h"
@@ -35,6 +41,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "LibTorch threads per rank")->check(CLI::PositiveNumber);
   app.add_option("--images-of-rank", images_of, "Train on this rank's images (default: its own)")
       ->check(CLI::NonNegativeNumber);
+  bool breakdown = false, lockstep_only = false;
+  app.add_flag("--lockstep-only", lockstep_only,
+               "Exchange no gradients, only wait for every rank at the end of each step (a barrier): what "
+               "synchronous training costs before any communication");
+  app.add_flag("--breakdown", breakdown, "Also print each rank's mean time in forward+backward, synchronize() and the update");
   CLI11_PARSE(app, argc, argv);
 
   namespace dt = dtrain::libtorch;
@@ -64,18 +75,37 @@ int main(int argc, char** argv) {
   }
 
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  dt::DistributedOptimizer optimizer(sgd, model->named_parameters().pairs());
+  std::optional<dt::DistributedOptimizer> distributed;  // none with --lockstep-only: its hooks would reduce
+  if (!lockstep_only) distributed.emplace(sgd, model->named_parameters().pairs());
   model->train();
+  using Clock = std::chrono::steady_clock;
+  double compute_s = 0, wait_s = 0, update_s = 0;  // over the timed steps
+  int steps_run = 0;
   auto step = [&] {
-    optimizer.zero_grad();
+    if (steps_run++ == warmup) compute_s = wait_s = update_s = 0;
+    const auto t0 = Clock::now();
+    distributed ? distributed->zero_grad() : sgd.zero_grad();
     at::Tensor total = at::zeros({});
     for (const auto& [name, loss] : model->losses(images, targets)) total = total + loss;
     total.backward();
-    optimizer.step();
+    const auto t1 = Clock::now();
+    distributed ? distributed->synchronize() : dtrain::barrier();
+    const auto t2 = Clock::now();
+    distributed ? distributed->step() : static_cast<void>(sgd.step());
+    compute_s += std::chrono::duration<double>(t1 - t0).count();
+    wait_s += std::chrono::duration<double>(t2 - t1).count();
+    update_s += std::chrono::duration<double>(Clock::now() - t2).count();
   };
   const double seconds = dtrain::bench::seconds_for_steps(step, warmup, steps);
+  if (breakdown) {
+    const int n = steps;
+    std::printf("rank %d, ms per step: forward+backward %.1f, synchronize %.1f, update %.1f\n", dtrain::rank(),
+                1e3 * compute_s / n, 1e3 * wait_s / n, 1e3 * update_s / n);
+    std::fflush(stdout);
+  }
   if (dtrain::rank() == 0) {
-    std::printf("maskrcnn-shapes dtrain ranks=%d steps=%d: %.2f images/s\n", dtrain::size(), steps,
+    std::printf("maskrcnn-shapes %s ranks=%d steps=%d: %.2f images/s\n", lockstep_only ? "lockstep" : "dtrain",
+                dtrain::size(), steps,
                 kImagesPerRank * dtrain::size() * steps / seconds);
   }
   dtrain::shutdown();
