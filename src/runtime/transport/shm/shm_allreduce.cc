@@ -150,8 +150,8 @@ std::vector<std::pair<std::size_t, std::size_t>> ShmAllreduce::my_shares(std::si
 // its share from its own data and the others' slots, scales it, and writes the result both
 // into its data and into its slot; each finally copies the others' results out of their
 // slots. So every byte is copied in once and out once, and the result is scaled in the pass
-// that combines the last contribution rather than in a pass of its own. To gather: every rank puts its
-// own share in its slot and copies the others' out.
+// that combines the last contribution rather than in a pass of its own. To gather: every rank
+// puts its own share in its slot and copies the others' out.
 void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase,
                        double scale) {
   const std::size_t esize = element_size(dtype);
@@ -177,9 +177,8 @@ void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, R
     if (phase != Phase::kAllgather) {
       for_each_part(pieces, esize, offset + begin, offset + end, [&](char* data, std::size_t at, std::size_t k) {
         char* result = mine + (begin + at) * esize;
-        if (local_size_ == 1) {
+        if (local_size_ == 1) {  // nobody reads the slot
           scale_elements(dtype, data, k, scale);
-          std::memcpy(result, data, k * esize);
           return;
         }
         for (int r = 1; r < local_size_; ++r) {
