@@ -98,15 +98,13 @@ int main(int argc, char** argv) {
   };
   const double seconds = dtrain::bench::seconds_for_steps(step, warmup, steps);
   if (breakdown) {
-    const int n = steps;
     std::printf("rank %d, ms per step: forward+backward %.1f, synchronize %.1f, update %.1f\n", dtrain::rank(),
-                1e3 * compute_s / n, 1e3 * wait_s / n, 1e3 * update_s / n);
+                1e3 * compute_s / steps, 1e3 * wait_s / steps, 1e3 * update_s / steps);
     std::fflush(stdout);
   }
   if (dtrain::rank() == 0) {
     std::printf("maskrcnn-shapes %s ranks=%d steps=%d: %.2f images/s\n", lockstep_only ? "lockstep" : "dtrain",
-                dtrain::size(), steps,
-                kImagesPerRank * dtrain::size() * steps / seconds);
+                dtrain::size(), steps, kImagesPerRank * dtrain::size() * steps / seconds);
   }
   dtrain::shutdown();
   return 0;
