@@ -64,6 +64,17 @@ void release(Gate& gate) {
 
 InvocationRequest request(const std::string& body) { return {"text/plain", body, {}}; }
 
+// The answer is the exception `Expected` with this message, not a response.
+template <typename Expected>
+void expect_failure(std::future<InvocationResponse>& answer, const std::string& message) {
+  try {
+    answer.get();
+    ADD_FAILURE() << "answered where '" << message << "' was expected";
+  } catch (const Expected& e) {
+    EXPECT_EQ(e.what(), message);
+  }
+}
+
 TEST(InferenceQueue, RunsAsManyAtOnceAsWorkersAndRefusesWhenFull) {
   Gate gate;
   InferenceQueue queue(gated(gate, 3), 2);
@@ -247,22 +258,8 @@ TEST(InferenceQueue, ABatchThatFailsAsAWholeFailsEachOfItsRequests) {
   for (const char* body : {"a", "b", "miscount", "c", "last"}) answers.push_back(queue.submit(request(body)));
   release(gate);
   EXPECT_EQ(answers[0].get().body, "answer to 0");
-  for (int i : {1, 2}) {
-    try {
-      answers[i].get();
-      FAIL() << "request " << i << " was answered";
-    } catch (const std::runtime_error& e) {
-      EXPECT_STREQ(e.what(), "the batch broke");
-    }
-  }
-  for (int i : {3, 4}) {
-    try {
-      answers[i].get();
-      FAIL() << "request " << i << " was answered";
-    } catch (const std::logic_error& e) {
-      EXPECT_STREQ(e.what(), "the endpoint answered 0 of a batch of 2 requests");
-    }
-  }
+  for (int i : {1, 2}) expect_failure<std::runtime_error>(answers[i], "the batch broke");
+  for (int i : {3, 4}) expect_failure<std::logic_error>(answers[i], "the endpoint answered 0 of a batch of 2 requests");
   EXPECT_EQ(answers[5].get().body, "answer to last");  // alone: invoke
 }
 

@@ -259,12 +259,15 @@ TEST_F(MnistServe, SigtermFinishesRequestsInFlightAndQueued) {
   EXPECT_NE(server->log().find("SIGTERM: finishing the requests in flight"), std::string::npos) << server->log();
 }
 
+// `dtrain serve ARGUMENTS` run in `scratch`, its output captured.
+auto serve_cli(const std::string& arguments, const TempDir& scratch) {
+  return dtrain::testing::run_capturing(std::string(DTRAIN_CLI) + " serve " + arguments, scratch.path().string());
+}
+
 // What `dtrain serve` says about models it cannot serve and bad options.
 TEST(ServeCli, OneLineErrorsAndExitCodes) {
   TempDir scratch;
-  const auto run = [&](const std::string& arguments) {
-    return dtrain::testing::run_capturing(std::string(DTRAIN_CLI) + " serve " + arguments, scratch.path().string());
-  };
+  const auto run = [&](const std::string& arguments) { return serve_cli(arguments, scratch); };
   auto outcome = run("--help");
   EXPECT_EQ(outcome.exit_code, 0);
   EXPECT_NE(outcome.out.find("--max-payload-mb"), std::string::npos) << outcome.out;
@@ -299,9 +302,7 @@ TEST(ServeCli, OneLineErrorsAndExitCodes) {
 // refused before anything is loaded.
 TEST(ServeCli, DeviceAndBatchOptionsAreChecked) {
   TempDir scratch;
-  const auto run = [&](const std::string& arguments) {
-    return dtrain::testing::run_capturing(std::string(DTRAIN_CLI) + " serve " + arguments, scratch.path().string());
-  };
+  const auto run = [&](const std::string& arguments) { return serve_cli(arguments, scratch); };
   auto outcome = run("--help");
   EXPECT_EQ(outcome.exit_code, 0);
   for (const char* flag : {"--device", "--max-batch", "--batch-timeout-ms"}) {

@@ -14,27 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/vision/modeling/small_model.h"
 #include "vision/data/synthetic_shapes.h"
 
 namespace dtrain::vision::inference {
 namespace {
-
-modeling::MaskRcnnOptions small_options() {
-  modeling::MaskRcnnOptions o;
-  o.backbone.depth = 18;
-  o.backbone.fpn_out_channels = 32;
-  o.rpn.anchor_sizes = {{8}, {16}, {32}, {64}, {128}};
-  o.rpn.pre_nms_top_n_test = 200;
-  o.rpn.post_nms_top_n_test = 100;
-  o.roi_heads.num_classes = 4;
-  o.roi_heads.box_fc_dim = 64;
-  o.roi_heads.mask_conv_dim = 16;
-  o.roi_heads.mask_num_conv = 2;
-  o.roi_heads.score_thresh = 0.0;  // random weights score low: keep everything
-  o.transform.min_size_test = 96;
-  o.transform.max_size_test = 128;
-  return o;
-}
 
 RgbImage shapes(uint32_t height, uint32_t width, uint64_t seed) {
   return generate_shapes_image(height, width, seed).image;
@@ -63,7 +47,7 @@ void expect_same(const ImageDetections& batched, const ImageDetections& alone, d
 }
 
 TEST(Predictor, ABatchGivesEachImageWhatDetectGivesIt) {
-  Predictor predictor(small_options(), 1);
+  Predictor predictor(modeling::small_options(), 1);
   EXPECT_EQ(predictor.device(), "cpu");
   // Three padded sizes (96x96, 96x128, 128x96 after resizing to short side
   // 96): the two 64x64 images run together, the others on their own.
@@ -78,7 +62,7 @@ TEST(Predictor, ABatchGivesEachImageWhatDetectGivesIt) {
 }
 
 TEST(Predictor, ABatchOfOneSizeIsOneModelBatch) {
-  Predictor predictor(small_options(), 1);
+  Predictor predictor(modeling::small_options(), 1);
   std::vector<RgbImage> images;
   for (uint64_t seed = 10; seed < 14; ++seed) images.push_back(shapes(80, 80, seed));
   const std::vector<ImageDetections> batched = predictor.detect_batch(images);
@@ -90,10 +74,10 @@ TEST(Predictor, ABatchOfOneSizeIsOneModelBatch) {
 // A model trained in float16 (its config asks for float16 autocast) is served on the CPU in
 // float32: exactly what a float32 model with the same weights detects.
 TEST(Predictor, AFloat16ModelInfersInFloat32OnTheCpu) {
-  modeling::MaskRcnnOptions float16 = small_options();
+  modeling::MaskRcnnOptions float16 = modeling::small_options();
   float16.compute.mixed_precision = modeling::MixedPrecision::kFloat16;
   Predictor trained_in_float16(float16, 1);
-  Predictor float32(small_options(), 1);
+  Predictor float32(modeling::small_options(), 1);
   const RgbImage image = shapes(100, 120, 5);
   expect_same(trained_in_float16.detect(image), float32.detect(image), 0.0, 0);
 }
@@ -116,7 +100,7 @@ TEST(Predictor, RefusesDevicesLibTorchCannotUseInOneLine) {
   EXPECT_EQ(message("cuda"), "cuda" + why);
   EXPECT_EQ(message("cuda:1"), "cuda:1" + why);
   try {
-    Predictor predictor(small_options(), 1, "cuda");
+    Predictor predictor(modeling::small_options(), 1, "cuda");
     FAIL() << "a model was built on a GPU LibTorch does not see";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "cuda" + why);
@@ -130,7 +114,7 @@ TEST(Predictor, OnAGpuScoresAsTheCpuDoes) {
   // TF32 would round convolutions and matrix products to 10-bit mantissas.
   at::globalContext().setAllowTF32CuDNN(false);
   at::globalContext().setAllowTF32CuBLAS(false);
-  Predictor cpu(small_options(), 1, "cpu"), gpu(small_options(), 1, "cuda");
+  Predictor cpu(modeling::small_options(), 1, "cpu"), gpu(modeling::small_options(), 1, "cuda");
   EXPECT_EQ(gpu.device(), "cuda:0");
   const std::vector<RgbImage> images = {shapes(64, 64, 1), shapes(64, 64, 2)};
   const std::vector<ImageDetections> on_gpu = gpu.detect_batch(images);
