@@ -137,10 +137,12 @@ TEST_F(WorldOfOne, DamagedOrTruncatedCheckpointIsNamedAndRefused) {
   torch::optim::SGD sgd(model->parameters(), 0.1);
   Checkpointer(dir.string()).save(*model, sgd, {0, 5});
   const std::string path = Checkpointer(dir.string()).list().back();
-  {
+  {  // flip a byte's bits (writing a fixed value left the file intact when the random weights had it there)
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(100);
+    const char byte = static_cast<char>(f.get());
     f.seekp(100);
-    f.put('\x5a');
+    f.put(static_cast<char>(~byte));
   }
   std::string message = error_restoring(dir);
   EXPECT_NE(message.find(path), std::string::npos) << message;
