@@ -4,6 +4,7 @@
 
 #include "runtime/fusion_planner.h"
 #include "runtime/logging.h"
+#include "runtime/loop_priority.h"
 
 namespace dtrain::runtime {
 
@@ -145,6 +146,7 @@ void BackgroundLoop::take_timeline_handover() {
 // thread a futex wake per cycle). It waits for a running cycle's end only once that cycle has
 // overrun the time its successor was due (one blocked on a slower peer).
 void BackgroundLoop::run() {
+  lower_loop_thread_priority(config_);
   std::unique_lock lock(mutex_);
   while (failure_.empty()) {
     const auto due = next_own_cycle();

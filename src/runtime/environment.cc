@@ -155,6 +155,9 @@ RuntimeConfig read_config_from_environment() {
   require(c.autotune_warmup_samples >= 0, "DTRAIN_AUTOTUNE_WARMUP_SAMPLES must be >= 0");
   c.autotune_steps_per_sample = number<int>("DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE", 5);
   require(c.autotune_steps_per_sample >= 1, "DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE must be >= 1");
+  c.background_nice = number<int>("DTRAIN_BACKGROUND_NICE", -1);
+  require(!env("DTRAIN_BACKGROUND_NICE") || (c.background_nice >= 0 && c.background_nice <= 19),
+          "DTRAIN_BACKGROUND_NICE must be a nice value from 0 to 19");
   c.timeout = std::chrono::milliseconds(static_cast<long long>(number<double>("DTRAIN_TIMEOUT_S", 300) * 1000));
   return c;
 }

@@ -53,6 +53,9 @@ struct RuntimeConfig {
   std::string autotune_log;           // DTRAIN_AUTOTUNE_LOG: a CSV row per sample
   int autotune_warmup_samples = 3;    // DTRAIN_AUTOTUNE_WARMUP_SAMPLES
   int autotune_steps_per_sample = 5;  // DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE
+  // DTRAIN_BACKGROUND_NICE: the background loop's thread's nice value (0 to 19); -1, unset:
+  // chosen by the host's ranks and cores (runtime/loop_priority.h).
+  int background_nice = -1;
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   // DTRAIN_GPU_ENGINE: how collectives on CUDA memory move (auto, nccl or staged; see
   // runtime/gpu/engine_choice.h).

@@ -7,6 +7,15 @@ namespace dtrain::runtime::gpu {
 
 bool built_with_cuda() { return true; }
 
+int visible_cuda_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it so that later calls do not report it
+    return 0;
+  }
+  return count;
+}
+
 std::shared_ptr<void> capture_ready(const TensorView& view, const std::string& what) {
   const std::string where = what + " is on " + to_string(view.device);
   int count = 0;

@@ -14,6 +14,9 @@ namespace dtrain::runtime::gpu {
 // Whether this build has the GPU engines.
 bool built_with_cuda();
 
+// The CUDA devices this process can use (0 without CUDA, a driver or a device).
+int visible_cuda_devices();
+
 // Checks that `view` can be submitted (a CUDA build, the device exists, the pointer is device
 // memory of view.device) and returns the event the runtime waits for before reading it: the
 // caller's ready_event, or one recorded now on view.cuda_stream (owned by the result).

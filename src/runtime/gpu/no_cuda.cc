@@ -18,6 +18,8 @@ namespace gpu {
 
 bool built_with_cuda() { return false; }
 
+int visible_cuda_devices() { return 0; }
+
 std::shared_ptr<void> capture_ready(const TensorView& view, const std::string& what) {
   no_cuda(what + " is on " + to_string(view.device));
 }
