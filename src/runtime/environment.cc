@@ -157,7 +157,7 @@ RuntimeConfig read_config_from_environment() {
   require(c.autotune_steps_per_sample >= 1, "DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE must be >= 1");
   c.background_nice = number<int>("DTRAIN_BACKGROUND_NICE", -1);
   require(!env("DTRAIN_BACKGROUND_NICE") || (c.background_nice >= 0 && c.background_nice <= 19),
-          "DTRAIN_BACKGROUND_NICE must be a nice value from 0 to 19");
+          "DTRAIN_BACKGROUND_NICE must be a nice value from 0 to 19 (got " + text("DTRAIN_BACKGROUND_NICE") + ")");
   c.timeout = std::chrono::milliseconds(static_cast<long long>(number<double>("DTRAIN_TIMEOUT_S", 300) * 1000));
   return c;
 }

@@ -2,7 +2,7 @@
 //
 // Where a host's ranks are as many as the cores they may run on, every core is busy with
 // the computation, and the loop's thread moving gradients during backward only takes turns
-// with it: two ranks on a 2-core host trained Mask R-CNN 3-5% slower that way than when the
+// with it: two ranks on a 2-core host trained Mask R-CNN 2.5-5% slower that way than when the
 // loop's thread ran only where a core was free (docs/performance.md, "Scaling against PyTorch
 // DDP: Mask R-CNN"). There the loop's thread runs at the lowest priority (nice 19): it
 // moves gradients in the gaps, and at the latest when the computation waits for them (a

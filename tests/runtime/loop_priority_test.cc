@@ -93,6 +93,7 @@ TEST(LoopPriority, AnOutOfRangeValueIsAnErrorNamingTheVariable) {
       ADD_FAILURE() << "DTRAIN_BACKGROUND_NICE=" << bad << " was accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("DTRAIN_BACKGROUND_NICE"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
     }
   }
   unsetenv("DTRAIN_BACKGROUND_NICE");
