@@ -2,7 +2,9 @@
 // same ranks for dtrain (the full runtime, and its data path alone), Open MPI's MPI_Allreduce
 // and Gloo's ring allreduce called directly; plus single-core memcpy bandwidth, and the 161
 // gradient tensors of ResNet-50 fused by the runtime against one allreduce of the same bytes
-// and against 161 unfused allreduces. Run it under mpirun so MPI is a live peer:
+// and against 161 unfused allreduces; and a barrier as training meets it (the ranks arrive
+// from computing, one last) through dtrain, its transport, Open MPI and Gloo. Run it under
+// mpirun so MPI is a live peer:
 //
 //   dtrain run --mpi -np 2 -- build/apps/dtrain-bench allreduce [--json FILE]
 //
@@ -14,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 #include <gloo/allreduce.h>
+#include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -115,6 +118,37 @@ void gloo_ring_allreduce(const std::shared_ptr<gloo::Context>& context, float* d
   static std::uint32_t tag = 0;
   opts.setTag(tag++);
   gloo::allreduce(opts);
+}
+
+void gloo_barrier(const std::shared_ptr<gloo::Context>& context) {
+  gloo::BarrierOptions opts(context);
+  static std::uint32_t tag = 0;
+  opts.setTag(tag++);
+  gloo::barrier(opts);
+}
+
+// Keeps this core busy for `duration`, as a training step's computation does (a sleeping
+// rank would leave its core to the runtime's threads, which training does not).
+void compute_for(Clock::duration duration) {
+  volatile double x = 1.0;
+  for (const auto end = Clock::now() + duration; Clock::now() < end;) {
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
+  }
+}
+
+// Mean seconds rank 0 spends in `barrier` when it arrives last: every rank computes for 20 ms
+// first, rank 0 for 1 ms longer. What a step's end costs the slowest rank.
+double last_arrival_barrier(const std::function<void()>& barrier, int rank) {
+  constexpr int kIterations = 20;
+  barrier();
+  double total_s = 0;
+  for (int i = 0; i < kIterations; ++i) {
+    compute_for(std::chrono::milliseconds(rank == 0 ? 21 : 20));
+    const auto start = Clock::now();
+    barrier();
+    total_s += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return total_s / kIterations;
 }
 
 std::string human_bytes(std::size_t bytes) {
@@ -239,6 +273,24 @@ int run(const Options& options) {
                   "{\"bench\":\"resnet50_gradients\",\"ranks\":%d,\"tensors\":%zu,\"bytes\":%zu,\"fused_s\":%.9g,"
                   "\"single_s\":%.9g,\"unfused_s\":%.9g}",
                   n, shapes.size(), total * 4, t_fused, t_single, t_unfused);
+    emit(line);
+  }
+
+  const double b_runtime = last_arrival_barrier([] { dtrain::barrier(); }, rank);
+  const double b_data = last_arrival_barrier([&] { data_path->barrier(); }, rank);
+  const double b_mpi = with_mpi ? last_arrival_barrier([] { MPI_Barrier(MPI_COMM_WORLD); }, rank) : 0.0;
+  const double b_gloo = last_arrival_barrier([&] { gloo_barrier(gloo); }, rank);
+  if (rank == 0) {
+    std::printf("\nBarrier, rank 0 arriving last (1 ms after the others, all from 20 ms of computing): its wait\n");
+    std::printf("  dtrain runtime %.1f us, dtrain transport %.1f us, Gloo %.1f us", b_runtime * 1e6, b_data * 1e6,
+                b_gloo * 1e6);
+    if (with_mpi) std::printf(", Open MPI %.1f us", b_mpi * 1e6);
+    std::printf("\n");
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "{\"bench\":\"barrier_last_arrival\",\"ranks\":%d,\"dtrain_runtime_s\":%.9g,\"dtrain_transport_s\":%.9g,"
+                  "\"mpi_s\":%.9g,\"gloo_s\":%.9g}",
+                  n, b_runtime, b_data, b_mpi, b_gloo);
     emit(line);
   }
   if (json) std::fclose(json);

@@ -44,7 +44,9 @@ class HierarchicalTransport final : public Transport {
                      ReduceOp op) override {
     global_->reducescatter(data, counts_per_rank, dtype, op);
   }
-  void barrier() override { global_->barrier(); }
+  // On one host through the shared segment's counters (a futex wake, microseconds); across
+  // hosts over the global transport.
+  void barrier() override { cross_ ? global_->barrier() : local_->barrier(); }
 
  private:
   std::unique_ptr<Transport> global_;
