@@ -139,7 +139,7 @@ void compute_for(Clock::duration duration) {
 // Mean seconds rank 0 spends in `barrier` when it arrives last: every rank computes for 20 ms
 // first, rank 0 for 1 ms longer. What a step's end costs the slowest rank.
 double last_arrival_barrier(const std::function<void()>& barrier, int rank) {
-  constexpr int kIterations = 20;
+  constexpr int kIterations = 50;
   barrier();
   double total_s = 0;
   for (int i = 0; i < kIterations; ++i) {

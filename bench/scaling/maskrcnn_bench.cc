@@ -4,7 +4,9 @@
 // Rank 0 prints the images/s of all ranks. bench/scaling/maskrcnn runs it beside PyTorch DDP.
 // --lockstep-only trains each rank alone but waits for all at each step's end, which separates
 // what synchronous training costs when the ranks' images are unequally heavy from what the
-// gradients' exchange costs; --breakdown says where each rank's step went.
+// gradients' exchange costs; --breakdown says where each rank's step went, and how long the
+// step's last rank to finish backward still waited (the exchange's tail, or in lockstep the
+// barrier's own latency).
 //
 //   dtrain run -np 2 -- dtrain-bench-maskrcnn-scaling --workdir DIR [--warmup 3] [--steps 20] [--threads 1]
 //       [--lockstep-only] [--breakdown]
@@ -13,8 +15,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "bench/scaling/timed_steps.h"
 #include "dtrain/torch.h"
@@ -80,9 +84,13 @@ int main(int argc, char** argv) {
   model->train();
   using Clock = std::chrono::steady_clock;
   double compute_s = 0, wait_s = 0, update_s = 0;  // over the timed steps
+  std::vector<double> waits_s;                       // each timed step's
   int steps_run = 0;
   auto step = [&] {
-    if (steps_run++ == warmup) compute_s = wait_s = update_s = 0;
+    if (steps_run++ == warmup) {
+      compute_s = wait_s = update_s = 0;
+      waits_s.clear();
+    }
     const auto t0 = Clock::now();
     distributed ? distributed->zero_grad() : sgd.zero_grad();
     at::Tensor total = at::zeros({});
@@ -94,6 +102,7 @@ int main(int argc, char** argv) {
     distributed ? distributed->step() : static_cast<void>(sgd.step());
     compute_s += std::chrono::duration<double>(t1 - t0).count();
     wait_s += std::chrono::duration<double>(t2 - t1).count();
+    waits_s.push_back(std::chrono::duration<double>(t2 - t1).count());
     update_s += std::chrono::duration<double>(Clock::now() - t2).count();
   };
   const double seconds = dtrain::bench::seconds_for_steps(step, warmup, steps);
@@ -101,6 +110,19 @@ int main(int argc, char** argv) {
     std::printf("rank %d, ms per step: forward+backward %.1f, synchronize %.1f, update %.1f\n", dtrain::rank(),
                 1e3 * compute_s / steps, 1e3 * wait_s / steps, 1e3 * update_s / steps);
     std::fflush(stdout);
+    // Per step, the shortest wait is the one of the rank that finished backward last.
+    auto all = dtrain::allgather("breakdown.waits", {waits_s.data(), dtrain::DataType::kFloat64,
+                                                    {1, static_cast<std::int64_t>(waits_s.size())}});
+    const auto* by_rank = static_cast<const double*>(all.output().data);
+    double tail_s = 0;
+    for (std::size_t k = 0; k < waits_s.size(); ++k) {
+      double shortest = by_rank[k];
+      for (int r = 1; r < dtrain::size(); ++r) shortest = std::min(shortest, by_rank[r * waits_s.size() + k]);
+      tail_s += shortest;
+    }
+    if (dtrain::rank() == 0) {
+      std::printf("the rank that finished backward last then waited %.1f ms per step\n", 1e3 * tail_s / steps);
+    }
   }
   if (dtrain::rank() == 0) {
     std::printf("maskrcnn-shapes %s ranks=%d steps=%d: %.2f images/s\n", lockstep_only ? "lockstep" : "dtrain",
