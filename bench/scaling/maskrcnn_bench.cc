@@ -13,9 +13,9 @@
 #include <CLI/CLI.hpp>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <vector>
