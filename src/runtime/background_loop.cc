@@ -1,6 +1,5 @@
 #include "runtime/background_loop.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "runtime/fusion_planner.h"
@@ -14,17 +13,6 @@ namespace {
 // submission wakes it first). Cycles are collective, so the others' cycles stretch too and an
 // idle job costs almost no CPU; a submission still starts negotiation immediately.
 constexpr auto kIdleCycle = std::chrono::milliseconds(20);
-
-// Where the loop's thread yields to the computation (every core computes), how long queued
-// operations wait for a thread that waits for them before the loop's own thread runs them.
-// On such a host an exchange during backward only contends with the computation for the
-// cores and for memory bandwidth, and does not finish before backward ends (there is no
-// core to run it on); run when the computation waits, it has every core. Mask R-CNN's shapes
-// job on 2 ranks of 2 cores: +1.6% to +2.3% images/s against cycling every 1 ms, faster in 14
-// of 16 rounds (docs/performance.md).
-// Longer than the short steps where the exchange weighs (~100 ms); in a step of seconds it
-// weighs little either way. Operations nobody waits for still complete, this much later.
-constexpr auto kUnattendedCycle = std::chrono::milliseconds(250);
 
 BackgroundLoop::Clock::duration milliseconds(double ms) {
   return std::chrono::duration_cast<BackgroundLoop::Clock::duration>(std::chrono::duration<double, std::milli>(ms));
@@ -150,16 +138,15 @@ void BackgroundLoop::take_timeline_handover() {
 }
 
 // The loop's own thread cycles for the operations nobody waits for: one cycle time after the
-// newest cycle while anything is queued or in flight (kUnattendedCycle where it yields to the
-// computation), after an idle cycle's time otherwise; at once to stop or to take a new
-// timeline. Cycles run by waiting threads count as its own.
+// newest cycle while anything is queued or in flight, after an idle cycle's time otherwise;
+// at once to stop or to take a new timeline. Cycles run by waiting threads count as its own.
 //
 // While a waiting thread cycles back to back, the next cycle is always due later than now, so
 // this thread sleeps through them and is not woken by each (that would cost the waiting
 // thread a futex wake per cycle). It waits for a running cycle's end only once that cycle has
 // overrun the time its successor was due (one blocked on a slower peer).
 void BackgroundLoop::run() {
-  yields_ = lower_loop_thread_priority(config_);
+  lower_loop_thread_priority(config_);
   std::unique_lock lock(mutex_);
   while (failure_.empty()) {
     const auto due = next_own_cycle();
@@ -175,10 +162,7 @@ void BackgroundLoop::run() {
 
 BackgroundLoop::Clock::time_point BackgroundLoop::next_own_cycle() const {
   if (stop_requested_ || timeline_handover_) return last_cycle_start_;
-  if (work_pending_ || !queue_.empty()) {
-    const auto wait = milliseconds(cycle_time_ms_);
-    return last_cycle_start_ + (yields_ ? std::max<Clock::duration>(wait, kUnattendedCycle) : wait);
-  }
+  if (work_pending_ || !queue_.empty()) return last_cycle_start_ + milliseconds(cycle_time_ms_);
   return last_cycle_start_ + kIdleCycle;
 }
 

@@ -106,10 +106,6 @@ class BackgroundLoop {
   std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken
   std::condition_variable timeline_taken_;
 
-  // The loop's own thread only: it yields to the computation (lower_loop_thread_priority), and
-  // so starts no exchange of its own while one may be waited for soon.
-  bool yields_ = false;
-
   // The cycling thread only.
   std::unordered_map<std::string, TensorEntry> pending_;
   bool stopped_by_plan_ = false;

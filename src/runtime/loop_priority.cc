@@ -26,21 +26,20 @@ int usable_cores() {
   return std::max(1, CPU_COUNT(&cpus));
 }
 
-bool lower_loop_thread_priority(const RuntimeConfig& config) {
+void lower_loop_thread_priority(const RuntimeConfig& config) {
   const int cores = usable_cores();
   const int nice = background_nice(config, cores, gpu::visible_cuda_devices);
-  if (nice == 0) return false;
+  if (nice == 0) return;
   // On Linux, PRIO_PROCESS with a thread id sets that thread's nice value alone.
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) != 0) {
     log().warn("the background thread keeps the default priority: setting nice {} failed: {}", nice,
                std::strerror(errno));
-    return true;
+    return;
   }
   if (config.rank == 0) {
     log().info("the background thread runs at nice {} ({}: {} ranks on this host, {} usable cores)", nice,
                config.background_nice >= 0 ? "DTRAIN_BACKGROUND_NICE" : "automatic", config.local_size, cores);
   }
-  return true;
 }
 
 }  // namespace dtrain::runtime

@@ -4,10 +4,10 @@
 // the computation, and the loop's thread moving gradients during backward only takes turns
 // with it: two ranks on a 2-core host trained Mask R-CNN 2.5-5% slower that way than when the
 // loop's thread ran only where a core was free (docs/performance.md, "Scaling against PyTorch
-// DDP: Mask R-CNN"). There the loop's thread yields: it runs at the lowest priority (nice 19),
-// and it leaves queued operations to the threads that wait for them (see kUnattendedCycle in
-// background_loop.cc), which run the cycles themselves, at their own priority, with every core.
-// With a core to spare it keeps the default priority and overlaps the exchange with backward.
+// DDP: Mask R-CNN"). There the loop's thread runs at the lowest priority (nice 19): it
+// moves gradients in the gaps, and at the latest when the computation waits for them (a
+// waiting thread runs the cycles itself, at its own priority). With a core to spare it keeps
+// the default priority and overlaps the exchange with backward.
 //
 // Not where the process sees a GPU: there the computation mostly waits for the GPU, and the
 // loop's thread must launch the gradients' collectives promptly; besides, threads started
@@ -29,7 +29,6 @@ int usable_cores();
 
 // Called by the loop's thread as it starts: sets its nice value to background_nice(), and
 // says so on rank 0 (a refusal is a warning: the loop then runs at the default priority).
-// Returns whether the loop yields to the computation (a nice value above 0 was chosen).
-bool lower_loop_thread_priority(const RuntimeConfig& config);
+void lower_loop_thread_priority(const RuntimeConfig& config);
 
 }  // namespace dtrain::runtime
