@@ -44,8 +44,9 @@ class HierarchicalTransport final : public Transport {
                      ReduceOp op) override {
     global_->reducescatter(data, counts_per_rank, dtype, op);
   }
-  // On one host through the shared segment's counters (a futex wake, microseconds); across
-  // hosts over the global transport.
+  // On one host through the shared segment's arrival counters (spin, then a futex sleep: the
+  // last rank to arrive is released in tens of µs, where Gloo's TCP barrier took hundreds);
+  // across hosts over the global transport.
   void barrier() override { cross_ ? global_->barrier() : local_->barrier(); }
 
  private:
