@@ -35,6 +35,7 @@
 
 #include "dtrain/dtrain.h"
 #include "bench/allreduce/resnet50_gradients.h"
+#include "bench/busy_compute.h"
 #include "runtime/environment.h"
 #include "runtime/transport/transport_factory.h"
 
@@ -127,15 +128,6 @@ void gloo_barrier(const std::shared_ptr<gloo::Context>& context) {
   gloo::barrier(opts);
 }
 
-// Keeps this core busy for `duration`, as a training step's computation does (a sleeping
-// rank would leave its core to the runtime's threads, which training does not).
-void compute_for(Clock::duration duration) {
-  volatile double x = 1.0;
-  for (const auto end = Clock::now() + duration; Clock::now() < end;) {
-    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
-  }
-}
-
 // Mean seconds rank 0 spends in `barrier` when it arrives last: every rank computes for 20 ms
 // first, rank 0 for 1 ms longer. What a step's end costs the slowest rank.
 double last_arrival_barrier(const std::function<void()>& barrier, int rank) {
@@ -143,7 +135,7 @@ double last_arrival_barrier(const std::function<void()>& barrier, int rank) {
   barrier();
   double total_s = 0;
   for (int i = 0; i < kIterations; ++i) {
-    compute_for(std::chrono::milliseconds(rank == 0 ? 21 : 20));
+    dtrain::bench::compute_for(rank == 0 ? 21 : 20);
     const auto start = Clock::now();
     barrier();
     total_s += std::chrono::duration<double>(Clock::now() - start).count();

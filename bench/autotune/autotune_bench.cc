@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/allreduce/resnet50_gradients.h"
+#include "bench/busy_compute.h"
 #include "dtrain/dtrain.h"
 
 namespace {
@@ -43,14 +44,6 @@ struct Knobs {
   double cycle_ms;
 };
 
-// Busy work standing in for a layer's compute: it holds the core as a convolution would.
-void compute_for(double ms) {
-  if (ms <= 0) return;
-  const auto until = Clock::now() + std::chrono::duration<double, std::milli>(ms);
-  while (Clock::now() < until) {
-  }
-}
-
 class GradientSteps {
  public:
   GradientSteps() : shapes_(dtrain::bench::resnet50_gradient_shapes()) {
@@ -64,10 +57,10 @@ class GradientSteps {
   // reduced as soon as "backward" produced it, then wait for all.
   void step(double compute_ms) {
     const double per_layer = compute_ms * 2 / 3 / static_cast<double>(shapes_.size());
-    compute_for(compute_ms / 3);
+    dtrain::bench::compute_for(compute_ms / 3);
     std::vector<dtrain::Handle> handles;
     for (std::size_t k = shapes_.size(); k-- > 0;) {
-      compute_for(per_layer);
+      dtrain::bench::compute_for(per_layer);
       handles.push_back(dtrain::allreduce_async("grad." + std::to_string(k),
                                                 {gradients_[k].data(), dtrain::DataType::kFloat32, shapes_[k]},
                                                 {gradients_[k].data(), dtrain::DataType::kFloat32, shapes_[k]},
