@@ -1,5 +1,7 @@
 // The public functions of include/dtrain/dtrain.h: checks what can be checked on this rank
 // alone (the rest is the coordinator's job), builds requests, and hands them to the loop.
+#include <signal.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <numeric>
@@ -215,6 +217,20 @@ Handle submit_one(TensorEntry entry, bool caller_waits) {
   return submit_entries(std::move(entries), caller_waits);
 }
 
+// Gloo writes to its sockets without MSG_NOSIGNAL, and SIGPIPE's default action ends the
+// process: a rank writing to a peer that just died was killed with it (seen in an elastic job
+// losing rank 0: a survivor died of SIGPIPE, and the world could not shrink). Ignored, the
+// write fails with EPIPE, which the transport reports as a lost peer. A disposition the
+// program chose (a handler, or ignoring it already) is left alone.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 // init() and init_alone().
 void start(bool alone) {
   std::lock_guard lock(lifecycle_mutex);
@@ -230,6 +246,7 @@ void start(bool alone) {
     config.launched_by_slurm = false;
     config.rendezvous_in_step = false;
   }
+  if (!alone) ignore_sigpipe_unless_handled();
   int generation = init_generation++;
   if (config.elastic_worker >= 0 && !alone) {
     // The round decides the world; its number keys the Gloo rendezvous, the same on every member.

@@ -622,6 +622,15 @@ TEST(Lifecycle, ShutdownWhileAnotherThreadWaits) {
   EXPECT_EQ(t.get(0), size());
 }
 
+// Gloo writes to sockets without MSG_NOSIGNAL: with SIGPIPE's default action a rank writing
+// to a peer that died is killed too (an elastic job then cannot shrink), instead of failing
+// with an error that names the peer.
+TEST(Lifecycle, InitIgnoresSigpipeSoAWriteToADeadPeerIsAnError) {
+  struct sigaction action {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &action), 0);
+  EXPECT_EQ(action.sa_handler, SIG_IGN);
+}
+
 TEST(Lifecycle, InitShutdownInit) {
   const int r = rank(), n = size();
   shutdown();
