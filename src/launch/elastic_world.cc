@@ -119,6 +119,25 @@ bool ElasticWorld::round_wanted() const {
   return false;
 }
 
+// A member of the current world that died on its own (not one stopped here as stalled).
+bool ElasticWorld::a_member_died() const {
+  for (int id : members_) {
+    const Worker& w = workers_.at(id);
+    if (!w.alive && !w.killed_as_lost) return true;
+  }
+  return false;
+}
+
+// How long the members have to ask for the round being formed. After a member's death the
+// survivors learn of it when its sockets close, as a rule at once; but a Gloo send already
+// queued towards it fails only when the sender's DTRAIN_TIMEOUT_S runs out (docs/elastic.md).
+// Such a survivor asks up to two timeouts after the death -- one to reach a collective, one
+// for that collective to time out -- and must not be taken for stalled meanwhile.
+double ElasticWorld::arrival_window_s() const {
+  if (round_ == 0) return settings_.start_timeout_s;
+  return a_member_died() ? 2 * settings_.arrival_timeout_s : settings_.arrival_timeout_s;
+}
+
 rendezvous::ElasticRound ElasticWorld::next_round(const std::vector<int>& asking) const {
   rendezvous::ElasticRound round;
   round.number = round_ + 1;
@@ -172,7 +191,7 @@ ElasticDecision ElasticWorld::decide(Clock::time_point now) {
   std::vector<int> required = round_ == 0 ? live_workers() : members_;
   std::erase_if(required, [&](int id) { return !workers_.at(id).alive; });
   const bool all_asked = std::all_of(required.begin(), required.end(), [&](int id) { return workers_.at(id).asking; });
-  const double window = round_ == 0 ? settings_.start_timeout_s : settings_.arrival_timeout_s;
+  const double window = arrival_window_s();
   if (!all_asked) {
     if (window <= 0 || now < *forming_since_ + after_seconds(window)) return decision;
     for (int id : required) {

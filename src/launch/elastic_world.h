@@ -96,6 +96,8 @@ class ElasticWorld {
   void lose(int worker, const std::string& why, Clock::time_point now);
   std::vector<int> live_workers() const;
   bool round_wanted() const;
+  bool a_member_died() const;
+  double arrival_window_s() const;
   rendezvous::ElasticRound next_round(const std::vector<int>& asking) const;
   std::string below_minimum(int alive) const;
 

@@ -94,6 +94,42 @@ TEST(ElasticWorld, MemberThatNeverAsksIsGivenUpOnAfterTheArrivalTimeout) {
   EXPECT_EQ(world.losses().size(), 1u);
 }
 
+// A survivor whose Gloo send towards the dead member waits out its DTRAIN_TIMEOUT_S asks one
+// timeout late; it is a survivor, not a stalled worker.
+TEST(ElasticWorld, AfterAMembersDeathTheOthersHaveTwoArrivalTimeoutsToAsk) {
+  const auto t0 = Clock::now();
+  ElasticWorld world(settings(2, 3), three_hosts(), t0);
+  start_all(world, t0);
+  for (int id : {0, 1, 2}) world.worker_asked(id, 0);
+  ASSERT_TRUE(world.decide(t0).round);
+  EXPECT_EQ(world.worker_ended(1, kKilled, t0 + 1s), ElasticWorld::Ending::kLost);
+  world.worker_asked(2, 1);
+  EXPECT_FALSE(world.decide(t0 + 1s).round);
+  EXPECT_FALSE(world.decide(t0 + 15s).round) << "worker 0 may still be in a send that times out";
+  world.worker_asked(0, 1);
+  const auto decision = world.decide(t0 + 16s);
+  EXPECT_TRUE(decision.lost.empty());
+  ASSERT_TRUE(decision.round);
+  EXPECT_EQ(members(*decision.round), (std::vector<int>{0, 2}));
+}
+
+TEST(ElasticWorld, AfterAMembersDeathOneThatNeverAsksIsGivenUpOnAfterTwoArrivalTimeouts) {
+  const auto t0 = Clock::now();
+  ElasticWorld world(settings(1, 3), three_hosts(), t0);
+  start_all(world, t0);
+  for (int id : {0, 1, 2}) world.worker_asked(id, 0);
+  ASSERT_TRUE(world.decide(t0).round);
+  world.worker_ended(1, kKilled, t0 + 1s);
+  world.worker_asked(0, 1);
+  EXPECT_FALSE(world.decide(t0 + 1s).round);
+  EXPECT_TRUE(world.decide(t0 + 20s).lost.empty());
+  const auto decision = world.decide(t0 + 22s);
+  EXPECT_EQ(decision.lost, (std::vector<int>{2}));
+  ASSERT_TRUE(decision.round);
+  EXPECT_EQ(members(*decision.round), (std::vector<int>{0}));
+  EXPECT_EQ(world.losses().back(), "host c: worker 2 did not reach round 2 within 20 s (stalled, or its host unreachable)");
+}
+
 TEST(ElasticWorld, NewWorkersWaitUntilTheMembersAskAtACommit) {
   const auto t0 = Clock::now();
   ElasticWorld world(settings(1, 3), {{"a", 1}, {"b", 1}}, t0);
