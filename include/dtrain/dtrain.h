@@ -131,7 +131,7 @@ bool cuda_built();
 
 // Lifecycle. init() may be called again after shutdown(). It sets SIGPIPE to be ignored
 // unless the program has its own disposition for it: a write to the socket of a peer that
-// died is then an error naming the peer (WorkersLostError), not the death of this rank too.
+// died then fails, and the operation ends in WorkersLostError, instead of this rank dying too.
 void init();
 // A world of one: rank 0 of size 1 whatever the launcher's environment says, meeting no one
 // (the knobs still apply; log lines keep the launcher's rank). For processes whose peers

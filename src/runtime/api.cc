@@ -220,8 +220,10 @@ Handle submit_one(TensorEntry entry, bool caller_waits) {
 // Gloo writes to its sockets without MSG_NOSIGNAL, and SIGPIPE's default action ends the
 // process: a rank writing to a peer that just died was killed with it (seen in an elastic job
 // losing rank 0: a survivor died of SIGPIPE, and the world could not shrink). Ignored, the
-// write fails with EPIPE, which the transport reports as a lost peer. A disposition the
-// program chose (a handler, or ignoring it already) is left alone.
+// write fails with EPIPE and the operation with WorkersLostError: at once as a rule, at the
+// latest after DTRAIN_TIMEOUT_S (a Gloo send queued when the peer's connection was reset
+// waits that long; docs/elastic.md). A disposition the program chose (a handler, or ignoring
+// it already) is left alone.
 void ignore_sigpipe_unless_handled() {
   struct sigaction current {};
   if (::sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;

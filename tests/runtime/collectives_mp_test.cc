@@ -623,8 +623,8 @@ TEST(Lifecycle, ShutdownWhileAnotherThreadWaits) {
 }
 
 // Gloo writes to sockets without MSG_NOSIGNAL: with SIGPIPE's default action a rank writing
-// to a peer that died is killed too (an elastic job then cannot shrink), instead of failing
-// with an error that names the peer.
+// to a peer that died is killed too (an elastic job then cannot shrink), instead of its
+// operation failing with WorkersLostError.
 TEST(Lifecycle, InitIgnoresSigpipeSoAWriteToADeadPeerIsAnError) {
   struct sigaction action {};
   ASSERT_EQ(sigaction(SIGPIPE, nullptr, &action), 0);
