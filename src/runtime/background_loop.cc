@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "runtime/cycle_summary.h"
 #include "runtime/fusion_planner.h"
 #include "runtime/logging.h"
 #include "runtime/loop_priority.h"
@@ -114,7 +115,10 @@ void BackgroundLoop::stop() {
     stop_requested_ = true;
   }
   submitted_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  log().debug("negotiation: {} of {} cycles planned by every rank itself (the shortcut), the rest by rank 0",
+              agreed_cycles_.load(), cycles_.load());
 }
 
 void BackgroundLoop::replace_timeline(std::unique_ptr<Timeline> timeline) {
@@ -220,6 +224,7 @@ void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) 
 BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   executor_.check_device_health();
   CycleReport report;
+  bool grouped = false;  // a cached operation of a group: the coordinator waits for the whole group
   {
     std::lock_guard lock(mutex_);
     take_timeline_handover();
@@ -228,6 +233,7 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
       queue_.pop_front();
       if (auto position = cache_.find(entry.request); position && entry.request.type != OpType::kJoin) {
         set_bit(report.cache_bits, *position);
+        grouped = grouped || !entry.request.group.empty();
       } else {
         report.requests.push_back(entry.request);
       }
@@ -238,19 +244,13 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   report.shutdown = stop_requested_;
 
   CyclePlan plan;
-  auto gathered = transport_->gather_to_coordinator(encode(report));
-  if (coordinator_) {
-    std::vector<CycleReport> reports;
-    reports.reserve(gathered.size());
-    for (const auto& bytes : gathered) reports.push_back(decode_report(bytes));
-    plan = coordinator_->plan(reports, Clock::now());
-    const TunedKnobs knobs = autotuner_ ? autotuner_->knobs()
-                                        : TunedKnobs{config_.fusion_threshold_bytes, config_.cycle_time_ms};
-    plan.fusion_threshold_bytes = knobs.fusion_threshold_bytes;
-    plan.cycle_time_ms = knobs.cycle_time_ms;
-    transport_->broadcast_from_coordinator(encode(plan));
+  cycles_.fetch_add(1, std::memory_order_relaxed);
+  if (auto positions = agree(report, grouped)) {
+    agreed_cycles_.fetch_add(1, std::memory_order_relaxed);
+    plan = agreed_plan(*positions);
   } else {
-    plan = decode_plan(transport_->broadcast_from_coordinator({}));
+    plan = negotiate(report);
+    plan_knobs_ = TunedKnobs{plan.fusion_threshold_bytes, plan.cycle_time_ms};
   }
 
   const std::vector<Response> responses =
@@ -263,6 +263,61 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
     if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);
   }
   return {!responses.empty(), plan.cycle_time_ms};
+}
+
+// The shortcut (cycle_summary.h): one exchange of summaries, and the cache positions every
+// rank then runs without the coordinator; nothing when this cycle needs it.
+std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleReport& report, bool grouped) {
+  const std::size_t capacity = transport_->summary_capacity();
+  if (capacity == 0 || cache_.capacity() == 0) return std::nullopt;
+  CycleSummary summary;
+  summary.needs_coordinator = !report.requests.empty() || report.shutdown || grouped || !plan_knobs_ ||
+                              (coordinator_ && (!coordinator_->idle() || rank0_knobs() != *plan_knobs_));
+  summary.cache_bits = report.cache_bits;
+  const auto exchanged = transport_->exchange_summaries(encode(summary, capacity));
+  std::vector<CycleSummary> summaries;
+  summaries.reserve(exchanged.size());
+  for (const auto& bytes : exchanged) summaries.push_back(decode_summary(bytes));
+  return agreed_positions(summaries);
+}
+
+// What the coordinator would plan from reports of these bits alone, with the settings of its
+// latest plan. Rank 0's timeline shows their negotiation as the coordinator writes it.
+CyclePlan BackgroundLoop::agreed_plan(const std::vector<std::uint32_t>& positions) {
+  CyclePlan plan;
+  plan.items.resize(positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    plan.items[i].cache_position = static_cast<std::int32_t>(positions[i]);
+    if (timeline_) {
+      const Response& response = cache_.response_at(positions[i]);
+      const std::string& name = response.names.front();
+      timeline_->begin(name, "NEGOTIATE_" + activity_name(response.type));
+      for (int r = 0; r < config_.size; ++r) timeline_->instant(name, "rank " + std::to_string(r) + " ready");
+      timeline_->end(name);
+    }
+  }
+  plan.fusion_threshold_bytes = plan_knobs_->fusion_threshold_bytes;
+  plan.cycle_time_ms = plan_knobs_->cycle_time_ms;
+  return plan;
+}
+
+// Every rank's report to rank 0, whose coordinator plans; the plan back to every rank.
+CyclePlan BackgroundLoop::negotiate(const CycleReport& report) {
+  auto gathered = transport_->gather_to_coordinator(encode(report));
+  if (!coordinator_) return decode_plan(transport_->broadcast_from_coordinator({}));
+  std::vector<CycleReport> reports;
+  reports.reserve(gathered.size());
+  for (const auto& bytes : gathered) reports.push_back(decode_report(bytes));
+  CyclePlan plan = coordinator_->plan(reports, Clock::now());
+  const TunedKnobs knobs = rank0_knobs();
+  plan.fusion_threshold_bytes = knobs.fusion_threshold_bytes;
+  plan.cycle_time_ms = knobs.cycle_time_ms;
+  transport_->broadcast_from_coordinator(encode(plan));
+  return plan;
+}
+
+TunedKnobs BackgroundLoop::rank0_knobs() const {
+  return autotuner_ ? autotuner_->knobs() : TunedKnobs{config_.fusion_threshold_bytes, config_.cycle_time_ms};
 }
 
 // Rank 0, while tuning: what this cycle reduced, for the autotuner's throughput samples.

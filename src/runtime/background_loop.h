@@ -76,6 +76,10 @@ class BackgroundLoop {
     double cycle_time_ms = 0;   // the plan's batching window
   };
   CycleOutcome cycle(Clock::time_point start);
+  std::optional<std::vector<std::uint32_t>> agree(const CycleReport& report, bool grouped);
+  CyclePlan agreed_plan(const std::vector<std::uint32_t>& positions);
+  CyclePlan negotiate(const CycleReport& report);
+  TunedKnobs rank0_knobs() const;  // rank 0: the settings its next plan carries
   Clock::time_point next_own_cycle() const;  // with mutex_ held
   std::vector<Response> resolve(const CyclePlan& plan);
   void feed_autotuner(const std::vector<Response>& executed);
@@ -109,6 +113,9 @@ class BackgroundLoop {
   // The cycling thread only.
   std::unordered_map<std::string, TensorEntry> pending_;
   bool stopped_by_plan_ = false;
+  std::optional<TunedKnobs> plan_knobs_;  // the settings of rank 0's latest plan, once there was one
+  std::atomic<std::uint64_t> cycles_{0};         // for the debug log at the end
+  std::atomic<std::uint64_t> agreed_cycles_{0};  // ...of which the shortcut planned
 
   std::thread thread_;
 };

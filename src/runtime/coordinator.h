@@ -29,6 +29,8 @@ class Coordinator {
   CyclePlan plan(const std::vector<CycleReport>& reports, Clock::time_point now);
 
   std::size_t pending_count() const { return table_.size(); }
+  // Holds nothing from earlier cycles: its next plan depends on that cycle's reports alone.
+  bool idle() const { return table_.empty() && joined_.empty(); }
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }  // nullptr: none
 
  private:

@@ -68,6 +68,51 @@ TEST(ShmControl, GatherAndBroadcastMessagesOfEveryLengthRoundAfterRound) {
   }
 }
 
+// Every rank's summary on every rank, round after round with lengths up to a slot; ranks
+// run ahead of each other by up to a round, and rounds interleave with gathers.
+TEST(ShmControl, ExchangeGivesEveryRankEveryMessageRoundAfterRound) {
+  const auto summary_of = [](int r, int round) {
+    std::vector<char> message((r * 131 + round * 17) % (ShmControl::kSlotBytes + 1));
+    for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<char>((i * 13 + r * 5 + round) % 251);
+    return message;
+  };
+  for (int ranks : {1, 2, 3, 4}) {
+    auto controls = map_ranks(ranks, control_segment_name("exchange"), std::chrono::seconds(30));
+    on_every_rank(controls, [&](int r, ShmControl& control) {
+      for (int round = 0; round < 500; ++round) {
+        const auto all = control.exchange(summary_of(r, round));
+        ASSERT_EQ(all.size(), static_cast<std::size_t>(ranks));
+        for (int peer = 0; peer < ranks; ++peer) {
+          ASSERT_EQ(all[peer], summary_of(peer, round)) << "rank " << r << " round " << round << " peer " << peer;
+        }
+        if (round % 50 == 0) control.gather_to_coordinator(message_of(r, round));
+      }
+    });
+  }
+}
+
+TEST(ShmControl, AnExchangeLongerThanASlotIsAnError) {
+  auto controls = map_ranks(1, control_segment_name("long"), std::chrono::seconds(1));
+  try {
+    controls[0]->exchange(std::vector<char>(ShmControl::kSlotBytes + 1));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the 4096 bytes of a shared-memory slot"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ShmControl, APeerSilentInAnExchangeIsNamedAfterTheTimeout) {
+  auto controls = map_ranks(3, control_segment_name("silent-exchange"), std::chrono::seconds(1));
+  try {
+    controls[0]->exchange({'x'});  // ranks 1 and 2 live but never write
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no negotiation message from rank 1 within 1 s"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ShmControl, ASilentPeerIsNamedAfterTheTimeout) {
   auto controls = map_ranks(2, control_segment_name("silent"), std::chrono::seconds(1));
   try {

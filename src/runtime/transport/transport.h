@@ -30,6 +30,15 @@ class Transport {
   virtual std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) = 0;
   // Rank 0's `message` is returned on every rank.
   virtual std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) = 0;
+  // Optional, for the negotiation's shortcut (BackgroundLoop::cycle): every rank's short
+  // `message` on every rank (index = rank) in a single exchange, where a gather to rank 0 and
+  // a broadcast back take two one after the other. A transport that offers it returns from
+  // summary_capacity() the longest message it carries; 0, the default, means not offered.
+  virtual std::size_t summary_capacity() const { return 0; }
+  virtual std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) {
+    (void)message;
+    throw Error("dtrain: this transport does not exchange negotiation summaries");
+  }
 
   // Data plane. Reductions combine with ReduceOp (Average combines as Sum; the caller divides).
   virtual void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) = 0;

@@ -23,6 +23,16 @@ struct ShmControl::Mailbox {
   char data[kMailboxBytes];
 };
 
+// Written by its owner, read by every other rank; counters on lines of their own as above.
+struct ShmControl::Slot {
+  alignas(64) std::atomic<std::uint32_t> round;
+  std::atomic<std::uint32_t> round_sleepers;
+  alignas(64) std::atomic<std::uint32_t> reads;
+  std::atomic<std::uint32_t> reads_sleepers;
+  alignas(64) std::uint64_t length;
+  char data[kSlotBytes];
+};
+
 namespace {
 
 constexpr std::uint64_t kControlMagic = 0x6474726e43544c31ull;  // "dtrnCTL1"
@@ -40,7 +50,8 @@ ControlHeader* control_header_of(void* data) { return static_cast<ControlHeader*
 }  // namespace
 
 std::size_t ShmControl::segment_bytes(int size) {
-  return kControlHeaderBytes + 2 * static_cast<std::size_t>(size) * sizeof(Mailbox);
+  return kControlHeaderBytes + 2 * static_cast<std::size_t>(size) * sizeof(Mailbox) +
+         static_cast<std::size_t>(size) * sizeof(Slot);
 }
 
 void ShmControl::format(SharedSegment& segment, int size) {
@@ -58,6 +69,14 @@ void ShmControl::format(SharedSegment& segment, int size) {
     box->posted_sleepers.store(0, std::memory_order_relaxed);
     box->taken.store(0, std::memory_order_relaxed);
     box->taken_sleepers.store(0, std::memory_order_relaxed);
+  }
+  char* slots = boxes + 2 * size * sizeof(Mailbox);
+  for (int i = 0; i < size; ++i) {
+    auto* slot = new (slots + i * sizeof(Slot)) Slot;
+    slot->round.store(0, std::memory_order_relaxed);
+    slot->round_sleepers.store(0, std::memory_order_relaxed);
+    slot->reads.store(0, std::memory_order_relaxed);
+    slot->reads_sleepers.store(0, std::memory_order_relaxed);
   }
   std::atomic_thread_fence(std::memory_order_release);
   header->magic = kControlMagic;
@@ -87,6 +106,19 @@ ShmControl::Mailbox& ShmControl::down(int rank) const {
                                      (size_ + rank) * sizeof(Mailbox));
 }
 
+ShmControl::Slot& ShmControl::slot(int rank) const {
+  return *reinterpret_cast<Slot*>(static_cast<char*>(segment_.data()) + kControlHeaderBytes +
+                                  2 * size_ * sizeof(Mailbox) + rank * sizeof(Slot));
+}
+
+void ShmControl::check_alive(int peer) const {
+  const pid_t peer_pid = control_header_of(segment_.data())->pid[peer].load(std::memory_order_acquire);
+  if (process_gone(peer_pid)) {
+    throw WorkersLostError("dtrain: rank " + std::to_string(peer) + " (pid " + std::to_string(peer_pid) +
+                           ") exited during negotiation");
+  }
+}
+
 void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::uint32_t>& sleepers,
                           std::uint32_t value, int peer) const {
   for (int spins = 0; spins < spin_limit_; ++spins) {
@@ -98,14 +130,17 @@ void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::
     sleep_unless(counter, sleepers, [&] { return counter.load(std::memory_order_seq_cst) == value; },
                  std::chrono::milliseconds(10));
     if (counter.load(std::memory_order_acquire) == value) return;
-    const pid_t peer_pid = control_header_of(segment_.data())->pid[peer].load(std::memory_order_acquire);
-    if (process_gone(peer_pid)) {
-      throw WorkersLostError("dtrain: rank " + std::to_string(peer) + " (pid " + std::to_string(peer_pid) +
-                  ") exited during negotiation");
+    if (peer != kAnyPeer) {
+      check_alive(peer);
+    } else {
+      for (int other = 0; other < size_; ++other) {
+        if (other != rank_) check_alive(other);
+      }
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      throw WorkersLostError("dtrain: no negotiation message from rank " + std::to_string(peer) + " within " +
-                  std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+      const std::string who = peer != kAnyPeer ? "rank " + std::to_string(peer) : "every other rank";
+      throw WorkersLostError("dtrain: no negotiation message from " + who + " within " +
+                             std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
     }
   }
 }
@@ -153,6 +188,38 @@ std::vector<char> ShmControl::broadcast_from_coordinator(const std::vector<char>
   if (rank_ != 0) return receive(down(rank_), 0);
   for (int peer = 1; peer < size_; ++peer) send(down(peer), message, peer);
   return message;
+}
+
+// Each rank writes its own slot, then reads the others'. A rank can be at most one round
+// ahead: it overwrites its slot only once every reader has taken the previous message, and a
+// reader still in that round finds every slot written for it (their owners wrote before
+// reading), so nobody waits for a rank that waits in turn.
+std::vector<std::vector<char>> ShmControl::exchange(const std::vector<char>& message) {
+  if (message.size() > kSlotBytes) {
+    throw Error("dtrain: a negotiation summary of " + std::to_string(message.size()) + " bytes exceeds the " +
+                std::to_string(kSlotBytes) + " bytes of a shared-memory slot");
+  }
+  const std::uint32_t readers = static_cast<std::uint32_t>(size_ - 1);
+  Slot& mine = slot(rank_);
+  wait_for(mine.reads, mine.reads_sleepers, exchange_round_ * readers, kAnyPeer);
+  mine.length = message.size();
+  if (!message.empty()) std::memcpy(mine.data, message.data(), message.size());
+  ++exchange_round_;
+  publish_and_wake(mine.round, mine.round_sleepers, exchange_round_);
+
+  std::vector<std::vector<char>> all(size_);
+  all[rank_] = message;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    Slot& theirs = slot(peer);
+    wait_for(theirs.round, theirs.round_sleepers, exchange_round_, peer);
+    all[peer].assign(theirs.data, theirs.data + theirs.length);
+    const std::uint32_t read = theirs.reads.fetch_add(1, std::memory_order_seq_cst) + 1;
+    if (read == exchange_round_ * readers && theirs.reads_sleepers.load(std::memory_order_seq_cst) > 0) {
+      shared_futex_wake_all(theirs.reads);  // the last reader wakes the owner if it sleeps
+    }
+  }
+  return all;
 }
 
 }  // namespace dtrain::runtime
