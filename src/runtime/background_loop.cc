@@ -274,11 +274,7 @@ std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleRepor
   summary.needs_coordinator = !report.requests.empty() || report.shutdown || grouped || !plan_knobs_ ||
                               (coordinator_ && (!coordinator_->idle() || rank0_knobs() != *plan_knobs_));
   summary.cache_bits = report.cache_bits;
-  const auto exchanged = transport_->exchange_summaries(encode(summary, capacity));
-  std::vector<CycleSummary> summaries;
-  summaries.reserve(exchanged.size());
-  for (const auto& bytes : exchanged) summaries.push_back(decode_summary(bytes));
-  return agreed_positions(summaries);
+  return agreed_positions(transport_->exchange_summaries(encode(summary, capacity)));
 }
 
 // What the coordinator would plan from reports of these bits alone, with the settings of its

@@ -5,7 +5,8 @@
 // for (a batching window after submissions, an idle cycle now and then), and a user thread
 // that waits for an operation runs them itself until the operation finishes. A blocking call
 // then costs no hand-off between threads in either direction, which on a small machine is
-// most of its latency.
+// most of its latency. Where the transport offers it (one host), a cycle whose plan every
+// rank can make alone costs one exchange instead of two (cycle_summary.h).
 //
 // Invariants: `cycling_` is true while exactly one thread is inside cycle(); only that
 // thread touches the cycle state (pending_, the cache, coordinator, executor, transport).

@@ -1,30 +1,11 @@
 #include "runtime/cycle_summary.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "runtime/response_cache.h"
 #include "runtime/wire.h"
 
 namespace dtrain::runtime {
-
-namespace {
-// Bits as words without the trailing zero words, so "the same bits" is the same vector
-// whatever length the sender's bit vector had grown to.
-std::vector<std::uint64_t> trimmed(std::vector<std::uint64_t> bits) {
-  while (!bits.empty() && bits.back() == 0) bits.pop_back();
-  return bits;
-}
-
-// Equal as bit sets: a missing word counts as zero.
-bool same_bits(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
-  const std::size_t words = std::max(a.size(), b.size());
-  for (std::size_t w = 0; w < words; ++w) {
-    if ((w < a.size() ? a[w] : 0) != (w < b.size() ? b[w] : 0)) return false;
-  }
-  return true;
-}
-}  // namespace
 
 std::vector<char> encode(const CycleSummary& summary, std::size_t capacity) {
   std::size_t words = summary.cache_bits.size();
@@ -47,18 +28,19 @@ CycleSummary decode_summary(const std::vector<char>& bytes) {
   WireReader r(bytes);
   CycleSummary summary;
   summary.needs_coordinator = r.get<std::uint8_t>() != 0;
-  summary.cache_bits = trimmed(r.get_vector<std::uint64_t>());
+  summary.cache_bits = r.get_vector<std::uint64_t>();
   if (!r.done()) throw Error("dtrain: malformed negotiation summary from a peer (protocol mismatch?)");
   return summary;
 }
 
-std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<CycleSummary>& summaries) {
-  for (const CycleSummary& summary : summaries) {
-    if (summary.needs_coordinator) return std::nullopt;
-    if (!same_bits(summary.cache_bits, summaries.front().cache_bits)) return std::nullopt;
+std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<std::vector<char>>& encoded) {
+  if (encoded.empty()) return std::vector<std::uint32_t>{};
+  for (const std::vector<char>& bytes : encoded) {
+    if (bytes != encoded.front()) return std::nullopt;
   }
-  if (summaries.empty()) return std::vector<std::uint32_t>{};
-  return set_positions(summaries.front().cache_bits);
+  const CycleSummary summary = decode_summary(encoded.front());
+  if (summary.needs_coordinator) return std::nullopt;
+  return set_positions(summary.cache_bits);
 }
 
 }  // namespace dtrain::runtime

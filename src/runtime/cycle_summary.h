@@ -28,11 +28,14 @@ struct CycleSummary {
 };
 
 // At most `capacity` bytes: a summary whose bits would not fit goes as needs_coordinator.
+// The encoding is canonical (no trailing zero words), so equal summaries are equal bytes.
 std::vector<char> encode(const CycleSummary& summary, std::size_t capacity);
 CycleSummary decode_summary(const std::vector<char>& bytes);
 
-// The cache positions to run this cycle, in order, when every rank may skip the coordinator;
-// nothing when it must plan. An empty result is an agreed idle cycle.
-std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<CycleSummary>& summaries);
+// From every rank's encoded summary: the cache positions to run this cycle, in order, when
+// every rank may skip the coordinator; nothing when it must plan. An empty result is an agreed
+// idle cycle. (Bytes, not decoded summaries: this runs every cycle, and comparing the bytes
+// decodes one summary instead of one per rank.)
+std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<std::vector<char>>& encoded);
 
 }  // namespace dtrain::runtime

@@ -16,14 +16,21 @@ CycleSummary summary_of(std::vector<std::uint32_t> positions, bool needs_coordin
   return summary;
 }
 
+// What every rank's exchange hands agreed_positions().
+std::vector<std::vector<char>> exchanged(const std::vector<CycleSummary>& summaries) {
+  std::vector<std::vector<char>> encoded;
+  for (const CycleSummary& summary : summaries) encoded.push_back(encode(summary, 4096));
+  return encoded;
+}
+
 TEST(CycleSummary, SameBitsEverywhereAreRunInPositionOrder) {
-  const auto agreed = agreed_positions({summary_of({70, 3, 9}), summary_of({9, 70, 3}), summary_of({3, 9, 70})});
+  const auto agreed = agreed_positions(exchanged({summary_of({70, 3, 9}), summary_of({9, 70, 3}), summary_of({3, 9, 70})}));
   ASSERT_TRUE(agreed.has_value());
   EXPECT_EQ(*agreed, (std::vector<std::uint32_t>{3, 9, 70}));
 }
 
 TEST(CycleSummary, NothingSubmittedAnywhereIsAnAgreedIdleCycle) {
-  const auto agreed = agreed_positions({summary_of({}), summary_of({})});
+  const auto agreed = agreed_positions(exchanged({summary_of({}), summary_of({})}));
   ASSERT_TRUE(agreed.has_value());
   EXPECT_TRUE(agreed->empty());
 }
@@ -31,13 +38,14 @@ TEST(CycleSummary, NothingSubmittedAnywhereIsAnAgreedIdleCycle) {
 TEST(CycleSummary, DifferentBitsNeedTheCoordinator) {
   // Rank 1 has not submitted 9 yet: the coordinator holds 9 for it (and its stall inspector
   // watches) while the others go on.
-  EXPECT_FALSE(agreed_positions({summary_of({3, 9}), summary_of({3})}).has_value());
-  EXPECT_FALSE(agreed_positions({summary_of({}), summary_of({64})}).has_value());
+  EXPECT_FALSE(agreed_positions(exchanged({summary_of({3, 9}), summary_of({3})})).has_value());
+  EXPECT_FALSE(agreed_positions(exchanged({summary_of({}), summary_of({64})})).has_value());
 }
 
 TEST(CycleSummary, AnyRankThatNeedsTheCoordinatorGetsIt) {
-  EXPECT_FALSE(agreed_positions({summary_of({3}), summary_of({3}, true)}).has_value());
-  EXPECT_FALSE(agreed_positions({summary_of({}, true), summary_of({})}).has_value());
+  EXPECT_FALSE(agreed_positions(exchanged({summary_of({3}), summary_of({3}, true)})).has_value());
+  EXPECT_FALSE(agreed_positions(exchanged({summary_of({}, true), summary_of({})})).has_value());
+  EXPECT_FALSE(agreed_positions(exchanged({summary_of({3}, true), summary_of({3}, true)})).has_value());
 }
 
 TEST(CycleSummary, SurvivesEncodingAndTrailingZeroWordsDoNotCount) {
@@ -46,7 +54,8 @@ TEST(CycleSummary, SurvivesEncodingAndTrailingZeroWordsDoNotCount) {
   const CycleSummary back = decode_summary(encode(grown, 4096));
   EXPECT_FALSE(back.needs_coordinator);
   EXPECT_EQ(set_positions(back.cache_bits), (std::vector<std::uint32_t>{5}));
-  EXPECT_TRUE(agreed_positions({grown, summary_of({5})}).has_value());
+  EXPECT_EQ(encode(grown, 4096), encode(summary_of({5}), 4096));  // so the ranks agree
+  EXPECT_TRUE(agreed_positions(exchanged({grown, summary_of({5})})).has_value());
   EXPECT_TRUE(decode_summary(encode(summary_of({}, true), 4096)).needs_coordinator);
 }
 
@@ -56,7 +65,7 @@ TEST(CycleSummary, BitsLongerThanTheTransportCarriesGoToTheCoordinator) {
   EXPECT_LE(bytes.size(), 64u);
   const CycleSummary back = decode_summary(bytes);
   EXPECT_TRUE(back.needs_coordinator);
-  EXPECT_FALSE(agreed_positions({back, wide}).has_value());
+  EXPECT_FALSE(agreed_positions({bytes, bytes}).has_value());
 }
 
 TEST(CycleSummary, AMalformedSummaryIsAnError) {
