@@ -268,8 +268,11 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
 // The shortcut (cycle_summary.h): one exchange of summaries, and the cache positions every
 // rank then runs without the coordinator; nothing when this cycle needs it.
 std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleReport& report, bool grouped) {
+  // Whether to exchange must not depend on a per-rank setting (a rank skipping the exchange
+  // would leave the others waiting): the transport is the same everywhere; a rank without a
+  // cache (DTRAIN_CACHE_CAPACITY=0) takes part and always needs the coordinator.
   const std::size_t capacity = transport_->summary_capacity();
-  if (capacity == 0 || cache_.capacity() == 0) return std::nullopt;
+  if (capacity == 0) return std::nullopt;
   CycleSummary summary;
   summary.needs_coordinator = !report.requests.empty() || report.shutdown || grouped || !plan_knobs_ ||
                               (coordinator_ && (!coordinator_->idle() || rank0_knobs() != *plan_knobs_));
