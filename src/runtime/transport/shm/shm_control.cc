@@ -138,9 +138,12 @@ void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::
       }
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      const std::string who = peer != kAnyPeer ? "rank " + std::to_string(peer) : "every other rank";
-      throw WorkersLostError("dtrain: no negotiation message from " + who + " within " +
-                             std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+      const std::string seconds = std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)";
+      if (peer == kAnyPeer) {
+        throw WorkersLostError("dtrain: rank " + std::to_string(rank_) +
+                               "'s negotiation summary was not read by every other rank within " + seconds);
+      }
+      throw WorkersLostError("dtrain: no negotiation message from rank " + std::to_string(peer) + " within " + seconds);
     }
   }
 }
