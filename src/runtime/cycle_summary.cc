@@ -18,10 +18,12 @@ std::vector<char> encode(const CycleSummary& summary, std::size_t capacity) {
   std::memcpy(bytes.data() + 1, &count, sizeof(count));
   if (words > 0) std::memcpy(bytes.data() + 1 + sizeof(count), summary.cache_bits.data(), words * sizeof(std::uint64_t));
   if (bytes.size() <= capacity) return bytes;
-  WireWriter overflow;
-  overflow.put<std::uint8_t>(1);
-  overflow.put_vector(std::vector<std::uint64_t>{});
-  return overflow.take();
+  // Too many bits: no bits, and the coordinator's full path (5 bytes, which any slot holds).
+  const std::uint32_t none = 0;
+  bytes.resize(1 + sizeof(none));
+  bytes[0] = 1;
+  std::memcpy(bytes.data() + 1, &none, sizeof(none));
+  return bytes;
 }
 
 CycleSummary decode_summary(const std::vector<char>& bytes) {

@@ -4,26 +4,11 @@
 
 namespace dtrain::runtime {
 
-namespace {
-// request_for_rank(response, request.rank).same_parameters(request), without building that
-// request where it is the response's own parameters (find() runs for every submission, and
-// most are allreduces): only allgather and alltoall differ from rank to rank.
-bool same_request(const Response& response, const Request& request) {
-  if (response.type == OpType::kAllgather || response.type == OpType::kAlltoall) {
-    return request_for_rank(response, request.rank).same_parameters(request);
-  }
-  return request.type == response.type && request.name == response.names.front() && request.dtype == response.dtype &&
-         request.device == response.device && request.shape == response.shape &&
-         request.reduce_op == response.reduce_op && request.root == response.root &&
-         request.prescale == response.prescale && request.postscale == response.postscale &&
-         request.splits.empty() && request.group == response.group && request.group_size == response.group_size;
-}
-}  // namespace
-
 std::optional<std::uint32_t> ResponseCache::find(const Request& request) const {
   auto it = by_name_.find(request.name);
   if (it == by_name_.end()) return std::nullopt;
-  if (!same_request(entries_[it->second].response, request)) return std::nullopt;
+  const Entry& entry = entries_[it->second];
+  if (!request_for_rank(entry.response, request.rank).same_parameters(request)) return std::nullopt;
   return it->second;
 }
 
