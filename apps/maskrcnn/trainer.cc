@@ -34,6 +34,7 @@
 #include "vision/modeling/model_weights.h"
 #include "vision/solver/loss_scaler.h"
 #include "vision/solver/lr_schedule.h"
+#include "vision/solver/multi_tensor_sgd.h"
 
 namespace dtrain::maskrcnn {
 namespace {
@@ -400,7 +401,7 @@ struct TrainableModel {
   modeling::MaskRcnn model;
   libtorch::NamedTensors trainable;    // by name, for the optimizers and checkpoints
   std::vector<at::Tensor> parameters;  // the same tensors, for SGD and clipping
-  torch::optim::SGD sgd;
+  vision::solver::MultiTensorSgd sgd;  // torch::optim::SGD's rule in a few kernel launches per step
   std::optional<vision::solver::LossScaler> scaler;
 };
 

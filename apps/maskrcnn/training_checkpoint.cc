@@ -10,6 +10,7 @@
 
 #include "vision/torch_save/torch_checkpoint.h"
 #include "vision/modeling/model_weights.h"
+#include "vision/solver/multi_tensor_sgd.h"
 
 namespace dtrain::maskrcnn {
 namespace {
@@ -25,16 +26,6 @@ fs::path solver_file(const fs::path& model_file) {
   fs::path solver = model_file;
   solver.replace_extension(".solver.pth");
   return solver;
-}
-
-// A parameter's key in a LibTorch optimizer's state: its TensorImpl's address, as text before
-// LibTorch 2.0 and the pointer itself since.
-auto state_key(const at::Tensor& parameter) {
-#if TORCH_VERSION_MAJOR >= 2
-  return static_cast<void*>(parameter.unsafeGetTensorImpl());
-#else
-  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
-#endif
 }
 
 void write_pointer(const fs::path& output_dir, const std::string& model_file) {
@@ -69,7 +60,7 @@ void save_training_checkpoint(const fs::path& output_dir, const std::string& mod
   }
   auto& state = sgd.state();
   for (const auto& [name, parameter] : trainable) {
-    auto it = state.find(state_key(parameter));
+    auto it = state.find(vision::solver::optimizer_state_key(parameter));
     if (it == state.end()) continue;  // no step yet
     const auto& sgd_state = static_cast<const torch::optim::SGDParamState&>(*it->second);
     if (sgd_state.momentum_buffer().defined()) solver.push_back({kMomentumPrefix + name, sgd_state.momentum_buffer()});
@@ -124,7 +115,7 @@ int64_t load_training_checkpoint(const fs::path& model_file, vision::modeling::M
     }
     auto sgd_state = std::make_unique<torch::optim::SGDParamState>();
     sgd_state->momentum_buffer(it->second.to(parameter.options()).clone());  // on the parameter's device
-    state[state_key(parameter)] = std::move(sgd_state);
+    state[vision::solver::optimizer_state_key(parameter)] = std::move(sgd_state);
     momentum.erase(it);
   }
   if (!momentum.empty()) {

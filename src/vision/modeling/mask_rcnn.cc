@@ -2,6 +2,8 @@
 
 #include "vision/modeling/autocast.h"
 
+#include <ATen/record_function.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -53,16 +55,27 @@ void MaskRcnnImpl::use_channels_last() {
 
 // The networks' forward pass over a batch: autocast when the options ask for it, images in
 // the convolutions' layout. What the networks hand to geometry and losses is float32
-// (full_precision in the heads), so only the networks' own arithmetic is 16-bit.
+// (full_precision in the heads), so only the networks' own arithmetic is 16-bit. Each network
+// is a named range for LibTorch's profiler (torch.profiler's record_function; nearly free
+// when no profiler runs), the names the benchmark gives torchvision's parts.
 MaskRcnnImpl::NetworkOutputs MaskRcnnImpl::run_networks(const ImageBatch& batch,
                                                         const std::vector<DetectionTargets>* targets,
                                                         const ops::ImageGenerators& generators) {
   const AutocastRegion autocast(options_.compute.mixed_precision, batch.tensors.device());
-  const at::Tensor images =
-      options_.compute.channels_last ? batch.tensors.contiguous(at::MemoryFormat::ChannelsLast) : batch.tensors;
-  const std::vector<at::Tensor> features = backbone_->forward(images);
+  std::vector<at::Tensor> features;
+  {
+    RECORD_USER_SCOPE("mask_rcnn.backbone");
+    const at::Tensor images =
+        options_.compute.channels_last ? batch.tensors.contiguous(at::MemoryFormat::ChannelsLast) : batch.tensors;
+    features = backbone_->forward(images);
+  }
   const ImageSize padded{batch.tensors.size(2), batch.tensors.size(3)};
-  RpnOutput proposals = rpn_->forward(features, batch.image_sizes, padded, targets, generators);
+  RpnOutput proposals;
+  {
+    RECORD_USER_SCOPE("mask_rcnn.rpn");
+    proposals = rpn_->forward(features, batch.image_sizes, padded, targets, generators);
+  }
+  RECORD_USER_SCOPE("mask_rcnn.roi_heads");
   RoiHeadsOutput heads = roi_heads_->forward(features, proposals.proposals, batch.image_sizes, targets, generators);
   return {std::move(proposals), std::move(heads)};
 }
@@ -112,6 +125,16 @@ void validate_targets(const DetectionTargets& target, ImageSize image_size, size
 LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector<DetectionTargets> targets,
                               at::Generator generator) {
   TORCH_CHECK(is_training(), "MaskRcnn::losses needs train() mode");
+  std::optional<ImageBatch> batch;
+  {
+    RECORD_USER_SCOPE("mask_rcnn.inputs");  // checks, targets to the device, the image transform
+    batch = prepare_training_inputs(images, targets, generator);
+  }
+  return forward_losses(*batch, targets, generator, nullptr);
+}
+
+ImageBatch MaskRcnnImpl::prepare_training_inputs(const std::vector<at::Tensor>& images,
+                                                 std::vector<DetectionTargets>& targets, at::Generator& generator) {
   if (!generator.defined()) generator = at::detail::getDefaultCPUGenerator();
   if (images.size() != targets.size()) {
     throw std::invalid_argument("Mask R-CNN training: " + std::to_string(images.size()) + " images but " +
@@ -126,13 +149,23 @@ LossDict MaskRcnnImpl::losses(const std::vector<at::Tensor>& images, std::vector
   std::vector<at::Tensor> typed;
   for (const at::Tensor& image : images) typed.push_back(image.to(type));
   if (!images.empty()) move_targets(targets, images.front().device(), type);
-  const ImageBatch batch = transform_.forward(typed, &targets, /*training=*/true, generator);
-  return forward_losses(batch, targets, generator, nullptr);
+  return transform_.forward(typed, &targets, /*training=*/true, generator);
 }
 
 LossDict MaskRcnnImpl::batch_losses(ImageBatch batch, std::vector<DetectionTargets> targets,
                                     const ops::ImageGenerators& generators, LossCounts* counts) {
   TORCH_CHECK(is_training(), "MaskRcnn::batch_losses needs train() mode");
+  {
+    RECORD_USER_SCOPE("mask_rcnn.inputs");  // checks, targets to the device
+    prepare_batch_inputs(batch, targets);
+  }
+  if (!generators.per_image() && !generators.for_image(0).defined()) {
+    return forward_losses(batch, targets, at::detail::getDefaultCPUGenerator(), counts);
+  }
+  return forward_losses(batch, targets, generators, counts);
+}
+
+void MaskRcnnImpl::prepare_batch_inputs(ImageBatch& batch, std::vector<DetectionTargets>& targets) {
   if (batch.image_sizes.size() != targets.size() || batch.tensors.dim() != 4 ||
       batch.tensors.size(0) != static_cast<int64_t>(targets.size())) {
     throw std::invalid_argument("Mask R-CNN training: a batch of " + std::to_string(batch.image_sizes.size()) +
@@ -144,10 +177,6 @@ LossDict MaskRcnnImpl::batch_losses(ImageBatch batch, std::vector<DetectionTarge
   const at::ScalarType type = compute_type();
   batch.tensors = batch.tensors.to(type);
   move_targets(targets, batch.tensors.device(), type);
-  if (!generators.per_image() && !generators.for_image(0).defined()) {
-    return forward_losses(batch, targets, at::detail::getDefaultCPUGenerator(), counts);
-  }
-  return forward_losses(batch, targets, generators, counts);
 }
 
 LossDict MaskRcnnImpl::forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "vision/modeling/feature_pyramid.h"
@@ -85,6 +86,11 @@ class MaskRcnnImpl : public torch::nn::Module {
   NetworkOutputs run_networks(const ImageBatch& batch, const std::vector<DetectionTargets>* targets,
                               const ops::ImageGenerators& generators);
   void use_channels_last();
+  // losses()' and batch_losses()' checks, type conversion and move to the device (and for
+  // losses() the image transform); throw std::invalid_argument for malformed targets.
+  ImageBatch prepare_training_inputs(const std::vector<at::Tensor>& images, std::vector<DetectionTargets>& targets,
+                                     at::Generator& generator);
+  void prepare_batch_inputs(ImageBatch& batch, std::vector<DetectionTargets>& targets);
   LossDict forward_losses(const ImageBatch& batch, const std::vector<DetectionTargets>& targets,
                           const ops::ImageGenerators& generators, LossCounts* counts);
 

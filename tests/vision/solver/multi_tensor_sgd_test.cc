@@ -1,0 +1,100 @@
+// MultiTensorSgd against LibTorch's own SGD: the same parameters and momentum buffers, step
+// by step, for every option the trainer sets (and nesterov, dampening), with parameters that
+// have no gradient, several groups and a learning rate changed between steps.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "vision/solver/multi_tensor_sgd.h"
+
+namespace dtrain::vision::solver {
+namespace {
+
+// Two groups of parameters of several shapes, the same values for every call.
+std::vector<torch::optim::OptimizerParamGroup> make_groups(const torch::optim::SGDOptions& options) {
+  torch::manual_seed(7);
+  std::vector<at::Tensor> first{torch::randn({3, 4}).requires_grad_(), torch::randn({5}).requires_grad_(),
+                                torch::randn({2, 3, 3, 3}).requires_grad_()};
+  std::vector<at::Tensor> second{torch::randn({6}).requires_grad_(), torch::randn({1}).requires_grad_()};
+  auto second_options = std::make_unique<torch::optim::SGDOptions>(options);
+  second_options->lr(options.lr() * 0.5).weight_decay(0);
+  return {torch::optim::OptimizerParamGroup(first),
+          torch::optim::OptimizerParamGroup(second, std::move(second_options))};
+}
+
+// Gradients for step `step`: the same for both optimizers; parameter 1 has none on step 1
+// (its momentum then starts a step later).
+void set_gradients(torch::optim::Optimizer& optimizer, int step) {
+  torch::manual_seed(100 + step);
+  int index = 0;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) {
+      at::Tensor grad = torch::randn(p.sizes());
+      if (step == 1 && index == 1) {
+        p.mutable_grad() = at::Tensor();
+      } else {
+        p.mutable_grad() = grad;
+      }
+      ++index;
+    }
+  }
+}
+
+void expect_same_steps(const torch::optim::SGDOptions& options) {
+  torch::optim::SGD reference(make_groups(options), options);
+  MultiTensorSgd multi(make_groups(options), options);
+  for (int step = 0; step < 5; ++step) {
+    if (step == 3) {  // the schedule changes the learning rate of every group
+      for (auto* optimizer : {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&multi)}) {
+        for (auto& group : optimizer->param_groups()) {
+          auto& o = static_cast<torch::optim::SGDOptions&>(group.options());
+          o.lr(o.lr() * 0.1);
+        }
+      }
+    }
+    set_gradients(reference, step);
+    set_gradients(multi, step);
+    reference.step();
+    multi.step();
+    for (size_t g = 0; g < reference.param_groups().size(); ++g) {
+      const auto& expected = reference.param_groups()[g].params();
+      const auto& actual = multi.param_groups()[g].params();
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_TRUE(actual[i].equal(expected[i])) << "step " << step << ", group " << g << ", parameter " << i;
+        if (options.momentum() == 0) continue;
+        const auto& expected_state = reference.state().at(optimizer_state_key(expected[i]));
+        const auto& actual_state = multi.state().at(optimizer_state_key(actual[i]));
+        EXPECT_TRUE(static_cast<torch::optim::SGDParamState&>(*actual_state)
+                        .momentum_buffer()
+                        .equal(static_cast<torch::optim::SGDParamState&>(*expected_state).momentum_buffer()))
+            << "momentum buffer, step " << step << ", group " << g << ", parameter " << i;
+      }
+    }
+  }
+}
+
+TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithMomentumAndWeightDecay) {
+  expect_same_steps(torch::optim::SGDOptions(0.02).momentum(0.9).weight_decay(1e-4));
+}
+
+TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithoutMomentum) {
+  expect_same_steps(torch::optim::SGDOptions(0.1).weight_decay(1e-4));
+}
+
+TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithNesterovAndWithDampening) {
+  expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
+  expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.8).dampening(0.3).weight_decay(1e-3));
+}
+
+TEST(MultiTensorSgd, LeavesParametersWithoutGradientsAndEmptyGroupsAlone) {
+  const at::Tensor p = torch::ones({4}).requires_grad_();
+  MultiTensorSgd sgd(std::vector<at::Tensor>{p}, torch::optim::SGDOptions(0.1).momentum(0.9));
+  sgd.step();
+  EXPECT_TRUE(p.equal(torch::ones({4})));
+  EXPECT_TRUE(sgd.state().empty());
+}
+
+}  // namespace
+}  // namespace dtrain::vision::solver
