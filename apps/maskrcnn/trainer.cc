@@ -263,6 +263,12 @@ at::Device model_device(const Config& config) {
     throw std::invalid_argument("MODEL.DEVICE cuda, but LibTorch sees no CUDA device (a LibTorch built without CUDA, "
                                 "such as Debian's, never does)");
   }
+  // PyTorch's defaults (TF32 in cuDNN's convolutions, not in matrix products) unless the
+  // config asks for float32 throughout, as torch.backends.cudnn.allow_tf32 = False does.
+  if (!config.get<bool>("MODEL.ALLOW_TF32")) {
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
   return gpu;
 }
 

@@ -133,7 +133,8 @@ struct Setup {
     return n;
   }
 
-  // The flags of a side's process (torchvision_step.py takes the same names).
+  // The flags of a side's process (torchvision_step.py takes the same names; dtrain's side
+  // reads its variants from --side).
   std::string flags(const Side& side) const {
     std::vector<Config> asked = configs;
     if (side.torchvision && !torchvision_amp.empty()) {
@@ -142,7 +143,8 @@ struct Setup {
     return " --threads " + std::to_string(threads) + " --steps " + std::to_string(steps) + " --warmup " +
            std::to_string(warmup) + " --score-threshold " + std::to_string(score_threshold) + " --device " + device +
            " --min-size " + std::to_string(min_size) + " --configs " + configs_flag(asked) +
-           (side.channels_last ? " --channels-last" : "") + (profile_dir.empty() ? "" : " --profile-dir " + profile_dir);
+           (side.torchvision && side.channels_last ? " --channels-last" : "") +
+           (profile_dir.empty() ? "" : " --profile-dir " + profile_dir);
   }
 };
 

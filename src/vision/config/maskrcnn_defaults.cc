@@ -14,6 +14,7 @@ void define_model(Config& c) {
   c.define("MODEL.DEVICE", std::string("cpu"));  // or cuda: cuda:LOCAL_RANK (docs/gpu.md)
   // Convolution weights and images in NHWC, the layout tensor cores and oneDNN prefer.
   c.define("MODEL.CHANNELS_LAST", false);
+  c.define("MODEL.ALLOW_TF32", true);  // cuDNN's float32 convolutions in TF32, PyTorch's default
   // torchvision normalises RGB in the 0..1 range (Detectron2 uses 0..255 BGR).
   c.define("MODEL.PIXEL_MEAN", FloatList{0.485, 0.456, 0.406});
   c.define("MODEL.PIXEL_STD", FloatList{0.229, 0.224, 0.225});
