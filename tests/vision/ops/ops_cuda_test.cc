@@ -116,7 +116,9 @@ TEST(CudaNms, KeepsExactlyWhatTheCpuOperatorKeeps) {
 
 TEST(CudaNms, BatchedNmsKeepsCategoriesApartLikeTheCpu) {
   REQUIRE_CUDA();
-  for (int64_t n : {500, 6000}) {  // the coordinate-offset path, and one NMS per category
+  // 500: the coordinate-offset path on both; 6,000: one NMS per category on the CPU, the offset
+  // path on the GPU; 26,000: one NMS per category on both (over kPerCategoryNmsAboveOnCuda).
+  for (int64_t n : {500, 6000, 26000}) {
     const auto [boxes, scores] = test_boxes(at::kFloat, n);
     const at::Tensor categories = torch::randint(0, 5, {n});
     const at::Tensor cpu = batched_nms(boxes, scores, categories, 0.5);
