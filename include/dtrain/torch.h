@@ -122,6 +122,32 @@ class TensorHandle {
 
 TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
 TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+
+// Several allreduces negotiated and executed as one (dtrain::grouped_allreduce): none of them
+// starts before every rank submitted all of them. One name per tensor; wait() returns the
+// results in the tensors' order (the tensors themselves for the in-place form).
+class TensorGroupHandle {
+ public:
+  TensorGroupHandle() = default;
+  bool poll() const;
+  std::vector<at::Tensor> wait();
+
+ private:
+  friend TensorGroupHandle grouped_allreduce_async(const std::vector<at::Tensor>&, const std::vector<std::string>&,
+                                                   const ReduceOptions&);
+  friend TensorGroupHandle grouped_allreduce_async_(const std::vector<at::Tensor>&, const std::vector<std::string>&,
+                                                    const ReduceOptions&);
+  // Stages the tensors and submits them as one grouped allreduce.
+  static TensorGroupHandle start(const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
+                                 const ReduceOptions& options, bool in_place);
+  struct State;
+  std::shared_ptr<State> state_;
+};
+TensorGroupHandle grouped_allreduce_async(const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
+                                          const ReduceOptions& options = {});
+// In place: each tensor receives its result.
+TensorGroupHandle grouped_allreduce_async_(const std::vector<at::Tensor>& tensors,
+                                           const std::vector<std::string>& names, const ReduceOptions& options = {});
 TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name);
 TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name);
 TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});

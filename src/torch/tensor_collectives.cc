@@ -161,6 +161,72 @@ TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& na
   return h;
 }
 
+struct TensorGroupHandle::State {
+  Handle handle;
+  std::vector<at::Tensor> inputs;          // kept alive while the runtime reads them
+  std::vector<at::Tensor> works;           // what the runtime reads and writes
+  std::vector<at::Tensor> copy_back_to;    // in place: the caller's tensors
+  std::vector<at::Device> devices;         // where each result belongs
+};
+
+bool TensorGroupHandle::poll() const { return !state_ || state_->handle.poll(); }
+
+std::vector<at::Tensor> TensorGroupHandle::wait() {
+  if (!state_) throw Error("dtrain: wait() on an empty TensorGroupHandle");
+  state_->handle.wait();
+  std::vector<at::Tensor> results;
+  for (size_t i = 0; i < state_->works.size(); ++i) {
+    if (!state_->copy_back_to.empty()) {
+      at::Tensor& target = state_->copy_back_to[i];
+      if (!target.is_same(state_->works[i])) target.copy_(state_->works[i]);
+      results.push_back(target);
+    } else {
+      const at::Tensor& work = state_->works[i];
+      results.push_back(work.device() == state_->devices[i] ? work : work.to(state_->devices[i]));
+    }
+  }
+  return results;
+}
+
+TensorGroupHandle TensorGroupHandle::start(const std::vector<at::Tensor>& tensors,
+                                           const std::vector<std::string>& names, const ReduceOptions& options,
+                                           bool in_place) {
+  if (tensors.size() != names.size()) {
+    throw Error("dtrain::grouped_allreduce: " + std::to_string(tensors.size()) + " tensors but " +
+                std::to_string(names.size()) + " names");
+  }
+  TensorGroupHandle h;
+  h.state_ = std::make_shared<State>();
+  State& state = *h.state_;
+  std::vector<TensorView> inputs, outputs;
+  for (const at::Tensor& tensor : tensors) {
+    state.devices.push_back(tensor.device());
+    if (in_place) {
+      state.works.push_back(staged(tensor));
+      state.copy_back_to.push_back(tensor);
+      inputs.push_back(view_of(state.works.back()));
+      outputs.push_back(inputs.back());
+    } else {
+      state.inputs.push_back(staged(tensor));
+      state.works.push_back(at::empty_like(state.inputs.back(), at::MemoryFormat::Contiguous));
+      inputs.push_back(view_of(state.inputs.back()));
+      outputs.push_back(view_of(state.works.back()));
+    }
+  }
+  state.handle = dtrain::grouped_allreduce_async(names, inputs, outputs, options);
+  return h;
+}
+
+TensorGroupHandle grouped_allreduce_async(const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
+                                          const ReduceOptions& options) {
+  return TensorGroupHandle::start(tensors, names, options, /*in_place=*/false);
+}
+
+TensorGroupHandle grouped_allreduce_async_(const std::vector<at::Tensor>& tensors,
+                                           const std::vector<std::string>& names, const ReduceOptions& options) {
+  return TensorGroupHandle::start(tensors, names, options, /*in_place=*/true);
+}
+
 at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
   return allreduce_async(tensor, name, options).wait();
 }

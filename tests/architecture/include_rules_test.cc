@@ -30,6 +30,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"dashboard", {"launch"}},  // launch/job_identity.h: the token
     {"ps", {"error", "rendezvous"}},
     {"torch", {"error", "runtime", "ps"}},
+    {"python", {"error", "runtime", "torch"}},
     {"metrics", {}},
     {"serving", {}},
     {"mnist", {}},

@@ -1,0 +1,1 @@
+"""What dtrain's framework packages share."""

@@ -1,0 +1,725 @@
+"""Horovod's ``horovod.torch`` collectives and process queries over dtrain's runtime.
+
+Every function here takes and returns ``torch.Tensor`` objects and has Horovod's name,
+arguments and defaults. The runtime (``dtrain.torch._core``) negotiates, fuses and moves the
+bytes; this module names operations, checks arguments, applies compression and makes the
+blocking forms differentiable as Horovod does.
+"""
+import collections
+import os
+import pickle
+import threading
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from dtrain.torch import _core
+from dtrain.torch.compression import Compression, Compressor
+
+# Reduction ops, as the runtime numbers them (dtrain::ReduceOp). Adasum is Horovod's
+# adaptive summation, which dtrain does not implement.
+Sum = 0
+Average = 1
+Min = 2
+Max = 3
+Product = 4
+Adasum = 5
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
+
+
+class ProcessSet:
+    """Horovod's process set. dtrain has the global one only: every rank of the job."""
+
+    def __init__(self, ranks: Optional[Sequence[int]] = None) -> None:
+        self.ranks = list(ranks) if ranks is not None else None
+        self.process_set_id = 0
+
+    def size(self) -> int:
+        return size()
+
+    def rank(self) -> int:
+        return rank()
+
+    def included(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ProcessSet(global)"
+
+
+global_process_set = ProcessSet()
+
+# ---- lifecycle and placement ----
+
+_state = threading.local()
+_names_lock = threading.Lock()
+_name_counters: Dict[str, int] = collections.defaultdict(int)
+_homogeneous: Optional[bool] = None
+
+
+def _check_process_set(process_set: ProcessSet) -> None:
+    if process_set is not global_process_set:
+        raise NotImplementedError(
+            "dtrain: process sets other than the global one are not supported (every collective spans all ranks)")
+
+
+def _reset_names() -> None:
+    """Unnamed operations are numbered per kind from 0 again: ranks of a new world agree."""
+    with _names_lock:
+        _name_counters.clear()
+
+
+def init(comm=None, process_sets=None) -> None:
+    """Starts dtrain's runtime in this process: rank and size come from the launcher.
+
+    ``dtrain run``, ``dtrain run --slurm``, a bare ``srun``, ``mpirun`` and ``dtrain job run``
+    all describe the world through the environment. Calling it again after ``shutdown()``
+    starts a new runtime.
+    """
+    global _homogeneous
+    if comm is not None:
+        raise NotImplementedError("dtrain: init(comm=...): MPI communicators are not supported; "
+                                  "start the ranks with dtrain run (or mpirun) and call init()")
+    if process_sets is not None:
+        raise NotImplementedError("dtrain: init(process_sets=...): process sets are not supported")
+    _core.init()
+    _reset_names()
+    local_sizes = allgather_object(_core.local_size(), name="dtrain.init.local_sizes")
+    _homogeneous = len(set(local_sizes)) == 1
+
+
+def shutdown() -> None:
+    """Stops the runtime (after every operation in flight finished). ``init()`` may follow."""
+    _core.shutdown()
+
+
+def is_initialized() -> bool:
+    return _core.is_initialized()
+
+
+def _require_init() -> None:
+    if not _core.is_initialized():
+        raise ValueError("dtrain has not been initialized; use hvd.init() (dtrain.torch.init()) first")
+
+
+def size() -> int:
+    """The number of ranks in the job."""
+    _require_init()
+    return _core.size()
+
+
+def rank() -> int:
+    """This process's rank, 0 to size() - 1."""
+    _require_init()
+    return _core.rank()
+
+
+def local_size() -> int:
+    """The number of ranks on this host."""
+    _require_init()
+    return _core.local_size()
+
+
+def local_rank() -> int:
+    """This process's rank among those on its host: the GPU to pin it to."""
+    _require_init()
+    return _core.local_rank()
+
+
+def cross_size() -> int:
+    """The number of hosts that have a rank with this local rank."""
+    _require_init()
+    return _core.cross_size()
+
+
+def cross_rank() -> int:
+    """This host's rank among the hosts."""
+    _require_init()
+    return _core.cross_rank()
+
+
+def is_homogeneous() -> bool:
+    """Whether every host runs the same number of ranks."""
+    _require_init()
+    if _homogeneous is None:  # the runtime was started by elastic.run, not init()
+        return _core.size() == _core.local_size() * _core.cross_size()
+    return _homogeneous
+
+
+def _launched_by_mpirun() -> bool:
+    return "DTRAIN_SIZE" not in os.environ and "OMPI_COMM_WORLD_SIZE" in os.environ
+
+
+def mpi_built(verbose: bool = False) -> bool:
+    """dtrain always has its Open MPI engine (used when ranks are started by mpirun)."""
+    return True
+
+
+def gloo_built(verbose: bool = False) -> bool:
+    return True
+
+
+def nccl_built(verbose: bool = False) -> bool:
+    """Whether collectives on CUDA tensors can go through NCCL."""
+    return bool(_core.cuda_built())
+
+
+def cuda_built(verbose: bool = False) -> bool:
+    """Whether collectives take CUDA tensors where they are (else through host memory)."""
+    return bool(_core.cuda_built())
+
+
+def ddl_built(verbose: bool = False) -> bool:
+    return False
+
+
+def ccl_built(verbose: bool = False) -> bool:
+    return False
+
+
+def rocm_built(verbose: bool = False) -> bool:
+    return False
+
+
+def mpi_enabled() -> bool:
+    """Whether this job's collectives cross hosts through Open MPI (ranks started by mpirun)."""
+    return _launched_by_mpirun()
+
+
+def gloo_enabled() -> bool:
+    """Whether this job's collectives cross hosts through Gloo (dtrain run's default)."""
+    return not _launched_by_mpirun()
+
+
+def mpi_threads_supported() -> bool:
+    return _launched_by_mpirun()
+
+
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    """Writes a Chrome-trace timeline of negotiation and communication to ``file_path`` (rank 0)."""
+    _require_init()
+    _core.start_timeline(file_path, mark_cycles)
+
+
+def stop_timeline() -> None:
+    """Ends the timeline; the file is complete JSON when this returns."""
+    _require_init()
+    _core.stop_timeline()
+
+
+# ---- operations in flight ----
+
+# handle -> the tensors the operation reads or writes, kept alive until synchronize().
+_handle_map: Dict[int, tuple] = {}
+_handle_lock = threading.Lock()
+
+
+def _auto_name(kind: str, name: Optional[str]) -> str:
+    if name is not None:
+        return name
+    with _names_lock:
+        number = _name_counters[kind]
+        _name_counters[kind] += 1
+    return f"{kind}.noname.{number}"
+
+
+def _remember(handle: int, *tensors) -> int:
+    with _handle_lock:
+        _handle_map[handle] = tensors
+    return handle
+
+
+def poll(handle: int) -> bool:
+    """Whether the operation behind ``handle`` has finished (then synchronize() does not wait)."""
+    return _core.poll(handle)
+
+
+def synchronize(handle: int):
+    """Waits for the operation behind ``handle`` and returns its result.
+
+    Raises HorovodInternalError (WorkersLostError when a peer is gone) if it failed, with the
+    runtime's message naming the operation and the ranks that disagreed.
+    """
+    with _handle_lock:
+        if handle not in _handle_map:
+            return None
+    try:
+        return _core.wait(handle)
+    finally:
+        with _handle_lock:
+            _handle_map.pop(handle, None)
+
+
+def _reduce_op(op: Optional[int], average: Optional[bool]) -> int:
+    if average is not None:
+        if op is not None:
+            raise ValueError("dtrain: give op or the deprecated average, not both")
+        warnings.warn("the average argument is deprecated: use op=hvd.Average or op=hvd.Sum", DeprecationWarning,
+                      stacklevel=3)
+        return Average if average else Sum
+    if op is None:
+        return Average
+    if op == Adasum:
+        raise NotImplementedError("dtrain: op=hvd.Adasum is not supported; use hvd.Average or hvd.Sum")
+    if op not in _OP_NAMES:
+        raise ValueError(f"dtrain: unknown reduction op {op!r} (hvd.Average, Sum, Min, Max or Product)")
+    return op
+
+
+def _check_tensor(tensor: torch.Tensor, what: str) -> None:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"dtrain: {what} takes a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_sparse:
+        raise ValueError(f"dtrain: {what} takes dense tensors; convert sparse ones with .to_dense()")
+
+
+def _check_reducible(tensor: torch.Tensor, what: str) -> None:
+    _check_tensor(tensor, what)
+    if tensor.dtype == torch.bool:
+        raise TypeError(f"dtrain: {what} cannot reduce bool tensors; convert them to torch.uint8 first")
+
+
+def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """bool tensors travel as uint8 (the same bytes): for collectives that only move data."""
+    return tensor.view(torch.uint8) if tensor.dtype == torch.bool else tensor
+
+
+def _from_bytes(result: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return result.view(torch.bool) if dtype == torch.bool else result
+
+
+# ---- allreduce ----
+
+def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
+                    op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                    process_set: ProcessSet = global_process_set) -> int:
+    """Starts reducing ``tensor`` over all ranks (Average by default) into a new tensor.
+
+    The operation is keyed by ``name``: every rank must submit it with the same shape and dtype.
+    Returns a handle for poll() and synchronize(); the input is not modified.
+    """
+    _require_init()
+    _check_process_set(process_set)
+    _check_reducible(tensor, "allreduce")
+    op = _reduce_op(op, average)
+    handle = _core.allreduce_async(tensor, _auto_name("allreduce", name), op, prescale_factor, postscale_factor)
+    return _remember(handle, tensor)
+
+
+def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
+                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                     process_set: ProcessSet = global_process_set) -> int:
+    """Starts reducing ``tensor`` over all ranks in place; returns a handle."""
+    _require_init()
+    _check_process_set(process_set)
+    _check_reducible(tensor, "allreduce_")
+    op = _reduce_op(op, average)
+    handle = _core.allreduce_async_(tensor, _auto_name("allreduce", name), op, prescale_factor, postscale_factor)
+    return _remember(handle, tensor)
+
+
+class _AllreduceFunction(torch.autograd.Function):
+    """allreduce as an autograd operation: the gradient is the same allreduce of the gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+        ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        return synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
+                                           postscale_factor=postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
+                         postscale_factor=ctx.postscale_factor)
+        return grad, None, None, None, None
+
+
+def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
+              compression: Compressor = Compression.none, op: Optional[int] = None, prescale_factor: float = 1.0,
+              postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> torch.Tensor:
+    """``tensor`` reduced over all ranks (Average by default), as a new tensor.
+
+    Differentiable: the gradient flowing back is reduced the same way.
+    """
+    op = _reduce_op(op, average)
+    _check_process_set(process_set)
+    compressed, ctx = compression.compress(tensor)
+    if torch.is_grad_enabled() and compressed.requires_grad:
+        reduced = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor)
+    else:
+        reduced = synchronize(allreduce_async(compressed, name=name, op=op, prescale_factor=prescale_factor,
+                                              postscale_factor=postscale_factor))
+    return compression.decompress(reduced, ctx)
+
+
+def allreduce_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
+               op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+               process_set: ProcessSet = global_process_set) -> torch.Tensor:
+    """Reduces ``tensor`` over all ranks in place and returns it."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+
+
+def _group_names(kind: str, name: Optional[str], count: int) -> List[str]:
+    base = _auto_name(kind, name)
+    return [f"{base}.{i}" for i in range(count)]
+
+
+def grouped_allreduce_async(tensors: Sequence[torch.Tensor], average: Optional[bool] = None,
+                            name: Optional[str] = None, op: Optional[int] = None, prescale_factor: float = 1.0,
+                            postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> int:
+    """Starts reducing several tensors as one operation (none starts before every rank submitted
+    all of them); synchronize() returns the results as a list."""
+    return _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
+                                    in_place=False)
+
+
+def grouped_allreduce_async_(tensors: Sequence[torch.Tensor], average: Optional[bool] = None,
+                             name: Optional[str] = None, op: Optional[int] = None, prescale_factor: float = 1.0,
+                             postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> int:
+    """grouped_allreduce_async in place."""
+    return _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
+                                    in_place=True)
+
+
+def _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
+                             in_place: bool) -> int:
+    _require_init()
+    _check_process_set(process_set)
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("dtrain: grouped_allreduce needs at least one tensor")
+    for tensor in tensors:
+        _check_reducible(tensor, "grouped_allreduce")
+    op = _reduce_op(op, average)
+    names = _group_names("grouped_allreduce", name, len(tensors))
+    handle = _core.grouped_allreduce_async(tensors, names, op, prescale_factor, postscale_factor, in_place)
+    return _remember(handle, *tensors)
+
+
+class _GroupedAllreduceFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, *tensors):
+        ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        return tuple(synchronize(grouped_allreduce_async(tensors, name=name, op=op, prescale_factor=prescale_factor,
+                                                         postscale_factor=postscale_factor)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = grouped_allreduce(list(grad_outputs), op=ctx.op, prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor)
+        return (None, None, None, None, *grads)
+
+
+def grouped_allreduce(tensors: Sequence[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
+                      compression: Compressor = Compression.none, op: Optional[int] = None,
+                      prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                      process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
+    """Several tensors reduced as one operation; differentiable like allreduce."""
+    op = _reduce_op(op, average)
+    _check_process_set(process_set)
+    compressed = [compression.compress(t) for t in tensors]
+    inputs = [c[0] for c in compressed]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        outputs = _GroupedAllreduceFunction.apply(name, op, prescale_factor, postscale_factor, *inputs)
+    else:
+        outputs = synchronize(grouped_allreduce_async(inputs, name=name, op=op, prescale_factor=prescale_factor,
+                                                      postscale_factor=postscale_factor))
+    return [compression.decompress(out, c[1]) for out, c in zip(outputs, compressed)]
+
+
+def grouped_allreduce_(tensors: Sequence[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
+                       op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                       process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
+    """Several tensors reduced as one operation, in place."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
+
+
+# ---- allgather ----
+
+def allgather_async(tensor: torch.Tensor, name: Optional[str] = None,
+                    process_set: ProcessSet = global_process_set) -> int:
+    """Starts concatenating every rank's ``tensor`` along the first dimension (whose length may
+    differ between ranks); returns a handle."""
+    _require_init()
+    _check_process_set(process_set)
+    _check_tensor(tensor, "allgather")
+    if tensor.dim() == 0:
+        raise ValueError("dtrain: allgather needs a tensor with at least one dimension")
+    handle = _core.allgather_async(_as_bytes(tensor), _auto_name("allgather", name))
+    _remember(handle, tensor)
+    if tensor.dtype == torch.bool:
+        _bool_results.add(handle)
+    return handle
+
+
+_bool_results = set()  # handles whose uint8 result is to be seen as bool
+
+
+def _synchronize_data(handle: int):
+    result = synchronize(handle)
+    if handle in _bool_results:
+        _bool_results.discard(handle)
+        if isinstance(result, tuple):
+            return (result[0].view(torch.bool),) + tuple(result[1:])
+        return result.view(torch.bool)
+    return result
+
+
+class _AllgatherFunction(torch.autograd.Function):
+    """allgather as an autograd operation: each rank's gradient is its rows of the averaged
+    incoming gradients (Horovod's rule)."""
+
+    @staticmethod
+    def forward(ctx, tensor, name):
+        ctx.rows = tensor.shape[0]
+        return _synchronize_data(allgather_async(tensor, name=name))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        reduced = allreduce(grad_output, op=Average)
+        rows = allgather(torch.tensor([ctx.rows], dtype=torch.int64)).tolist()
+        offset = sum(rows[:rank()])
+        return reduced.narrow(0, offset, ctx.rows), None
+
+
+def allgather(tensor: torch.Tensor, name: Optional[str] = None,
+              process_set: ProcessSet = global_process_set) -> torch.Tensor:
+    """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
+    _check_process_set(process_set)
+    if torch.is_grad_enabled() and tensor.requires_grad:
+        return _AllgatherFunction.apply(tensor, name)
+    return _synchronize_data(allgather_async(tensor, name=name))
+
+
+def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
+                            process_set: ProcessSet = global_process_set) -> List[int]:
+    """Starts allgathers of several tensors together; returns their handles, a list."""
+    names = _group_names("grouped_allgather", name, len(tensors))
+    return [allgather_async(t, name=n, process_set=process_set) for t, n in zip(tensors, names)]
+
+
+def grouped_allgather(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
+                      process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
+    """allgather of several tensors, submitted together."""
+    return [_synchronize_data(h) for h in grouped_allgather_async(tensors, name, process_set)]
+
+
+# ---- broadcast ----
+
+def broadcast_async(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+                    process_set: ProcessSet = global_process_set) -> int:
+    """Starts copying root's ``tensor`` to every rank into a new tensor; returns a handle."""
+    return broadcast_async_(tensor.clone(), root_rank, name, process_set)
+
+
+def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set) -> int:
+    """Starts copying root's ``tensor`` into every rank's ``tensor``; returns a handle."""
+    _require_init()
+    _check_process_set(process_set)
+    _check_tensor(tensor, "broadcast")
+    handle = _core.broadcast_async_(_as_bytes(tensor), int(root_rank), _auto_name("broadcast", name))
+    _remember(handle, tensor)
+    if tensor.dtype == torch.bool:
+        _bool_results.add(handle)
+    return handle
+
+
+class _BroadcastFunction(torch.autograd.Function):
+    """broadcast as an autograd operation: the root's gradient is the average of everyone's
+    incoming gradients, the others' zero (Horovod's rule)."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name):
+        ctx.root_rank = root_rank
+        return _synchronize_data(broadcast_async(tensor, root_rank, name=name))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        reduced = allreduce(grad_output, op=Average)
+        if rank() != ctx.root_rank:
+            reduced = reduced * 0
+        return reduced, None, None
+
+
+def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+              process_set: ProcessSet = global_process_set) -> torch.Tensor:
+    """Root's ``tensor`` on every rank, as a new tensor; the input is not modified."""
+    _check_process_set(process_set)
+    if torch.is_grad_enabled() and tensor.requires_grad:
+        return _BroadcastFunction.apply(tensor, root_rank, name)
+    return _synchronize_data(broadcast_async(tensor, root_rank, name=name))
+
+
+def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+               process_set: ProcessSet = global_process_set) -> torch.Tensor:
+    """Copies root's ``tensor`` into every rank's ``tensor`` and returns it."""
+    _synchronize_data(broadcast_async_(tensor, root_rank, name, process_set))
+    return tensor
+
+
+# ---- alltoall ----
+
+def _splits_list(tensor: torch.Tensor, splits) -> List[int]:
+    if splits is None:
+        return []
+    if isinstance(splits, torch.Tensor):
+        splits = splits.tolist()
+    return [int(s) for s in splits]
+
+
+def alltoall_async(tensor: torch.Tensor, splits=None, name: Optional[str] = None,
+                   process_set: ProcessSet = global_process_set) -> int:
+    """Starts sending rows of ``tensor`` to every rank (``splits[i]`` rows to rank i; equal
+    shares without splits); synchronize() returns (received tensor, received splits)."""
+    _require_init()
+    _check_process_set(process_set)
+    _check_tensor(tensor, "alltoall")
+    if tensor.dim() == 0:
+        raise ValueError("dtrain: alltoall needs a tensor with at least one dimension")
+    handle = _core.alltoall_async(_as_bytes(tensor), _splits_list(tensor, splits), _auto_name("alltoall", name))
+    _remember(handle, tensor)
+    if tensor.dtype == torch.bool:
+        _bool_results.add(handle)
+    return handle
+
+
+def _synchronize_alltoall(handle: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    output, received = _synchronize_data(handle)
+    return output, torch.tensor(received, dtype=torch.int32)
+
+
+class _AlltoallFunction(torch.autograd.Function):
+    """alltoall as an autograd operation: the gradients go back the way the rows came."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name):
+        output, received = _synchronize_alltoall(alltoall_async(tensor, splits, name=name))
+        ctx.received = received
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_received):
+        grad, _ = alltoall(grad_output, splits=ctx.received)
+        return grad, None, None
+
+
+def alltoall(tensor: torch.Tensor, splits=None, name: Optional[str] = None,
+             process_set: ProcessSet = global_process_set):
+    """Rows of ``tensor`` scattered to the ranks and gathered from them.
+
+    Returns the received tensor; with ``splits`` also the rows received from each rank (an
+    int32 tensor), as Horovod does.
+    """
+    _check_process_set(process_set)
+    if torch.is_grad_enabled() and tensor.requires_grad:
+        output, received = _AlltoallFunction.apply(tensor, splits, name)
+    else:
+        output, received = _synchronize_alltoall(alltoall_async(tensor, splits, name=name))
+    return output if splits is None else (output, received)
+
+
+# ---- reducescatter ----
+
+def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None, op: int = Average,
+                        process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                        postscale_factor: float = 1.0) -> int:
+    """Starts reducing ``tensor`` over all ranks and scattering the result's rows: rank i keeps
+    the i-th share of the first dimension (the first ranks one row more when it does not divide)."""
+    _require_init()
+    _check_process_set(process_set)
+    _check_reducible(tensor, "reducescatter")
+    if tensor.dim() == 0:
+        raise ValueError("dtrain: reducescatter needs a tensor with at least one dimension")
+    op = _reduce_op(op, None)
+    handle = _core.reducescatter_async(tensor, _auto_name("reducescatter", name), op, prescale_factor,
+                                       postscale_factor)
+    return _remember(handle, tensor)
+
+
+class _ReducescatterFunction(torch.autograd.Function):
+    """reducescatter as an autograd operation: the gradient is the allgather of the incoming
+    gradients, scaled as the forward scaled."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        return synchronize(reducescatter_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
+                                               postscale_factor=postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allgather(grad_output) * ctx.scale
+        if ctx.op == Average:
+            grad = grad / size()
+        return grad, None, None, None, None
+
+
+def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression: Compressor = Compression.none,
+                  op: int = Average, process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                  postscale_factor: float = 1.0) -> torch.Tensor:
+    """This rank's share of ``tensor`` reduced over all ranks (Average by default)."""
+    _check_process_set(process_set)
+    compressed, ctx = compression.compress(tensor)
+    if torch.is_grad_enabled() and compressed.requires_grad:
+        output = _ReducescatterFunction.apply(compressed, name, op, prescale_factor, postscale_factor)
+    else:
+        output = synchronize(reducescatter_async(compressed, name=name, op=op, prescale_factor=prescale_factor,
+                                                 postscale_factor=postscale_factor))
+    return compression.decompress(output, ctx)
+
+
+def grouped_reducescatter_async(tensors: Sequence[torch.Tensor], name: Optional[str] = None, op: int = Average,
+                                process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                                postscale_factor: float = 1.0) -> List[int]:
+    """Starts reducescatters of several tensors together; returns their handles, a list."""
+    names = _group_names("grouped_reducescatter", name, len(tensors))
+    return [reducescatter_async(t, n, op, process_set, prescale_factor, postscale_factor)
+            for t, n in zip(tensors, names)]
+
+
+def grouped_reducescatter(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
+                          compression: Compressor = Compression.none, op: int = Average,
+                          process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                          postscale_factor: float = 1.0) -> List[torch.Tensor]:
+    """reducescatter of several tensors, submitted together."""
+    compressed = [compression.compress(t) for t in tensors]
+    handles = grouped_reducescatter_async([c[0] for c in compressed], name, op, process_set, prescale_factor,
+                                          postscale_factor)
+    return [compression.decompress(synchronize(h), c[1]) for h, c in zip(handles, compressed)]
+
+
+# ---- without tensors ----
+
+def barrier(process_set: ProcessSet = global_process_set) -> None:
+    """Returns once every rank has called it."""
+    _require_init()
+    _check_process_set(process_set)
+    _core.barrier()
+
+
+def join(device: int = -1) -> int:
+    """Declares this rank out of data: until every rank has joined, its runtime answers the
+    others' allreduces with zeros. Returns the rank that joined last."""
+    _require_init()
+    return _core.join()
+
+
+def broadcast_object(obj, root_rank: int = 0, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set):
+    """Root's ``obj`` (anything picklable) on every rank."""
+    _require_init()
+    _check_process_set(process_set)
+    payload = pickle.dumps(obj) if rank() == root_rank else b""
+    return pickle.loads(_core.broadcast_object(payload, int(root_rank), _auto_name("broadcast_object", name)))
+
+
+def allgather_object(obj, name: Optional[str] = None, process_set: ProcessSet = global_process_set) -> list:
+    """Every rank's ``obj`` (anything picklable), as a list in rank order."""
+    _require_init()
+    _check_process_set(process_set)
+    gathered = _core.allgather_object(pickle.dumps(obj), _auto_name("allgather_object", name))
+    return [pickle.loads(item) for item in gathered]

@@ -1,0 +1,255 @@
+"""Horovod's ``DistributedOptimizer``: any torch.optim optimizer, its gradients averaged over all
+ranks while backward is still running.
+
+A hook on each parameter fires the moment backward has accumulated that parameter's gradient
+and starts its allreduce in the runtime (named after the parameter, so ranks match them up);
+communication then overlaps the rest of backward, and the runtime fuses small gradients into
+one transfer. ``step()`` waits for the reductions that are still in flight, then steps.
+"""
+import contextlib
+import warnings
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from dtrain.torch.collectives import (Adasum, Average, ProcessSet, _check_process_set, _reduce_op,
+                                      allreduce_async_, global_process_set, grouped_allreduce_async_,
+                                      synchronize)
+from dtrain.torch.compression import Compression, Compressor
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    """The methods mixed into the wrapped optimizer's class (see DistributedOptimizer)."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._op = op
+        self._gradient_predivide_factor = gradient_predivide_factor
+        self._sparse_as_dense = sparse_as_dense
+        self.backward_passes_per_step = backward_passes_per_step
+        self._parameter_names = self._names_of(named_parameters)
+        self._groups = self._parameter_groups(groups)
+        self._group_of = {p: g for g, members in enumerate(self._groups) for p in members}
+        self._allreduce_delay = {p: backward_passes_per_step for p in self._all_parameters()}
+        # p -> (handle, compression context) for a single allreduce; for a grouped one the
+        # group's index in the handle's place and its members in _group_handles.
+        self._handles: Dict[torch.Tensor, tuple] = {}
+        self._group_ready: Dict[int, List[torch.Tensor]] = {}
+        self._group_handles: Dict[int, Tuple[int, List[tuple]]] = {}
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+        self._hook_handles = []
+        self._register_hooks()
+
+    # ---- set-up ----
+
+    def _all_parameters(self) -> List[torch.Tensor]:
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def _names_of(self, named_parameters) -> Dict[torch.Tensor, str]:
+        if named_parameters is None:
+            return {p: f"allreduce.noname.{g}.{i}" for g, group in enumerate(self.param_groups)
+                    for i, p in enumerate(group["params"])}
+        named = list(named_parameters)
+        if any(not isinstance(item, tuple) or len(item) != 2 for item in named):
+            raise ValueError("dtrain: DistributedOptimizer's named_parameters must be (name, parameter) pairs, "
+                             "e.g. model.named_parameters()")
+        names = [name for name, _ in named]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"dtrain: DistributedOptimizer: parameter names appear more than once: {duplicates}")
+        by_parameter = {p: f"allreduce.{name}" for name, p in named}
+        unnamed = [f"param_groups[{g}]['params'][{i}]" for g, group in enumerate(self.param_groups)
+                   for i, p in enumerate(group["params"]) if p.requires_grad and p not in by_parameter]
+        if unnamed:
+            raise ValueError("dtrain: DistributedOptimizer: the optimizer updates parameters missing from "
+                             f"named_parameters (they would train on each rank alone): {', '.join(unnamed)}")
+        return by_parameter
+
+    def _parameter_groups(self, groups) -> List[List[torch.Tensor]]:
+        if groups is None or groups == 0:
+            return []
+        parameters = [p for p in self._all_parameters() if p.requires_grad]
+        if isinstance(groups, int):
+            if groups < 0:
+                raise ValueError(f"dtrain: DistributedOptimizer: groups must be positive, got {groups}")
+            size = -(-len(parameters) // groups)
+            return [parameters[i:i + size] for i in range(0, len(parameters), size)]
+        known = set(parameters)
+        result = []
+        for members in groups:
+            members = list(members)
+            strangers = [p for p in members if p not in known]
+            if strangers:
+                raise ValueError("dtrain: DistributedOptimizer: groups name parameters the optimizer does not update")
+            result.append(members)
+        return result
+
+    def _register_hooks(self) -> None:
+        for p in self._all_parameters():
+            if not p.requires_grad:
+                continue
+            self._requires_update.add(p)
+            if hasattr(p, "register_post_accumulate_grad_hook"):  # PyTorch 2.1 and later
+                self._hook_handles.append(p.register_post_accumulate_grad_hook(self._make_hook(p)))
+            else:
+                # The gradient accumulator of a leaf runs its hooks once p.grad holds the sum.
+                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+                self._hook_handles.append(accumulator.register_hook(self._make_hook(p)))
+                self._hook_handles.append(accumulator)  # keeps it (and its hook) alive
+
+    # ---- during backward ----
+
+    def _make_hook(self, p: torch.Tensor):
+        def hook(*unused):
+            self._synchronized = False
+            handle = self._handles.get(p)
+            if handle is not None and handle[0] is not None and self._allreduce_delay[p] <= 0:
+                raise AssertionError(
+                    "dtrain: gradients were computed more than backward_passes_per_step times before step(); "
+                    "raise backward_passes_per_step to accumulate them locally")
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                self._submit(p)
+            else:
+                self._handles[p] = (None, None)
+        return hook
+
+    def _scale_factors(self) -> Tuple[float, float]:
+        if self._op == Average and self._gradient_predivide_factor != 1.0:
+            return 1.0 / self._gradient_predivide_factor, self._gradient_predivide_factor
+        return 1.0, 1.0
+
+    def _gradient(self, p: torch.Tensor) -> torch.Tensor:
+        if p.grad is None:  # no gradient on this rank: it takes part with zeros, so no rank waits
+            p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self._sparse_as_dense:
+                raise NotImplementedError(
+                    "dtrain: sparse gradients are reduced as dense ones only: pass sparse_as_dense=True")
+            p.grad = p.grad.to_dense()
+        return p.grad
+
+    def _submit(self, p: torch.Tensor) -> None:
+        """Starts reducing p's gradient, or, in a group, once every member's gradient is ready."""
+        group = self._group_of.get(p)
+        if group is None:
+            compressed, ctx = self._compression.compress(self._gradient(p))
+            prescale, postscale = self._scale_factors()
+            handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self._op,
+                                      prescale_factor=prescale, postscale_factor=postscale)
+            self._handles[p] = (handle, (compressed, ctx))
+            return
+        ready = self._group_ready.setdefault(group, [])
+        ready.append(p)
+        self._handles[p] = (group, None)
+        if len(ready) == len(self._groups[group]):
+            self._submit_group(group)
+
+    def _submit_group(self, group: int) -> None:
+        members = self._groups[group]
+        compressed = [self._compression.compress(self._gradient(p)) for p in members]
+        prescale, postscale = self._scale_factors()
+        handle = grouped_allreduce_async_([c[0] for c in compressed], name=f"allreduce.group.{group}", op=self._op,
+                                          prescale_factor=prescale, postscale_factor=postscale)
+        self._group_handles[group] = (handle, list(zip(members, compressed)))
+        self._group_ready.pop(group, None)
+
+    # ---- after backward ----
+
+    def synchronize(self) -> None:
+        """Finishes every gradient's allreduce, starting those whose hook did not fire.
+
+        Until the next backward pass, calling it again does nothing: gradients are reduced once.
+        """
+        if self._synchronized:
+            return
+        for p in sorted(self._requires_update - set(self._handles), key=lambda q: self._parameter_names[q]):
+            self._submit(p)
+        for p, (handle, _) in list(self._handles.items()):
+            if handle is None:
+                self._submit(p)
+        for group in sorted(self._group_ready):
+            self._submit_group(group)
+        for p, (handle, context) in self._handles.items():
+            if p in self._group_of:
+                continue
+            compressed, ctx = context
+            synchronize(handle)
+            self._install(p, compressed, ctx)
+        for handle, members in self._group_handles.values():
+            synchronize(handle)
+            for p, (compressed, ctx) in members:
+                self._install(p, compressed, ctx)
+        self._handles.clear()
+        self._group_handles.clear()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._synchronized = True
+
+    def _install(self, p: torch.Tensor, reduced: torch.Tensor, ctx) -> None:
+        result = self._compression.decompress(reduced, ctx)
+        if result is not p.grad:
+            p.grad.copy_(result)
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """Within it, step() only steps: for code that called synchronize() itself (e.g. to
+        clip the reduced gradients)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            self.synchronize()
+        elif self._handles or self._group_handles:
+            raise AssertionError("dtrain: step() inside skip_synchronize() while gradients are still being reduced: "
+                                 "call optimizer.synchronize() after the last backward pass first")
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles or self._group_handles:
+            raise AssertionError("dtrain: optimizer.zero_grad() was called after loss.backward() but before "
+                                 "optimizer.step() or optimizer.synchronize(): the gradients are still being "
+                                 "reduced into")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer: torch.optim.Optimizer,
+                         named_parameters: Optional[Iterable[Tuple[str, torch.Tensor]]] = None,
+                         compression: Compressor = Compression.none, backward_passes_per_step: int = 1,
+                         op: int = Average, gradient_predivide_factor: float = 1.0, num_groups: int = 0,
+                         groups: Optional[Union[int, Sequence[Sequence[torch.Tensor]]]] = None,
+                         sparse_as_dense: bool = False,
+                         process_set: ProcessSet = global_process_set) -> torch.optim.Optimizer:
+    """Wraps ``optimizer`` so that ``step()`` applies the gradients averaged over all ranks.
+
+    The result is an instance of the optimizer's own class (its state_dict, param_groups and
+    learning-rate schedulers work as before). ``named_parameters`` (``model.named_parameters()``)
+    names each gradient's allreduce; without it parameters are numbered, which every rank must
+    then do alike. ``backward_passes_per_step`` accumulates that many backward passes locally
+    before one allreduce; ``groups`` (a number, or lists of parameters) reduces each group as one
+    operation; ``gradient_predivide_factor`` splits the averaging into a division before the sum
+    and the rest after it.
+    """
+    _check_process_set(process_set)
+    op = _reduce_op(op, None)
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("dtrain: gradient_predivide_factor needs op=hvd.Average")
+    if backward_passes_per_step < 1:
+        raise ValueError(f"dtrain: backward_passes_per_step must be at least 1, got {backward_passes_per_step}")
+    if num_groups:
+        warnings.warn("num_groups is deprecated: use groups=", DeprecationWarning, stacklevel=2)
+        groups = groups or num_groups
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
+    distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+                      gradient_predivide_factor, groups, sparse_as_dense)
+    if optimizer.state:
+        distributed.load_state_dict(optimizer.state_dict())
+    return distributed

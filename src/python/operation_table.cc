@@ -1,0 +1,28 @@
+#include "python/operation_table.h"
+
+namespace dtrain::python {
+
+int OperationTable::add(Operation operation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int handle = next_++;
+  operations_.emplace(handle, std::make_shared<Operation>(std::move(operation)));
+  return handle;
+}
+
+std::shared_ptr<Operation> OperationTable::find(int handle) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = operations_.find(handle);
+  return it == operations_.end() ? nullptr : it->second;
+}
+
+void OperationTable::remove(int handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  operations_.erase(handle);
+}
+
+std::size_t OperationTable::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return operations_.size();
+}
+
+}  // namespace dtrain::python
