@@ -17,7 +17,7 @@ error that says so: docs/python.md lists it.
 """
 from dtrain.common.exceptions import DtrainError, HorovodInternalError, HostsUpdatedInterrupt, WorkersLostError
 from dtrain.torch import elastic
-from dtrain.torch.collectives import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, allgather,
+from dtrain.torch.collectives import (Adasum, Average, add_process_set, remove_process_set, Max, Min, Product, ProcessSet, Sum, allgather,
                                       allgather_async, allgather_object, allreduce, allreduce_, allreduce_async,
                                       allreduce_async_, alltoall, alltoall_async, barrier, broadcast, broadcast_,
                                       broadcast_async, broadcast_async_, broadcast_object, ccl_built, cross_rank,

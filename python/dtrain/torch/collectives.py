@@ -50,6 +50,17 @@ class ProcessSet:
 
 global_process_set = ProcessSet()
 
+
+def add_process_set(process_set) -> ProcessSet:
+    """Not supported: every collective spans all ranks."""
+    raise NotImplementedError("dtrain: process sets other than the global one are not supported "
+                              "(every collective spans all ranks)")
+
+
+def remove_process_set(process_set) -> bool:
+    raise NotImplementedError("dtrain: process sets other than the global one are not supported "
+                              "(every collective spans all ranks)")
+
 # ---- lifecycle and placement ----
 
 _state = threading.local()
@@ -267,11 +278,19 @@ def _reduce_op(op: Optional[int], average: Optional[bool]) -> int:
     return op
 
 
+# What the runtime moves (dtrain::DataType); bool travels as uint8 where nothing is reduced.
+_SUPPORTED_DTYPES = (torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+                     torch.float64, torch.bool)
+
+
 def _check_tensor(tensor: torch.Tensor, what: str) -> None:
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"dtrain: {what} takes a torch.Tensor, got {type(tensor).__name__}")
     if tensor.is_sparse:
         raise ValueError(f"dtrain: {what} takes dense tensors; convert sparse ones with .to_dense()")
+    if tensor.dtype not in _SUPPORTED_DTYPES:
+        raise TypeError(f"dtrain: {what}: tensors of dtype {tensor.dtype} are not supported (uint8, int32, int64, "
+                        "float16, bfloat16, float32, float64, and bool where nothing is reduced)")
 
 
 def _check_reducible(tensor: torch.Tensor, what: str) -> None:

@@ -1,0 +1,102 @@
+"""Python jobs as users run them under ``dtrain run``: an elastic job that loses a worker
+mid-run goes on with every step counted once, and a rank killed in an ordinary job ends it
+naming the rank. Each test starts its own launcher (run this file in one process)."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+LAUNCHER = os.environ.get("DTRAIN_CLI", str(HERE.parents[2] / "build" / "apps" / "dtrain"))
+WORKER = HERE / "elastic_worker.py"
+STEPS, COMMIT_EVERY = 60, 5
+
+
+class Job:
+    """One ``dtrain run`` in the background, its output in a file read as it grows."""
+
+    def __init__(self, tmp_path: Path, launcher_args, timeout_s: str = "10") -> None:
+        self.log = tmp_path / "job.log"
+        self.tag = f"python-job-test-{uuid.uuid4().hex}"
+        env = dict(os.environ, DTRAIN_TIMEOUT_S=timeout_s)
+        command = ["timeout", "-k", "5", "150", LAUNCHER, "run", *launcher_args, "--", sys.executable, str(WORKER),
+                   "--steps", str(STEPS), "--commit-every", str(COMMIT_EVERY), "--tag", self.tag]
+        self.process = subprocess.Popen(command, stdout=self.log.open("w"), stderr=subprocess.STDOUT, env=env)
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def wait_for(self, pattern: str) -> re.Match:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            match = re.search(pattern, self.output())
+            if match:
+                return match
+            time.sleep(0.05)
+        pytest.fail(f"no {pattern!r} in the output:\n{self.output()}")
+
+    def kill_worker_mid_run(self, worker: int) -> None:
+        pid = int(self.wait_for(rf"worker {worker} pid (\d+)").group(1))
+        self.wait_for(r"rank \d+/\d+ step 12\n")
+        os.kill(pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        return self.process.wait(timeout=160)
+
+    def survivors(self) -> str:
+        found = subprocess.run(["pgrep", "-af", "--", self.tag], capture_output=True, text=True).stdout
+        return "\n".join(line for line in found.splitlines() if "pgrep" not in line)
+
+
+def test_elastic_job_losing_a_worker_counts_every_step_once(tmp_path):
+    job = Job(tmp_path, ["--min-np", "2", "--max-np", "3", "-H", "127.0.0.1:1,127.0.0.2:1,127.0.0.3:1"])
+    job.kill_worker_mid_run(1)
+    assert job.wait() == 0, job.output()
+    out = job.output()
+    assert "host 127.0.0.2: worker 1 was killed by signal 9 (SIGKILL); the job goes on without it" in out, out
+    resumed = int(re.search(r"reset: \d+ -> 2 ranks, resuming at step (\d+)", out).group(1))
+    done = re.search(r"done: steps (\d+) total (\d+) resets (\d+)", out)
+    assert done, out
+    steps, total, resets = map(int, done.groups())
+    assert steps == STEPS and resets == 1, out
+    # 3 ranks counted each step before the reset's commit, 2 after: no step lost or counted twice.
+    assert total == 3 * resumed + 2 * (STEPS - resumed), out
+    # The survivors went back to a commit made after the first 12 steps (killed at step 12 or later).
+    assert resumed % COMMIT_EVERY == 0 and resumed >= 10, out
+    assert job.survivors() == ""
+
+
+def test_rank_killed_in_an_ordinary_job_ends_it_naming_the_rank(tmp_path):
+    job = Job(tmp_path, ["-np", "2"], timeout_s="5")
+    pid = None
+    deadline = time.monotonic() + 90
+    while pid is None and time.monotonic() < deadline:
+        pid = _rank_pid(job, 1)
+        time.sleep(0.05)
+    assert pid is not None, job.output()
+    job.wait_for(r"rank \d+/\d+ step 12\n")
+    os.kill(pid, signal.SIGKILL)
+    code = job.wait()
+    out = job.output()
+    assert code != 0 and code != 124, out
+    assert re.search(r"rank 1 \(host [^)]*\) was killed by signal 9", out), out
+    assert job.survivors() == ""
+
+
+def _rank_pid(job: Job, rank: int):
+    """The pid of the job's rank ``rank``, found through the variables the launcher gave it."""
+    found = subprocess.run(["pgrep", "-f", "--", job.tag], capture_output=True, text=True).stdout.split()
+    for pid in found:
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"DTRAIN_RANK={rank}".encode() in environ and b"DTRAIN_SIZE=2" in environ:
+            return int(pid)
+    return None
