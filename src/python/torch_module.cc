@@ -62,9 +62,18 @@ ReduceOptions reduce_options(int op, double prescale_factor, double postscale_fa
   return {static_cast<ReduceOp>(op), prescale_factor, postscale_factor};
 }
 
-template <typename Handle>
-int add(Handle handle, bool returns_splits = false) {
-  return operations().add(Operation{std::move(handle), returns_splits});
+// Submits what `start` starts and stores it. What the runtime refuses at submission (a bad
+// name, root or split, a name already in flight: checks on this rank alone) is the caller's
+// mistake, a ValueError as in Horovod; failures found later, between ranks, come from wait().
+template <typename Start>
+int submit(Start&& start, bool returns_splits = false) {
+  try {
+    return operations().add(Operation{start(), returns_splits});
+  } catch (const WorkersLostError&) {
+    throw;
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
 }
 
 bool poll(int handle) {
@@ -156,32 +165,34 @@ PYBIND11_MODULE(_core, m) {
   // dtrain::ReduceOp's value (Sum 0, Average 1, Min 2, Max 3, Product 4).
   m.def("allreduce_async",
         [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
-          return add(libtorch::allreduce_async(tensor, name, reduce_options(op, prescale, postscale)));
+          return submit([&] { return libtorch::allreduce_async(tensor, name, reduce_options(op, prescale, postscale)); });
         });
   m.def("allreduce_async_",
         [](at::Tensor tensor, const std::string& name, int op, double prescale, double postscale) {
-          return add(libtorch::allreduce_async_(tensor, name, reduce_options(op, prescale, postscale)));
+          return submit([&] { return libtorch::allreduce_async_(tensor, name, reduce_options(op, prescale, postscale)); });
         });
   m.def("grouped_allreduce_async",
         [](const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names, int op, double prescale,
            double postscale, bool in_place) {
           const ReduceOptions options = reduce_options(op, prescale, postscale);
-          return add(in_place ? libtorch::grouped_allreduce_async_(tensors, names, options)
-                              : libtorch::grouped_allreduce_async(tensors, names, options));
+          return submit([&] {
+            return in_place ? libtorch::grouped_allreduce_async_(tensors, names, options)
+                            : libtorch::grouped_allreduce_async(tensors, names, options);
+          });
         });
   m.def("allgather_async", [](const at::Tensor& tensor, const std::string& name) {
-    return add(libtorch::allgather_async(tensor, name));
+    return submit([&] { return libtorch::allgather_async(tensor, name); });
   });
   m.def("broadcast_async_", [](at::Tensor tensor, int root, const std::string& name) {
-    return add(libtorch::broadcast_async_(tensor, root, name));
+    return submit([&] { return libtorch::broadcast_async_(tensor, root, name); });
   });
   m.def("alltoall_async", [](const at::Tensor& tensor, const std::vector<std::int64_t>& splits,
                              const std::string& name) {
-    return add(libtorch::alltoall_async(tensor, name, splits), /*returns_splits=*/true);
+    return submit([&] { return libtorch::alltoall_async(tensor, name, splits); }, /*returns_splits=*/true);
   });
   m.def("reducescatter_async",
         [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
-          return add(libtorch::reducescatter_async(tensor, name, reduce_options(op, prescale, postscale)));
+          return submit([&] { return libtorch::reducescatter_async(tensor, name, reduce_options(op, prescale, postscale)); });
         });
   m.def("poll", &poll);
   m.def("wait", &wait);

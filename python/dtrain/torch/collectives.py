@@ -6,15 +6,16 @@ bytes; this module names operations, checks arguments, applies compression and m
 blocking forms differentiable as Horovod does.
 """
 import collections
+import itertools
 import os
 import pickle
 import threading
 import warnings
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from dtrain.torch import _core
+from dtrain.torch import _core, wire
 from dtrain.torch.compression import Compression, Compressor
 
 # Reduction ops, as the runtime numbers them (dtrain::ReduceOp). Adasum is Horovod's
@@ -221,9 +222,18 @@ def stop_timeline() -> None:
 
 # ---- operations in flight ----
 
-# handle -> the tensors the operation reads or writes, kept alive until synchronize().
-_handle_map: Dict[int, tuple] = {}
+class _Pending:
+    """What synchronize() needs of an operation: the tensors it uses (kept alive until then),
+    how to turn the runtime's result into the caller's, and for a composite handle (grouped
+    allgather and reducescatter) the handles it stands for."""
+
+    def __init__(self, keep: tuple, finish: Optional[Callable] = None, parts: Optional[List[int]] = None) -> None:
+        self.keep, self.finish, self.parts = keep, finish, parts
+
+
+_handle_map: Dict[int, _Pending] = {}
 _handle_lock = threading.Lock()
+_composite_handles = itertools.count(-1, -1)  # negative: never one of the runtime's
 
 
 def _auto_name(kind: str, name: Optional[str]) -> str:
@@ -235,14 +245,25 @@ def _auto_name(kind: str, name: Optional[str]) -> str:
     return f"{kind}.noname.{number}"
 
 
-def _remember(handle: int, *tensors) -> int:
+def _remember(handle: int, keep: tuple, finish: Optional[Callable] = None) -> int:
     with _handle_lock:
-        _handle_map[handle] = tensors
+        _handle_map[handle] = _Pending(keep, finish)
+    return handle
+
+
+def _remember_composite(parts: List[int]) -> int:
+    handle = next(_composite_handles)
+    with _handle_lock:
+        _handle_map[handle] = _Pending((), parts=parts)
     return handle
 
 
 def poll(handle: int) -> bool:
     """Whether the operation behind ``handle`` has finished (then synchronize() does not wait)."""
+    with _handle_lock:
+        pending = _handle_map.get(handle)
+    if pending is not None and pending.parts is not None:
+        return all(poll(part) for part in pending.parts)
     return _core.poll(handle)
 
 
@@ -253,13 +274,17 @@ def synchronize(handle: int):
     runtime's message naming the operation and the ranks that disagreed.
     """
     with _handle_lock:
-        if handle not in _handle_map:
-            return None
+        pending = _handle_map.get(handle)
+    if pending is None:
+        return None
     try:
-        return _core.wait(handle)
+        if pending.parts is not None:
+            return [synchronize(part) for part in pending.parts]
+        result = _core.wait(handle)
     finally:
         with _handle_lock:
             _handle_map.pop(handle, None)
+    return pending.finish(result) if pending.finish else result
 
 
 def _reduce_op(op: Optional[int], average: Optional[bool]) -> int:
@@ -278,37 +303,33 @@ def _reduce_op(op: Optional[int], average: Optional[bool]) -> int:
     return op
 
 
-# What the runtime moves (dtrain::DataType); bool travels as uint8 where nothing is reduced.
-_SUPPORTED_DTYPES = (torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
-                     torch.float64, torch.bool)
+def _group_names(kind: str, name: Optional[str], count: int) -> List[str]:
+    base = _auto_name(kind, name)
+    return [f"{base}.{i}" for i in range(count)]
 
 
-def _check_tensor(tensor: torch.Tensor, what: str) -> None:
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"dtrain: {what} takes a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.is_sparse:
-        raise ValueError(f"dtrain: {what} takes dense tensors; convert sparse ones with .to_dense()")
-    if tensor.dtype not in _SUPPORTED_DTYPES:
-        raise TypeError(f"dtrain: {what}: tensors of dtype {tensor.dtype} are not supported (uint8, int32, int64, "
-                        "float16, bfloat16, float32, float64, and bool where nothing is reduced)")
-
-
-def _check_reducible(tensor: torch.Tensor, what: str) -> None:
-    _check_tensor(tensor, what)
-    if tensor.dtype == torch.bool:
-        raise TypeError(f"dtrain: {what} cannot reduce bool tensors; convert them to torch.uint8 first")
-
-
-def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
-    """bool tensors travel as uint8 (the same bytes): for collectives that only move data."""
-    return tensor.view(torch.uint8) if tensor.dtype == torch.bool else tensor
-
-
-def _from_bytes(result: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return result.view(torch.bool) if dtype == torch.bool else result
+def _check_rows(tensor: torch.Tensor, what: str) -> None:
+    if tensor.dim() == 0:
+        raise ValueError(f"dtrain: {what} needs a tensor with at least one dimension")
 
 
 # ---- allreduce ----
+
+def _allreduce_async(tensor: torch.Tensor, average, name, op, prescale_factor, postscale_factor, process_set,
+                     in_place: bool) -> int:
+    _require_init()
+    _check_process_set(process_set)
+    what = "allreduce_" if in_place else "allreduce"
+    wire.check(tensor, what, reduce=True)
+    op = _reduce_op(op, average)
+    sent = wire.Wire(tensor, reduce=True, prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+    name = _auto_name("allreduce", name)
+    if in_place:
+        handle = _core.allreduce_async_(sent.sent, name, op, *sent.factors)
+        return _remember(handle, (tensor, sent.sent), sent.into_place)
+    handle = _core.allreduce_async(sent.sent, name, op, *sent.factors)
+    return _remember(handle, (tensor, sent.sent), sent.result)
+
 
 def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
@@ -318,24 +339,14 @@ def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: 
     The operation is keyed by ``name``: every rank must submit it with the same shape and dtype.
     Returns a handle for poll() and synchronize(); the input is not modified.
     """
-    _require_init()
-    _check_process_set(process_set)
-    _check_reducible(tensor, "allreduce")
-    op = _reduce_op(op, average)
-    handle = _core.allreduce_async(tensor, _auto_name("allreduce", name), op, prescale_factor, postscale_factor)
-    return _remember(handle, tensor)
+    return _allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set, False)
 
 
 def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                      op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                      process_set: ProcessSet = global_process_set) -> int:
     """Starts reducing ``tensor`` over all ranks in place; returns a handle."""
-    _require_init()
-    _check_process_set(process_set)
-    _check_reducible(tensor, "allreduce_")
-    op = _reduce_op(op, average)
-    handle = _core.allreduce_async_(tensor, _auto_name("allreduce", name), op, prescale_factor, postscale_factor)
-    return _remember(handle, tensor)
+    return _allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set, True)
 
 
 class _AllreduceFunction(torch.autograd.Function):
@@ -379,9 +390,29 @@ def allreduce_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optio
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
 
 
-def _group_names(kind: str, name: Optional[str], count: int) -> List[str]:
-    base = _auto_name(kind, name)
-    return [f"{base}.{i}" for i in range(count)]
+def _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
+                             in_place: bool) -> int:
+    _require_init()
+    _check_process_set(process_set)
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("dtrain: grouped_allreduce needs at least one tensor")
+    for tensor in tensors:
+        wire.check(tensor, "grouped_allreduce", reduce=True)
+    op = _reduce_op(op, average)
+    sent = [wire.Wire(t, reduce=True, prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+            for t in tensors]
+    factors = {w.factors for w in sent}
+    if len(factors) > 1:  # integer and floating-point tensors scaled in one group: scale each apart
+        raise ValueError("dtrain: grouped_allreduce with scale factors takes tensors that are all integer or "
+                         "all floating point")
+    names = _group_names("grouped_allreduce", name, len(tensors))
+    handle = _core.grouped_allreduce_async([w.sent for w in sent], names, op, *sent[0].factors, in_place)
+
+    def finish(results: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [(w.into_place if in_place else w.result)(r) for w, r in zip(sent, results)]
+
+    return _remember(handle, tuple(tensors) + tuple(w.sent for w in sent), finish)
 
 
 def grouped_allreduce_async(tensors: Sequence[torch.Tensor], average: Optional[bool] = None,
@@ -399,21 +430,6 @@ def grouped_allreduce_async_(tensors: Sequence[torch.Tensor], average: Optional[
     """grouped_allreduce_async in place."""
     return _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
                                     in_place=True)
-
-
-def _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
-                             in_place: bool) -> int:
-    _require_init()
-    _check_process_set(process_set)
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("dtrain: grouped_allreduce needs at least one tensor")
-    for tensor in tensors:
-        _check_reducible(tensor, "grouped_allreduce")
-    op = _reduce_op(op, average)
-    names = _group_names("grouped_allreduce", name, len(tensors))
-    handle = _core.grouped_allreduce_async(tensors, names, op, prescale_factor, postscale_factor, in_place)
-    return _remember(handle, *tensors)
 
 
 class _GroupedAllreduceFunction(torch.autograd.Function):
@@ -463,27 +479,11 @@ def allgather_async(tensor: torch.Tensor, name: Optional[str] = None,
     differ between ranks); returns a handle."""
     _require_init()
     _check_process_set(process_set)
-    _check_tensor(tensor, "allgather")
-    if tensor.dim() == 0:
-        raise ValueError("dtrain: allgather needs a tensor with at least one dimension")
-    handle = _core.allgather_async(_as_bytes(tensor), _auto_name("allgather", name))
-    _remember(handle, tensor)
-    if tensor.dtype == torch.bool:
-        _bool_results.add(handle)
-    return handle
-
-
-_bool_results = set()  # handles whose uint8 result is to be seen as bool
-
-
-def _synchronize_data(handle: int):
-    result = synchronize(handle)
-    if handle in _bool_results:
-        _bool_results.discard(handle)
-        if isinstance(result, tuple):
-            return (result[0].view(torch.bool),) + tuple(result[1:])
-        return result.view(torch.bool)
-    return result
+    wire.check(tensor, "allgather", reduce=False)
+    _check_rows(tensor, "allgather")
+    sent = wire.Wire(tensor, reduce=False)
+    handle = _core.allgather_async(sent.sent, _auto_name("allgather", name))
+    return _remember(handle, (tensor, sent.sent), sent.result)
 
 
 class _AllgatherFunction(torch.autograd.Function):
@@ -493,7 +493,7 @@ class _AllgatherFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name):
         ctx.rows = tensor.shape[0]
-        return _synchronize_data(allgather_async(tensor, name=name))
+        return synchronize(allgather_async(tensor, name=name))
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -509,20 +509,25 @@ def allgather(tensor: torch.Tensor, name: Optional[str] = None,
     _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
         return _AllgatherFunction.apply(tensor, name)
-    return _synchronize_data(allgather_async(tensor, name=name))
+    return synchronize(allgather_async(tensor, name=name))
 
 
 def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
-                            process_set: ProcessSet = global_process_set) -> List[int]:
-    """Starts allgathers of several tensors together; returns their handles, a list."""
+                            process_set: ProcessSet = global_process_set) -> int:
+    """Starts allgathers of several tensors together; synchronize() returns their results, a list."""
     names = _group_names("grouped_allgather", name, len(tensors))
-    return [allgather_async(t, name=n, process_set=process_set) for t, n in zip(tensors, names)]
+    return _remember_composite([allgather_async(t, name=n, process_set=process_set) for t, n in zip(tensors, names)])
 
 
 def grouped_allgather(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
                       process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
-    """allgather of several tensors, submitted together."""
-    return [_synchronize_data(h) for h in grouped_allgather_async(tensors, name, process_set)]
+    """allgather of several tensors, submitted together; differentiable like allgather."""
+    _check_process_set(process_set)
+    names = _group_names("grouped_allgather", name, len(tensors))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return [allgather(t, name=n) for t, n in zip(tensors, names)]
+    handles = [allgather_async(t, name=n) for t, n in zip(tensors, names)]
+    return [synchronize(h) for h in handles]
 
 
 # ---- broadcast ----
@@ -538,12 +543,10 @@ def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: Optional[str] =
     """Starts copying root's ``tensor`` into every rank's ``tensor``; returns a handle."""
     _require_init()
     _check_process_set(process_set)
-    _check_tensor(tensor, "broadcast")
-    handle = _core.broadcast_async_(_as_bytes(tensor), int(root_rank), _auto_name("broadcast", name))
-    _remember(handle, tensor)
-    if tensor.dtype == torch.bool:
-        _bool_results.add(handle)
-    return handle
+    wire.check(tensor, "broadcast", reduce=False)
+    sent = wire.Wire(tensor, reduce=False)
+    handle = _core.broadcast_async_(sent.sent, int(root_rank), _auto_name("broadcast", name))
+    return _remember(handle, (tensor, sent.sent), sent.into_place)
 
 
 class _BroadcastFunction(torch.autograd.Function):
@@ -553,7 +556,7 @@ class _BroadcastFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, root_rank, name):
         ctx.root_rank = root_rank
-        return _synchronize_data(broadcast_async(tensor, root_rank, name=name))
+        return synchronize(broadcast_async(tensor, root_rank, name=name))
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -569,19 +572,18 @@ def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
     _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
         return _BroadcastFunction.apply(tensor, root_rank, name)
-    return _synchronize_data(broadcast_async(tensor, root_rank, name=name))
+    return synchronize(broadcast_async(tensor, root_rank, name=name))
 
 
 def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
                process_set: ProcessSet = global_process_set) -> torch.Tensor:
     """Copies root's ``tensor`` into every rank's ``tensor`` and returns it."""
-    _synchronize_data(broadcast_async_(tensor, root_rank, name, process_set))
-    return tensor
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
 # ---- alltoall ----
 
-def _splits_list(tensor: torch.Tensor, splits) -> List[int]:
+def _splits_list(splits) -> List[int]:
     if splits is None:
         return []
     if isinstance(splits, torch.Tensor):
@@ -595,19 +597,16 @@ def alltoall_async(tensor: torch.Tensor, splits=None, name: Optional[str] = None
     shares without splits); synchronize() returns (received tensor, received splits)."""
     _require_init()
     _check_process_set(process_set)
-    _check_tensor(tensor, "alltoall")
-    if tensor.dim() == 0:
-        raise ValueError("dtrain: alltoall needs a tensor with at least one dimension")
-    handle = _core.alltoall_async(_as_bytes(tensor), _splits_list(tensor, splits), _auto_name("alltoall", name))
-    _remember(handle, tensor)
-    if tensor.dtype == torch.bool:
-        _bool_results.add(handle)
-    return handle
+    wire.check(tensor, "alltoall", reduce=False)
+    _check_rows(tensor, "alltoall")
+    sent = wire.Wire(tensor, reduce=False)
+    handle = _core.alltoall_async(sent.sent, _splits_list(splits), _auto_name("alltoall", name))
 
+    def finish(result) -> Tuple[torch.Tensor, torch.Tensor]:
+        output, received = result
+        return sent.result(output), torch.tensor(received, dtype=torch.int32)
 
-def _synchronize_alltoall(handle: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    output, received = _synchronize_data(handle)
-    return output, torch.tensor(received, dtype=torch.int32)
+    return _remember(handle, (tensor, sent.sent), finish)
 
 
 class _AlltoallFunction(torch.autograd.Function):
@@ -615,7 +614,7 @@ class _AlltoallFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tensor, splits, name):
-        output, received = _synchronize_alltoall(alltoall_async(tensor, splits, name=name))
+        output, received = synchronize(alltoall_async(tensor, splits, name=name))
         ctx.received = received
         ctx.mark_non_differentiable(received)
         return output, received
@@ -637,7 +636,7 @@ def alltoall(tensor: torch.Tensor, splits=None, name: Optional[str] = None,
     if torch.is_grad_enabled() and tensor.requires_grad:
         output, received = _AlltoallFunction.apply(tensor, splits, name)
     else:
-        output, received = _synchronize_alltoall(alltoall_async(tensor, splits, name=name))
+        output, received = synchronize(alltoall_async(tensor, splits, name=name))
     return output if splits is None else (output, received)
 
 
@@ -650,30 +649,29 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None, op: in
     the i-th share of the first dimension (the first ranks one row more when it does not divide)."""
     _require_init()
     _check_process_set(process_set)
-    _check_reducible(tensor, "reducescatter")
-    if tensor.dim() == 0:
-        raise ValueError("dtrain: reducescatter needs a tensor with at least one dimension")
+    wire.check(tensor, "reducescatter", reduce=True)
+    _check_rows(tensor, "reducescatter")
     op = _reduce_op(op, None)
-    handle = _core.reducescatter_async(tensor, _auto_name("reducescatter", name), op, prescale_factor,
-                                       postscale_factor)
-    return _remember(handle, tensor)
+    sent = wire.Wire(tensor, reduce=True, prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+    handle = _core.reducescatter_async(sent.sent, _auto_name("reducescatter", name), op, *sent.factors)
+    return _remember(handle, (tensor, sent.sent), sent.result)
 
 
 class _ReducescatterFunction(torch.autograd.Function):
-    """reducescatter as an autograd operation: the gradient is the allgather of the incoming
-    gradients, scaled as the forward scaled."""
+    """reducescatter as an autograd operation, with Horovod's gradient: the allgather of the
+    incoming gradients, times size() for Sum."""
 
     @staticmethod
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
-        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        ctx.op = op
         return synchronize(reducescatter_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
                                                postscale_factor=postscale_factor))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allgather(grad_output) * ctx.scale
-        if ctx.op == Average:
-            grad = grad / size()
+        grad = allgather(grad_output)
+        if ctx.op == Sum:
+            grad = grad * size()
         return grad, None, None, None, None
 
 
@@ -693,21 +691,26 @@ def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression:
 
 def grouped_reducescatter_async(tensors: Sequence[torch.Tensor], name: Optional[str] = None, op: int = Average,
                                 process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
-                                postscale_factor: float = 1.0) -> List[int]:
-    """Starts reducescatters of several tensors together; returns their handles, a list."""
+                                postscale_factor: float = 1.0) -> int:
+    """Starts reducescatters of several tensors together; synchronize() returns their results, a list."""
     names = _group_names("grouped_reducescatter", name, len(tensors))
-    return [reducescatter_async(t, n, op, process_set, prescale_factor, postscale_factor)
-            for t, n in zip(tensors, names)]
+    return _remember_composite([reducescatter_async(t, n, op, process_set, prescale_factor, postscale_factor)
+                                for t, n in zip(tensors, names)])
 
 
 def grouped_reducescatter(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
                           compression: Compressor = Compression.none, op: int = Average,
                           process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
                           postscale_factor: float = 1.0) -> List[torch.Tensor]:
-    """reducescatter of several tensors, submitted together."""
+    """reducescatter of several tensors, submitted together; differentiable like reducescatter."""
+    _check_process_set(process_set)
+    names = _group_names("grouped_reducescatter", name, len(tensors))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)
+                for t, n in zip(tensors, names)]
     compressed = [compression.compress(t) for t in tensors]
-    handles = grouped_reducescatter_async([c[0] for c in compressed], name, op, process_set, prescale_factor,
-                                          postscale_factor)
+    handles = [reducescatter_async(c[0], n, op, process_set, prescale_factor, postscale_factor)
+               for c, n in zip(compressed, names)]
     return [compression.decompress(synchronize(h), c[1]) for h, c in zip(handles, compressed)]
 
 

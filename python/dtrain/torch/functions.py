@@ -24,8 +24,8 @@ def _named(params: Parameters):
     return named
 
 
-def broadcast_parameters(params: Parameters, root_rank: int, prefix: Optional[str] = None,
-                         process_set: ProcessSet = global_process_set) -> None:
+def broadcast_parameters(params: Parameters, root_rank: int, process_set: ProcessSet = global_process_set, *,
+                         prefix: Optional[str] = None) -> None:
     """Copies root's values into every rank's tensors, in place.
 
     ``params`` is a ``state_dict()``, ``named_parameters()`` or a list of tensors; every rank
@@ -43,8 +43,8 @@ def broadcast_parameters(params: Parameters, root_rank: int, prefix: Optional[st
             synchronize(handle)
 
 
-def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, prefix: Optional[str] = None,
-                              process_set: ProcessSet = global_process_set) -> None:
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int,
+                              process_set: ProcessSet = global_process_set, *, prefix: Optional[str] = None) -> None:
     """Makes every rank's optimizer state and options (learning rate, momentum, ...) root's.
 
     Works for any optimizer whose ``state_dict()`` describes it (SGD, Adam, AdamW, RMSprop,

@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from dtrain.torch.collectives import (Adasum, Average, ProcessSet, _check_process_set, _reduce_op,
+from dtrain.torch.collectives import (Average, ProcessSet, _check_process_set, _reduce_op,
                                       allreduce_async_, global_process_set, grouped_allreduce_async_,
                                       synchronize)
 from dtrain.torch.compression import Compression, Compressor

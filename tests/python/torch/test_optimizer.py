@@ -1,0 +1,443 @@
+"""``hvd.DistributedOptimizer`` and the broadcast helpers against training in one process.
+
+Each rank trains a small float64 network on its own shard of a fixed dataset; the reference
+is plain PyTorch in one process that sees every rank's shard. With a mean loss and shards of
+equal size, averaging the ranks' gradients (Horovod's default op) equals the gradient of the
+mean loss over the concatenated batch, so the parameters must agree to 1e-9 after every
+step. Horovod's semantics are those of horovod/torch/optimizer.py and functions.py.
+"""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import dtrain.torch as hvd
+from multirank import assert_state_equal, gather_objects, generator
+
+STEPS = 20
+BATCH = 4  # rows of one rank's batch
+FEATURES, HIDDEN, OUTPUTS = 5, 8, 3
+TOLERANCE = 1e-9
+
+
+def make_model(seed=2024):
+    """A small MLP in float64, its weights a function of `seed` only."""
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(),
+                                torch.nn.Linear(HIDDEN, OUTPUTS)).double()
+    fill_parameters(model, seed)
+    return model
+
+
+def fill_parameters(model, seed):
+    g = generator(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.5 * torch.randn(p.shape, generator=g, dtype=torch.float64))
+
+
+def make_data(batches):
+    """A fixed dataset of `batches` batches of BATCH rows, the same on every rank."""
+    g = generator(31337)
+    x = torch.randn(batches * BATCH, FEATURES, generator=g, dtype=torch.float64)
+    y = torch.randn(batches * BATCH, OUTPUTS, generator=g, dtype=torch.float64)
+    return x, y
+
+
+def batch(data, index):
+    x, y = data
+    return x[index * BATCH:(index + 1) * BATCH], y[index * BATCH:(index + 1) * BATCH]
+
+
+def shard_index(step, r, micro=0, micro_batches=1):
+    """Rank r's batch of a step: steps, then micro-batches, then ranks, in the data's order."""
+    return (step * micro_batches + micro) * hvd.size() + r
+
+
+def distributed(model, optimizer, **kwargs):
+    return hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), **kwargs)
+
+
+def train_distributed(model, optimizer, data, steps=STEPS, micro_batches=1):
+    """The Horovod training loop: this rank's shard, backward, step."""
+    for step in range(steps):
+        optimizer.zero_grad()
+        for micro in range(micro_batches):
+            x, y = batch(data, shard_index(step, hvd.rank(), micro, micro_batches))
+            F.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+def reference_gradients(model, data, step, weight, micro_batches=1, ranks=None, forward=None):
+    """Accumulates, in one process, weight * the gradient of every rank's loss of `step`."""
+    forward = forward or (lambda m, x, r: m(x))
+    ranks = range(hvd.size()) if ranks is None else ranks
+    for micro in range(micro_batches):
+        for r in ranks:
+            x, y = batch(data, shard_index(step, r, micro, micro_batches))
+            (weight * F.mse_loss(forward(model, x, r), y)).backward()
+
+
+def train_reference(model, optimizer, data, steps=STEPS, weight=None, micro_batches=1, forward=None):
+    weight = 1.0 / hvd.size() if weight is None else weight
+    for step in range(steps):
+        optimizer.zero_grad()
+        reference_gradients(model, data, step, weight, micro_batches, forward=forward)
+        optimizer.step()
+
+
+def max_difference(model, reference):
+    return max((p - q).abs().max().item() for p, q in zip(model.parameters(), reference.parameters()))
+
+
+def assert_parameters_close(model, reference, tolerance=TOLERANCE):
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        assert p.dtype == q.dtype
+        difference = (p.detach() - q.detach()).abs().max().item()
+        assert difference <= tolerance, f"{name}: differs by {difference:.3g} from one process"
+
+
+OPTIMIZERS = {
+    "sgd_momentum": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+    "adam": lambda params: torch.optim.Adam(params, lr=0.01),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
+def test_training_matches_one_process_on_the_concatenated_batch(kind):
+    """20 steps on each rank's shard equal 20 steps of plain PyTorch on the concatenation of
+    every rank's shard (a mean loss over the whole batch)."""
+    data = make_data(STEPS * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, OPTIMIZERS[kind](model.parameters()))
+    train_distributed(model, optimizer, data)
+
+    reference = make_model()
+    plain = OPTIMIZERS[kind](reference.parameters())
+    per_step = hvd.size() * BATCH
+    for step in range(STEPS):
+        plain.zero_grad()
+        x, y = data[0][step * per_step:(step + 1) * per_step], data[1][step * per_step:(step + 1) * per_step]
+        F.mse_loss(reference(x), y).backward()
+        plain.step()
+    assert isinstance(optimizer, type(plain)), "DistributedOptimizer is not an instance of the optimizer it wraps"
+    assert_parameters_close(model, reference)
+
+
+def test_op_sum_adds_the_gradients():
+    """op=hvd.Sum: the gradient is the sum of every rank's gradient."""
+    data = make_data(STEPS * hvd.size())
+    model = make_model()
+    train_distributed(model, distributed(model, torch.optim.SGD(model.parameters(), lr=0.02), op=hvd.Sum), data)
+    reference = make_model()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.02), data, weight=1.0)
+    assert_parameters_close(model, reference)
+
+
+def test_gradient_predivide_factor_still_averages():
+    """gradient_predivide_factor splits the average into 1/f before the sum and f/size after
+    it: the same result as a plain average."""
+    data = make_data(STEPS * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                            gradient_predivide_factor=4.0)
+    train_distributed(model, optimizer, data)
+    reference = make_model()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9), data)
+    assert_parameters_close(model, reference)
+
+
+def test_backward_passes_per_step_accumulates_locally():
+    """backward_passes_per_step=2: two backward passes add up in .grad, then one average over
+    ranks at step(): the gradient is the sum of both micro-batches' gradients, averaged."""
+    data = make_data(STEPS * 2 * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                            backward_passes_per_step=2)
+    train_distributed(model, optimizer, data, micro_batches=2)
+    reference = make_model()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.05, momentum=0.9), data,
+                    micro_batches=2)
+    assert_parameters_close(model, reference)
+
+
+def test_synchronize_then_clip_then_step_without_synchronizing():
+    """optimizer.synchronize() averages the gradients, clip_grad_norm_ clips the averaged
+    ones, and step() under skip_synchronize() applies them."""
+    max_norm = 0.05
+    data = make_data(STEPS * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    for step in range(STEPS):
+        optimizer.zero_grad()
+        x, y = batch(data, shard_index(step, hvd.rank()))
+        F.mse_loss(model(x), y).backward()
+        optimizer.synchronize()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        with optimizer.skip_synchronize():
+            optimizer.step()
+
+    reference = make_model()
+    plain = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    clipped = 0
+    for step in range(STEPS):
+        plain.zero_grad()
+        reference_gradients(reference, data, step, 1.0 / hvd.size())
+        clipped += torch.nn.utils.clip_grad_norm_(reference.parameters(), max_norm).item() > max_norm
+        plain.step()
+    assert clipped > 0, "the clipping never applied: the test would not see where it happens"
+    assert_parameters_close(model, reference)
+
+
+def test_step_after_synchronize_reduces_once():
+    """step() after synchronize() outside skip_synchronize() steps on the gradients reduced once
+    (where Horovod reduces a second time and warns): with op=Sum a second reduction would
+    multiply the gradients by size() again."""
+    data = make_data(hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1 / hvd.size()), op=hvd.Sum)
+    x, y = batch(data, shard_index(0, hvd.rank()))
+    F.mse_loss(model(x), y).backward()
+    optimizer.synchronize()
+    optimizer.step()
+    reference = make_model()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.1), data, steps=1)
+    assert_parameters_close(model, reference)
+
+
+def test_fp16_compression():
+    """Compression.fp16 reduces the gradients in float16: close to the exact result (float16
+    rounding over 20 steps), yet visibly not equal to it, and the parameters stay float64."""
+    data = make_data(STEPS * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            compression=hvd.Compression.fp16)
+    train_distributed(model, optimizer, data)
+    reference = make_model()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.1), data)
+    assert all(p.dtype == torch.float64 for p in model.parameters())
+    assert_parameters_close(model, reference, tolerance=5e-3)
+    assert max_difference(model, reference) > 1e-9, "no float16 rounding: the gradients were not compressed"
+
+
+@pytest.mark.parametrize("groups", ["lists", "count"])
+def test_groups(groups):
+    """groups= (lists of parameters reduced together, or a number of groups) changes how
+    gradients are batched, not the result."""
+    data = make_data(STEPS * hvd.size())
+    model = make_model()
+    if groups == "lists":
+        chosen = [[model[0].weight, model[0].bias], [model[2].weight]]  # model[2].bias: a group of its own
+    else:
+        chosen = 2
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), groups=chosen)
+    train_distributed(model, optimizer, data)
+    reference = make_model()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9), data)
+    assert_parameters_close(model, reference)
+
+
+class TwoHeads(torch.nn.Module):
+    """A trunk and two heads; a caller may leave head_b out of the forward pass."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = torch.nn.Linear(FEATURES, HIDDEN)
+        self.head_a = torch.nn.Linear(HIDDEN, OUTPUTS)
+        self.head_b = torch.nn.Linear(HIDDEN, OUTPUTS)
+        self.double()
+        fill_parameters(self, 77)
+
+    def forward(self, x, use_head_b):
+        hidden = torch.tanh(self.trunk(x))
+        out = self.head_a(hidden)
+        return out + self.head_b(hidden) if use_head_b else out
+
+
+def test_parameter_without_gradient_on_some_ranks():
+    """Only rank 0 uses head_b, so head_b has no gradient elsewhere: Horovod reduces zeros for
+    it there (no hang) and every rank applies rank 0's gradient divided by size()."""
+    steps = 5
+    data = make_data(steps * hvd.size())
+    model = TwoHeads()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    for step in range(steps):
+        optimizer.zero_grad()
+        x, y = batch(data, shard_index(step, hvd.rank()))
+        F.mse_loss(model(x, use_head_b=hvd.rank() == 0), y).backward()
+        optimizer.step()
+    reference = TwoHeads()
+    train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9), data, steps=steps,
+                    forward=lambda m, x, r: m(x, use_head_b=r == 0))
+    assert_parameters_close(model, reference)
+
+
+def test_scheduler_drives_the_distributed_optimizer():
+    """The wrapped optimizer is still the optimizer (an lr scheduler accepts it and its lr
+    changes apply)."""
+    steps = 4
+    data = make_data(steps * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.2))
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    for step in range(steps):
+        optimizer.zero_grad()
+        x, y = batch(data, shard_index(step, hvd.rank()))
+        F.mse_loss(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()
+    reference = make_model()
+    plain = torch.optim.SGD(reference.parameters(), lr=0.2)
+    plain_scheduler = torch.optim.lr_scheduler.StepLR(plain, step_size=1, gamma=0.5)
+    for step in range(steps):
+        plain.zero_grad()
+        reference_gradients(reference, data, step, 1.0 / hvd.size())
+        plain.step()
+        plain_scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.2 * 0.5 ** steps)
+    assert_parameters_close(model, reference)
+
+
+def test_distributed_optimizer_argument_checks():
+    """Horovod's ValueErrors for arguments it cannot honour."""
+    model = make_model()
+
+    def sgd():
+        return torch.optim.SGD(model.parameters(), lr=0.1)
+
+    with pytest.raises(ValueError):
+        distributed(model, sgd(), backward_passes_per_step=0)
+    with pytest.raises(ValueError):
+        distributed(model, sgd(), op=hvd.Sum, gradient_predivide_factor=2.0)
+    with pytest.raises(ValueError):
+        hvd.DistributedOptimizer(sgd(), named_parameters=[("same", p) for p in model.parameters()])
+    with pytest.raises(ValueError):
+        hvd.DistributedOptimizer(sgd(), named_parameters=list(model.named_parameters())[:1])
+
+
+# ---------------------------------------------------------------- broadcasts
+
+
+class WithBuffers(torch.nn.Module):
+    """Parameters and buffers (BatchNorm's running statistics)."""
+
+    def __init__(self, seed):
+        super().__init__()
+        self.linear = torch.nn.Linear(FEATURES, HIDDEN)
+        self.norm = torch.nn.BatchNorm1d(HIDDEN)
+        self.double()
+        g = generator(seed)
+        with torch.no_grad():
+            for tensor in list(self.parameters()) + [self.norm.running_mean, self.norm.running_var]:
+                tensor.copy_(torch.rand(tensor.shape, generator=g, dtype=torch.float64) + 0.5)
+            self.norm.num_batches_tracked.fill_(seed)
+
+
+def test_broadcast_parameters_of_a_state_dict():
+    """broadcast_parameters(model.state_dict(), root_rank=0) gives every rank rank 0's
+    parameters and buffers, in place."""
+    model = WithBuffers(seed=100 + hvd.rank())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    assert_state_equal(model.state_dict(), WithBuffers(seed=100).state_dict())
+
+
+def test_broadcast_parameters_of_named_parameters_from_the_last_rank():
+    """A list of (name, parameter) pairs works too, from any root."""
+    root = hvd.size() - 1
+    model = WithBuffers(seed=200 + hvd.rank())
+    hvd.broadcast_parameters(list(model.named_parameters()), root_rank=root)
+    expected = WithBuffers(seed=200 + root)
+    for (name, p), q in zip(model.named_parameters(), expected.parameters()):
+        assert torch.equal(p.detach(), q.detach()), name
+    # Buffers are not parameters: they stay this rank's own.
+    assert torch.equal(model.norm.running_mean, WithBuffers(seed=200 + hvd.rank()).norm.running_mean)
+
+
+STATEFUL = {
+    "sgd": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+    "adam": lambda params: torch.optim.Adam(params, lr=0.01),
+    "adamw": lambda params: torch.optim.AdamW(params, lr=0.01, weight_decay=0.1),
+    "rmsprop": lambda params: torch.optim.RMSprop(params, lr=0.01, momentum=0.5, centered=True),
+    "adagrad": lambda params: torch.optim.Adagrad(params, lr=0.1),
+}
+
+
+def stepped_optimizer(kind, batches, lr=None):
+    """A plain optimizer over a fresh model after steps on the given batches, its lr then set."""
+    data = make_data(4 * hvd.size())
+    model = make_model()
+    optimizer = STATEFUL[kind](model.parameters())
+    for index in batches:
+        optimizer.zero_grad()
+        x, y = batch(data, index)
+        F.mse_loss(model(x), y).backward()
+        optimizer.step()
+    if lr is not None:
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+    return optimizer
+
+
+@pytest.mark.parametrize("situation", ["only_root_stepped", "every_rank_stepped_differently"])
+@pytest.mark.parametrize("kind", sorted(STATEFUL))
+def test_broadcast_optimizer_state(kind, situation):
+    """After broadcast_optimizer_state(optimizer, root_rank=0) every rank's state_dict (the
+    per-parameter state and options such as the lr rank 0 changed) equals rank 0's.
+    Rank 0's is rebuilt here by replaying what rank 0 did."""
+    def what_rank_did(r):
+        if situation == "only_root_stepped":
+            return [0, 1] if r == 0 else []
+        return [r, r + 1]
+
+    lr = 0.0123 if hvd.rank() == 0 else None
+    optimizer = stepped_optimizer(kind, what_rank_did(hvd.rank()), lr=lr)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    expected = stepped_optimizer(kind, what_rank_did(0), lr=0.0123).state_dict()
+    assert all(group["lr"] == 0.0123 for group in optimizer.param_groups)
+    assert_state_equal(optimizer.state_dict(), copy.deepcopy(expected))
+
+
+def test_broadcast_optimizer_state_of_fresh_optimizers():
+    """No rank has stepped yet: the broadcast still makes the options and whatever state
+    there is equal to rank 0's on every rank."""
+    model = make_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.5 if hvd.rank() == 0 else 0.001)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    everyone = gather_objects(optimizer.state_dict(), name="fresh.optimizer.state")
+    assert optimizer.param_groups[0]["lr"] == 0.5
+    for state in everyone:
+        assert_state_equal(state, everyone[0])
+
+
+# Last: ranks run different numbers of operations here, which would shift the numbering of
+# later unnamed operations in Horovod.
+
+
+def test_join_with_uneven_batches():
+    """Rank 1 has one batch fewer and calls hvd.join() when done; the others' last step still
+    completes, with zeros standing in for rank 1's gradient (still divided by size()).
+    join() returns the rank that joined last, the same everywhere and not rank 1."""
+    if hvd.size() < 2:
+        pytest.skip("needs at least two ranks")
+    short_rank, steps = 1, 6
+
+    def steps_of(r):
+        return steps - 1 if r == short_rank else steps
+
+    data = make_data(steps * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    train_distributed(model, optimizer, data, steps=steps_of(hvd.rank()))
+    last = hvd.join()
+    everyone = gather_objects(last, name="optimizer.join.last")
+
+    reference = make_model()
+    plain = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(steps_of(hvd.rank())):
+        plain.zero_grad()
+        working = [r for r in range(hvd.size()) if steps_of(r) > step]
+        reference_gradients(reference, data, step, 1.0 / hvd.size(), ranks=working)
+        plain.step()
+    assert everyone == [last] * hvd.size()
+    assert last != short_rank
+    assert_parameters_close(model, reference)
