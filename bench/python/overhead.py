@@ -25,12 +25,13 @@ def time_per_op(op: Callable[[], None], budget_s: float, min_iterations: int = 3
     """
     op()  # warm up: caches, connections, the response cache
     iterations = 1
-    while True:
+    while True:  # every rank runs each probe; rank 0's clock decides when to stop
         start = time.perf_counter()
         for _ in range(iterations):
             op()
         elapsed = time.perf_counter() - start
-        if elapsed >= 0.05 * budget_s or iterations >= 100000:
+        done = elapsed >= 0.05 * budget_s or iterations >= 100000
+        if hvd.broadcast_object(done, 0, name="overhead.probe"):
             break
         iterations *= 2
     count = hvd.broadcast_object(max(min_iterations, int(budget_s / (elapsed / iterations))), 0,
