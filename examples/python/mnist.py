@@ -31,8 +31,12 @@ from torch.utils.data.distributed import DistributedSampler
 
 import dtrain.torch as hvd
 
-# Where scripts/setup unpacks MNIST, found from this file so any working directory works.
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "mnist"
+# Where scripts/setup unpacks MNIST, found from this file so any working directory works; in a
+# SageMaker-style job (dtrain job run) the training channel.
+DEFAULT_DATA_DIR = Path(os.environ.get("SM_CHANNEL_TRAINING",
+                                       Path(__file__).resolve().parents[2] / "data" / "mnist"))
+# In such a job the model goes to the model directory, which becomes the job's artifact.
+DEFAULT_CHECKPOINT = Path(os.environ["SM_MODEL_DIR"]) / "mnist.pt" if "SM_MODEL_DIR" in os.environ else None
 
 # Mean and standard deviation of the training pixels (scaled to [0, 1]); the C++ example
 # standardises with the same two numbers.
@@ -184,7 +188,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="intra-op threads per rank (default: the cores divided among this host's ranks)")
     parser.add_argument("--log-interval", type=int, default=50, metavar="N",
                         help="print the loss every N batches; 0 turns it off (default: 50)")
-    parser.add_argument("--checkpoint", type=Path, default=None, metavar="PATH",
+    parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT, metavar="PATH",
                         help="where rank 0 saves the model and optimizer after each epoch")
     return parser.parse_args(argv)
 
