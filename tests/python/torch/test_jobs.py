@@ -72,6 +72,30 @@ def test_elastic_job_losing_a_worker_counts_every_step_once(tmp_path):
     assert job.survivors() == ""
 
 
+def test_elastic_job_takes_in_a_discovered_host_at_a_commit(tmp_path):
+    """A host the discovery script starts to list joins at the next commit: commit() raises
+    HostsUpdatedInterrupt on every rank, elastic.run forms a world of 3 without restoring, and
+    every step is counted once."""
+    hosts, script = tmp_path / "hosts", tmp_path / "discover.sh"
+    hosts.write_text("127.0.0.1\n127.0.0.2\n")
+    script.write_text(f"#!/bin/sh\ncat '{hosts}'\n")
+    script.chmod(0o700)
+    job = Job(tmp_path, ["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)])
+    job.wait_for(r"rank \d+/2 step 5\n")
+    with hosts.open("a") as f:
+        f.write("127.0.0.3:1\n")
+    assert job.wait() == 0, job.output()
+    out = job.output()
+    joined = int(re.search(r"reset: \d+ -> 3 ranks, resuming at step (\d+)", out).group(1))
+    assert joined % COMMIT_EVERY == 0, out
+    done = re.search(r"done: steps (\d+) total (\d+) resets (\d+)", out)
+    assert done, out
+    steps, total, resets = map(int, done.groups())
+    assert steps == STEPS and resets == 1, out
+    assert total == 2 * joined + 3 * (STEPS - joined), out
+    assert job.survivors() == ""
+
+
 def test_rank_killed_in_an_ordinary_job_ends_it_naming_the_rank(tmp_path):
     job = Job(tmp_path, ["-np", "2"], timeout_s="5")
     pid = None
