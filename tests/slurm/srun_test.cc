@@ -44,6 +44,33 @@ TEST_F(OnSlurm, ABareSrunIsADtrainJob) {
 // --kill-on-bad-exit then ends rank 1, possibly before it gets that far. The ranks' stderr
 // goes to files: srun, ending a step, sometimes drops what the failed task wrote last on
 // its way to the terminal (seen once: no error line at all).
+// A Python program (dtrain.torch) under a bare srun and under `dtrain run --slurm` in a batch
+// job: every rank knows its place from Slurm and their allreduce is right.
+TEST_F(OnSlurm, PythonRanksUnderABareSrunAndUnderDtrainRunSlurm) {
+  const std::string python = "env PYTHONPATH=" + std::string(DTRAIN_PYTHON_PACKAGE) + " /usr/bin/python3 " +
+                             DTRAIN_PYTHON_RANKS;
+  const auto expect_four_python_ranks = [](const std::string& output) {
+    for (int rank = 0; rank < 4; ++rank) {
+      const std::string line = "python rank " + std::to_string(rank) + " of 4 on host node" +
+                               std::to_string(rank / 2 + 1) + " (local rank " + std::to_string(rank % 2) +
+                               " of 2, cross rank " + std::to_string(rank / 2) + " of 2): allreduce correct";
+      EXPECT_NE(output.find(line), std::string::npos) << line << "\n" << output;
+    }
+  };
+  JobResult bare = cluster_->run("srun -N2 -n4 --kill-on-bad-exit=1 " + python);
+  ASSERT_EQ(bare.exit_code, 0) << bare.output;
+  expect_four_python_ranks(bare.output);
+
+  const std::string script = cluster_->dir() / "python-job.sh";
+  const std::string log = cluster_->dir() / "python-job.out";
+  std::ofstream(script) << "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n#SBATCH --output=" << log
+                        << "\n" << kDtrain << " run --slurm -- " << python << "\n";
+  JobResult batch = cluster_->run("sbatch --wait " + script);
+  const std::string output = read_file(log);
+  ASSERT_EQ(batch.exit_code, 0) << batch.output << output;
+  expect_four_python_ranks(output);
+}
+
 TEST_F(OnSlurm, AHostNameThatDoesNotResolveIsAnErrorOnEveryRankNotACrash) {
   const std::string errors = (cluster_->dir().path() / "rank%t.err").string();
   JobResult r = cluster_->run("srun -N2 -n2 --kill-on-bad-exit=1 --error=" + errors +
