@@ -234,7 +234,9 @@ class DtrainRunner {
     for (int i = 0; i < config.images; ++i) {
       const std::string p = "target" + std::to_string(i) + "_";
       const auto image = inputs_.find("image" + std::to_string(i));
-      if (image == inputs_.end()) throw std::runtime_error("the inputs hold fewer than " + std::to_string(config.images) + " images");
+      if (image == inputs_.end()) {
+        throw std::runtime_error("the inputs hold fewer than " + std::to_string(config.images) + " images");
+      }
       images.push_back(image->second.to(device_));
       targets.push_back({inputs_.at(p + "boxes"), inputs_.at(p + "labels"), inputs_.at(p + "masks")});
     }

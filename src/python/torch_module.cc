@@ -87,7 +87,9 @@ bool poll(int handle) {
 // the table whether it succeeded or failed.
 py::object wait(int handle) {
   const auto operation = operations().find(handle);
-  if (!operation) throw py::value_error("dtrain: synchronize(" + std::to_string(handle) + "): no such operation in flight");
+  if (!operation) {
+    throw py::value_error("dtrain: synchronize(" + std::to_string(handle) + "): no such operation in flight");
+  }
   struct Remove {
     int handle;
     ~Remove() { operations().remove(handle); }
@@ -165,11 +167,13 @@ PYBIND11_MODULE(_core, m) {
   // dtrain::ReduceOp's value (Sum 0, Average 1, Min 2, Max 3, Product 4).
   m.def("allreduce_async",
         [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
-          return submit([&] { return libtorch::allreduce_async(tensor, name, reduce_options(op, prescale, postscale)); });
+          const ReduceOptions options = reduce_options(op, prescale, postscale);
+          return submit([&] { return libtorch::allreduce_async(tensor, name, options); });
         });
   m.def("allreduce_async_",
         [](at::Tensor tensor, const std::string& name, int op, double prescale, double postscale) {
-          return submit([&] { return libtorch::allreduce_async_(tensor, name, reduce_options(op, prescale, postscale)); });
+          const ReduceOptions options = reduce_options(op, prescale, postscale);
+          return submit([&] { return libtorch::allreduce_async_(tensor, name, options); });
         });
   m.def("grouped_allreduce_async",
         [](const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names, int op, double prescale,
@@ -192,7 +196,8 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("reducescatter_async",
         [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
-          return submit([&] { return libtorch::reducescatter_async(tensor, name, reduce_options(op, prescale, postscale)); });
+          const ReduceOptions options = reduce_options(op, prescale, postscale);
+          return submit([&] { return libtorch::reducescatter_async(tensor, name, options); });
         });
   m.def("poll", &poll);
   m.def("wait", &wait);
