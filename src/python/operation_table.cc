@@ -20,9 +20,4 @@ void OperationTable::remove(int handle) {
   operations_.erase(handle);
 }
 
-std::size_t OperationTable::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return operations_.size();
-}
-
 }  // namespace dtrain::python

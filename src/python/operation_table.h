@@ -30,7 +30,6 @@ class OperationTable {
   std::shared_ptr<Operation> find(int handle) const;
   // Removes `handle` (after its wait, successful or not).
   void remove(int handle);
-  std::size_t size() const;
 
  private:
   mutable std::mutex mutex_;

@@ -161,7 +161,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("cross_rank", &dtrain::cross_rank);
   m.def("cross_size", &dtrain::cross_size);
   m.def("cuda_built", &dtrain::cuda_built);
-  m.def("operations_in_flight", [] { return operations().size(); });
 
   // Asynchronous tensor collectives: each returns a handle for poll() and wait(). `op` is
   // dtrain::ReduceOp's value (Sum 0, Average 1, Min 2, Max 3, Product 4).
@@ -254,4 +253,15 @@ PYBIND11_MODULE(_core, m) {
       .def("restore", &elastic::State::restore)
       .def("sync", &elastic::State::sync);
   m.def("run_elastic", &run_elastic);
+  // The adapter's ElasticSampler: the epoch's shared order and the consumed prefix, dealt out
+  // to whatever world there is (python/dtrain/torch/elastic/sampler.py wraps it as a Sampler).
+  py::class_<libtorch::ElasticSampler>(m, "ElasticSampler")
+      .def(py::init<std::size_t, std::uint64_t, bool>(), py::arg("dataset_size"), py::arg("seed"),
+           py::arg("shuffle"))
+      .def("set_epoch", &libtorch::ElasticSampler::set_epoch)
+      .def("set_position", &libtorch::ElasticSampler::set_position)
+      .def("indices", &libtorch::ElasticSampler::indices)
+      .def("record_batch", &libtorch::ElasticSampler::record_batch)
+      .def("epoch", &libtorch::ElasticSampler::epoch)
+      .def("consumed", &libtorch::ElasticSampler::consumed);
 }

@@ -162,3 +162,23 @@ def test_reset_callbacks_wait_for_a_reset():
 
     assert train(state) == "trained"
     assert called == []
+
+
+def test_elastic_sampler_deals_out_what_remains_of_the_epoch():
+    """Every sample once across the ranks; after a recorded step the rest of the epoch is dealt
+    out again without the consumed samples; state_dict() restores the position elsewhere."""
+    dataset = list(range(23))
+    sampler = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=5)
+    sampler.set_epoch(2)
+    shares = hvd.allgather_object(list(sampler), name="sampler.shares")
+    assert all(len(share) == len(shares[0]) for share in shares)
+    dealt = [i for share in shares for i in share]
+    assert set(dealt) == set(dataset)  # all of them; the padding repeats only to even the shares
+    sampler.record_batch(0, 3)
+    consumed = {i for share in shares for i in share[:3]}
+    sampler.reset()
+    rest = hvd.allgather_object(list(sampler), name="sampler.rest")
+    assert set(i for share in rest for i in share) == set(dataset) - consumed
+    moved = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=5)
+    moved.load_state_dict(sampler.state_dict())
+    assert list(moved) == list(sampler) and moved.epoch == 2
