@@ -138,6 +138,26 @@ void init();
 // are reached some other way, such as parameter-server workers: collectives inside their
 // model (loss normalisation, SyncBN, evaluation) then stay local.
 void init_alone();
+// A world whose processes someone else started and numbered (PyTorch's init_process_group
+// under torchrun, or with a store of its own): the ranks agree on a rendezvous store some
+// other way (rank 0 serves one with serve_rendezvous() and passes its port on), then meet
+// there as ranks of `dtrain run` meet at the launcher's. Engines and knobs come from the
+// DTRAIN_* variables as for init(); `timeout` bounds connecting and, unless
+// DTRAIN_STALL_SHUTDOWN_S says otherwise, how long an operation may wait for a peer.
+struct ExternalWorld {
+  int rank = 0;
+  int size = 1;
+  std::string rendezvous_host;  // where serve_rendezvous() runs, as the other ranks reach it
+  int rendezvous_port = 0;
+  std::string token;            // the same on every rank; the store refuses other tokens
+  std::string job_id = "torch";
+  double timeout_s = 300;
+};
+void init(const ExternalWorld& world);
+// Serves a rendezvous store for `size` ranks on an ephemeral port of every interface of this
+// host, for the rest of the process's life; returns the port. One store per process: a
+// second call returns the first store's port.
+int serve_rendezvous(const std::string& token, int size);
 void shutdown();
 bool is_initialized();
 

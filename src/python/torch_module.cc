@@ -16,6 +16,7 @@
 #include "dtrain/elastic.h"
 #include "dtrain/torch.h"
 #include "python/operation_table.h"
+#include "python/process_group.h"
 
 namespace py = pybind11;
 
@@ -151,7 +152,7 @@ PYBIND11_MODULE(_core, m) {
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
 
   // Lifecycle and placement.
-  m.def("init", &dtrain::init, no_gil);
+  m.def("init", static_cast<void (*)()>(&dtrain::init), no_gil);
   m.def("shutdown", &dtrain::shutdown, no_gil);
   m.def("is_initialized", &dtrain::is_initialized);
   m.def("rank", &dtrain::rank);
@@ -198,8 +199,8 @@ PYBIND11_MODULE(_core, m) {
           const ReduceOptions options = reduce_options(op, prescale, postscale);
           return submit([&] { return libtorch::reducescatter_async(tensor, name, options); });
         });
-  m.def("poll", &poll);
-  m.def("wait", &wait);
+  m.def("poll", &dtrain::python::poll);
+  m.def("wait", &dtrain::python::wait);
 
   // Collectives as autograd operations (SyncBatchNorm's statistics): the gradient of each is
   // the matching collective of the incoming gradients (include/dtrain/torch.h).
@@ -234,6 +235,22 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("start_timeline", &dtrain::start_timeline, py::arg("path"), py::arg("mark_cycles") = false, no_gil);
   m.def("stop_timeline", &dtrain::stop_timeline, no_gil);
+
+  // torch.distributed's backend "dtrain" (python/dtrain/torch/distributed.py registers it).
+  m.def("init_external",
+        [](int rank, int size, const std::string& host, int port, const std::string& token, double timeout_s) {
+          dtrain::init(ExternalWorld{rank, size, host, port, token, "torch", timeout_s});
+        },
+        no_gil);
+  m.def("serve_rendezvous", &dtrain::serve_rendezvous, no_gil);
+  // (rank, size, local_rank, local_size) as the launcher, srun or mpirun describes this process.
+  m.def("placement_from_environment", [] {
+    const Placement p = dtrain::placement_from_environment();
+    return py::make_tuple(p.rank, p.size, p.local_rank, p.local_size);
+  });
+  m.def("create_process_group", [](int rank, int size, const std::string& group_id) {
+    return c10::intrusive_ptr<ProcessGroupBase>(c10::make_intrusive<DtrainProcessGroup>(rank, size, group_id));
+  });
 
   // Elastic training (include/dtrain/elastic.h).
   m.def("elastic_enabled", &elastic::enabled);

@@ -10,6 +10,7 @@
 #include "dtrain/dtrain.h"
 #include "runtime/background_loop.h"
 #include "runtime/elastic_membership.h"
+#include "runtime/external_world.h"
 #include "runtime/gpu/device_memory.h"
 #include "runtime/logging.h"
 #include "runtime/transport/transport_factory.h"
@@ -234,11 +235,12 @@ void ignore_sigpipe_unless_handled() {
   ::sigaction(SIGPIPE, &ignore, nullptr);
 }
 
-// init() and init_alone().
-void start(bool alone) {
+// init(), init(ExternalWorld) and init_alone().
+void start(bool alone, const ExternalWorld* external = nullptr) {
   std::lock_guard lock(lifecycle_mutex);
   if (loop) return;
   runtime::RuntimeConfig config = runtime::read_config_from_environment();
+  if (external) runtime::adopt_external_world(config, *external, std::getenv("DTRAIN_STALL_SHUTDOWN_S") != nullptr);
   runtime::configure_logging(config.rank, config.hostname);
   if (alone) {
     config.rank = config.local_rank = config.cross_rank = 0;
@@ -279,6 +281,7 @@ void start(bool alone) {
 bool cuda_built() { return runtime::gpu::built_with_cuda(); }
 
 void init() { start(false); }
+void init(const ExternalWorld& world) { start(false, &world); }
 void init_alone() { start(true); }
 
 void shutdown() {

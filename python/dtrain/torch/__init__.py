@@ -16,7 +16,7 @@ and is started by ``dtrain run -np 4 python3 train.py`` (or ``dtrain run --slurm
 error that says so: docs/python.md lists it.
 """
 from dtrain.common.exceptions import DtrainError, HorovodInternalError, HostsUpdatedInterrupt, WorkersLostError
-from dtrain.torch import elastic
+from dtrain.torch import distributed, elastic
 from dtrain.torch.collectives import (Adasum, Average, add_process_set, remove_process_set, Max, Min, Product, ProcessSet, Sum, allgather,
                                       allgather_async, allgather_object, allreduce, allreduce_, allreduce_async,
                                       allreduce_async_, alltoall, alltoall_async, barrier, broadcast, broadcast_,

@@ -1,0 +1,194 @@
+"""torch.distributed's backend ``"dtrain"``: DistributedDataParallel and the rest of
+``torch.distributed`` over dtrain's runtime.
+
+Importing ``dtrain.torch`` registers it; a script then changes one word::
+
+    import dtrain.torch  # noqa: F401  (registers the backend)
+    torch.distributed.init_process_group(backend="dtrain")
+
+Where the world comes from:
+
+* started by ``dtrain run`` (or ``dtrain job run``, ``dtrain run --slurm``): from the launcher,
+  which also sets torch's ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE`` and
+  ``LOCAL_RANK`` for ``init_method="env://"``; the runtime meets at the launcher's store.
+* anything else (torchrun, hand-set variables, ``tcp://``, a ``store=``): PyTorch's rank and
+  size; rank 0 serves a rendezvous store for the runtime and tells the others where through
+  PyTorch's store.
+
+``timeout=`` bounds connecting and how long an operation waits for a peer that does not come.
+"""
+import datetime
+import importlib
+import ipaddress
+import os
+import secrets
+import socket
+from typing import Optional
+
+import torch.distributed as dist
+
+from dtrain.torch import _core
+
+BACKEND_NAME = "dtrain"
+
+# The key under which rank 0 publishes its rendezvous store, in PyTorch's store of the group.
+_RENDEZVOUS_KEY = "dtrain/rendezvous"
+
+
+def _launched_by_dtrain() -> bool:
+    return "DTRAIN_SIZE" in os.environ
+
+
+def _advertised_host() -> str:
+    """The address the other ranks reach rank 0's store at.
+
+    A job on loopback (``MASTER_ADDR`` a loopback address, as torchrun's single-node default)
+    stays there; otherwise this host's name, or ``DTRAIN_HOSTNAME`` when set.
+    """
+    master = os.environ.get("MASTER_ADDR", "")
+    if master == "localhost":
+        return "127.0.0.1"
+    try:
+        if master and ipaddress.ip_address(master).is_loopback:
+            return "127.0.0.1"
+    except ValueError:
+        pass
+    return os.environ.get("DTRAIN_HOSTNAME") or socket.getfqdn()
+
+
+def _seconds(timeout: Optional[datetime.timedelta]) -> float:
+    if timeout is None:
+        return 1800.0
+    return timeout.total_seconds()
+
+
+def _start_runtime(store: dist.Store, rank: int, size: int, timeout_s: float) -> None:
+    """Starts the runtime over the group's world (once per process)."""
+    if _core.is_initialized():
+        return
+    if _launched_by_dtrain():
+        _core.init()
+        return
+    if size == 1:
+        _core.init_external(0, 1, "", 0, "", timeout_s)
+        return
+    if rank == 0:
+        token = secrets.token_hex(16)
+        port = _core.serve_rendezvous(token, size)
+        store.set(_RENDEZVOUS_KEY, f"{_advertised_host()} {port} {token}")
+    store.wait([_RENDEZVOUS_KEY], datetime.timedelta(seconds=timeout_s))
+    host, port, token = store.get(_RENDEZVOUS_KEY).decode().split(" ")
+    _core.init_external(rank, size, host, int(port), token, timeout_s)
+
+
+def _check_same_world(rank: int, size: int) -> None:
+    if (_core.rank(), _core.size()) != (rank, size):
+        raise RuntimeError(
+            f"dtrain backend: torch.distributed calls this process rank {rank} of {size}, but dtrain's "
+            f"launcher made it rank {_core.rank()} of {_core.size()}; set RANK and WORLD_SIZE as dtrain run "
+            f"does (or leave them to it)")
+
+
+def _create_process_group(options, pg_options=None):
+    """Backend factory (``Backend.register_backend(..., extended_api=True)``): PyTorch's group
+    rank and size, its store, timeout and group name arrive in ``options``."""
+    rank, size = options.group_rank, options.group_size
+    timeout_s = _seconds(options.timeout)
+    ranks = list(getattr(options, "global_ranks_in_group", []) or [])
+    _start_runtime(options.store, rank, size, timeout_s)
+    if ranks and ranks != list(range(_core.size())):
+        raise RuntimeError(
+            f"dtrain backend: a group over ranks {ranks} of {_core.size()}: groups over part of the world are "
+            f"not supported; use the whole world or a gloo group for this one")
+    _check_same_world(rank, size)
+    return _core.create_process_group(rank, size, str(getattr(options, "group_id", "0")))
+
+
+def _register() -> None:
+    if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    try:
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, extended_api=True,
+                                      devices=["cpu", "cuda"])
+    except TypeError:  # PyTorch before 2.1 has no devices= (a group serves every device)
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, extended_api=True)
+
+
+def _launcher_placement() -> Optional[tuple]:
+    """(rank, size, local_rank, local_size) when dtrain run, srun or mpirun started this process
+    as one of several, else None."""
+    placement = _core.placement_from_environment()
+    return placement if placement[1] > 1 else None
+
+
+def _fill_torch_environment() -> None:
+    """Gives a process that a launcher started the variables torchrun would have set, so that
+    scripts reading ``LOCAL_RANK`` and ``init_method="env://"`` find them. Variables already set
+    (torchrun's, the user's) are left alone."""
+    if "RANK" in os.environ or "DTRAIN_ELASTIC_WORKER" in os.environ:
+        return
+    placement = _launcher_placement()
+    if placement is None:
+        return
+    rank, size, local_rank, local_size = placement
+    for name, value in (("RANK", rank), ("WORLD_SIZE", size), ("LOCAL_RANK", local_rank),
+                        ("LOCAL_WORLD_SIZE", local_size)):
+        os.environ.setdefault(name, str(value))
+
+
+_store_bootstraps = 0
+
+
+def _store_from_runtime(timeout: datetime.timedelta) -> dist.Store:
+    """PyTorch's store for a world dtrain's launcher made: the runtime starts from the launcher's
+    environment, rank 0 serves a TCPStore on an ephemeral port and broadcasts where."""
+    global _store_bootstraps
+    _core.init()
+    rank, size = _core.rank(), _core.size()
+    host = _launcher_host()
+    # Not waiting for the others to connect: they learn the port only after this returns.
+    store = dist.TCPStore(host, 0, size, True, timeout, wait_for_workers=False) if rank == 0 else None
+    address = f"{host} {store.port}".encode() if store is not None else b""
+    address = _core.broadcast_object(address, 0, f"dtrain.torch.store.{_store_bootstraps}").decode()
+    _store_bootstraps += 1
+    if store is None:
+        master, port = address.split(" ")
+        store = dist.TCPStore(master, int(port), size, False, timeout)
+    return store
+
+
+def _launcher_host() -> str:
+    """This host as the other ranks of a launcher's job reach it."""
+    addr = os.environ.get("DTRAIN_RENDEZVOUS_ADDR", "")
+    if addr.startswith("127.") or addr == "localhost":
+        return "127.0.0.1"
+    return os.environ.get("DTRAIN_HOSTNAME") or socket.getfqdn()
+
+
+def _install_env_rendezvous() -> None:
+    """Lets ``init_method="env://"`` (PyTorch's default) work without ``MASTER_ADDR`` and
+    ``MASTER_PORT`` in a job dtrain run, srun or mpirun started: the store then comes from
+    dtrain's runtime. With those variables set, PyTorch's own handler runs, unchanged."""
+    # The module, not the function torch.distributed re-exports under the same name.
+    torch_rendezvous = importlib.import_module("torch.distributed.rendezvous")
+    handlers = getattr(torch_rendezvous, "_rendezvous_handlers", None)
+    original = handlers.get("env") if isinstance(handlers, dict) else None
+    if original is None or getattr(original, "_dtrain", False):
+        return
+
+    def env_rendezvous(url: str, timeout: datetime.timedelta = datetime.timedelta(minutes=30), **kwargs):
+        if "MASTER_ADDR" in os.environ or _launcher_placement() is None:
+            yield from original(url, timeout=timeout, **kwargs)
+            return
+        store = _store_from_runtime(timeout)
+        yield store, _core.rank(), _core.size()
+        raise RuntimeError("dtrain: env:// rendezvous cannot be repeated in one world")
+
+    env_rendezvous._dtrain = True
+    handlers["env"] = env_rendezvous
+
+
+if dist.is_available():
+    _register()
+    _fill_torch_environment()
+    _install_env_rendezvous()

@@ -1,0 +1,37 @@
+#pragma once
+
+// One thread that finishes a process group's operations in the order they were started: it
+// waits for each, copies its results where PyTorch expects them and completes its future, so
+// the callbacks chained on that future (DDP's comm hooks) run there too, never on the
+// runtime's background thread. In order, because c10d promises that a group's operations
+// complete in the order they were issued; the runtime may finish them in another.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace dtrain::python {
+
+class CompletionThread {
+ public:
+  CompletionThread();
+  // Finishes what was queued, then joins.
+  ~CompletionThread();
+  CompletionThread(const CompletionThread&) = delete;
+  CompletionThread& operator=(const CompletionThread&) = delete;
+
+  // Runs `finish` after everything queued before it. It must not throw.
+  void enqueue(std::function<void()> finish);
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<std::function<void()>> pending_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace dtrain::python

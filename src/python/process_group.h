@@ -1,0 +1,92 @@
+#pragma once
+
+// torch.distributed's backend "dtrain": a c10d process group whose collectives are the
+// runtime's. PyTorch issues a group's collectives in the same order on every rank but does not
+// name them; the runtime matches operations across ranks by name, so the n-th call on a group
+// is named after the group and n, and a rank that called something else n-th (another
+// collective, another shape) is named in the mismatch error every rank gets. Operations start
+// on the caller's thread and finish, in order, on the group's completion thread (a Work's
+// future completes there). PyTorch 1.13 takes a c10d::ProcessGroup from a backend, 2.x a
+// c10d::Backend with the same collectives: one class serves both.
+#include <torch/version.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/completion_thread.h"
+
+namespace dtrain::python {
+
+#if TORCH_VERSION_MAJOR >= 2
+using ProcessGroupBase = c10d::Backend;
+#else
+using ProcessGroupBase = c10d::ProcessGroup;
+#endif
+
+class DtrainProcessGroup final : public ProcessGroupBase {
+ public:
+  // `rank` and `size` as PyTorch numbers the group: the runtime's own (the runtime is
+  // initialised over the same world; groups over part of it are refused in Python). `group_id`
+  // keeps the names of different groups' operations apart.
+  DtrainProcessGroup(int rank, int size, std::string group_id);
+  ~DtrainProcessGroup() override;
+
+  const std::string getBackendName() const override { return "dtrain"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits, std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int destination, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int source, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return calls_; }
+
+ private:
+  // Waits for the operation, puts its results in place and returns the tensors the future
+  // holds. Runs on the completion thread.
+  using Finish = std::function<std::vector<at::Tensor>()>;
+
+  // The name of the next operation on this group.
+  std::string next_name();
+  // Completes a Work when `finish` has run (after every earlier operation of the group).
+  c10::intrusive_ptr<c10d::Work> finish_later(c10d::OpType type, const std::vector<at::Tensor>& outputs, Finish finish);
+
+  std::string group_id_;
+  std::atomic<std::uint64_t> calls_{0};
+  std::unique_ptr<CompletionThread> completions_;
+};
+
+}  // namespace dtrain::python
