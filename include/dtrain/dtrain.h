@@ -94,6 +94,10 @@ class Handle {
   // Blocks until finished; throws dtrain::Error if it failed. On CUDA tensors "finished"
   // means ordered: the result is queued before later work on the tensors' cuda_stream.
   void wait() const;
+  // Blocks until finished, successfully or not, leaving the negotiation to the background
+  // thread (wait() runs it on the calling thread); throws nothing. For threads that only
+  // collect what others started.
+  void wait_finished() const;
   Status status() const;
   std::string error() const;    // empty unless failed
 

@@ -105,6 +105,8 @@ class TensorHandle {
  public:
   TensorHandle() = default;
   bool poll() const;
+  // Until the runtime finished it (dtrain::Handle::wait_finished); wait() then returns at once.
+  void wait_finished() const;
   at::Tensor wait();
   // allgather, alltoall: rows received from each rank (after wait()).
   std::vector<std::int64_t> received_splits() const;
@@ -130,6 +132,7 @@ class TensorGroupHandle {
  public:
   TensorGroupHandle() = default;
   bool poll() const;
+  void wait_finished() const;  // as TensorHandle's
   std::vector<at::Tensor> wait();
 
  private:

@@ -1,5 +1,7 @@
 #include "python/completion_thread.h"
 
+#include <Python.h>
+
 #include <utility>
 
 namespace dtrain::python {
@@ -12,7 +14,21 @@ CompletionThread::~CompletionThread() {
     stopping_ = true;
   }
   queued_.notify_one();
-  thread_.join();
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    // The last reference went away in a callback this thread ran: it finishes the queue and
+    // ends on its own.
+    thread_.detach();
+    return;
+  }
+  // Python drops the last reference with the GIL held, and what is still queued may run a
+  // Python callback (a comm hook) that needs it: let go of it while the queue drains.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* saved = PyEval_SaveThread();
+    thread_.join();
+    PyEval_RestoreThread(saved);
+  } else {
+    thread_.join();
+  }
 }
 
 void CompletionThread::enqueue(std::function<void()> finish) {

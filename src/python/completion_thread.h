@@ -1,10 +1,10 @@
 #pragma once
 
-// One thread that finishes a process group's operations in the order they were started: it
+// One thread that finishes a process group's operations in the order they are handed to it: it
 // waits for each, copies its results where PyTorch expects them and completes its future, so
 // the callbacks chained on that future (DDP's comm hooks) run there too, never on the
-// runtime's background thread. In order, because c10d promises that a group's operations
-// complete in the order they were issued; the runtime may finish them in another.
+// runtime's background thread. In order, because c10d's futures complete in the order their
+// operations were issued (DDP's buckets); the runtime may finish them in another.
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -16,7 +16,7 @@ namespace dtrain::python {
 class CompletionThread {
  public:
   CompletionThread();
-  // Finishes what was queued, then joins.
+  // Finishes what was queued (without the GIL, if the caller held it), then joins.
   ~CompletionThread();
   CompletionThread(const CompletionThread&) = delete;
   CompletionThread& operator=(const CompletionThread&) = delete;

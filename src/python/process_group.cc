@@ -1,8 +1,7 @@
 #include "python/process_group.h"
 
-#include <Python.h>
-
 #include <ATen/core/ivalue.h>
+#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -63,13 +62,19 @@ at::Tensor& single(std::vector<at::Tensor>& tensors, const char* what) {
 
 ReduceOptions runtime_reduce_options(const c10d::ReduceOp& op, const char* what) {
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return {ReduceOp::kSum};
-    case c10d::ReduceOp::AVG: return {ReduceOp::kAverage};
-    case c10d::ReduceOp::MIN: return {ReduceOp::kMin};
-    case c10d::ReduceOp::MAX: return {ReduceOp::kMax};
-    case c10d::ReduceOp::PRODUCT: return {ReduceOp::kProduct};
-    default: refuse(what, "reduce op " + std::to_string(static_cast<int>(op.op_)) +
-                              " is not supported (SUM, AVG, MIN, MAX and PRODUCT are)");
+    case c10d::ReduceOp::SUM:
+      return {ReduceOp::kSum};
+    case c10d::ReduceOp::AVG:
+      return {ReduceOp::kAverage};
+    case c10d::ReduceOp::MIN:
+      return {ReduceOp::kMin};
+    case c10d::ReduceOp::MAX:
+      return {ReduceOp::kMax};
+    case c10d::ReduceOp::PRODUCT:
+      return {ReduceOp::kProduct};
+    default:
+      refuse(what, "reduce op " + std::to_string(static_cast<int>(op.op_)) +
+                       " is not supported (SUM, AVG, MIN, MAX and PRODUCT are)");
   }
 }
 
@@ -91,6 +96,12 @@ void check_same_kind(const at::Tensor& tensor, const at::Tensor& expected, const
   }
 }
 
+// Sleeps until the runtime has finished `handle`'s operation (what the completion thread waits for).
+template <typename TensorHandle>
+std::function<void()> runtime_done(TensorHandle handle) {
+  return [handle] { handle.wait_finished(); };
+}
+
 // Copies consecutive pieces of the 1-D `source` into `targets`, each as many elements as it has.
 void scatter_pieces(const at::Tensor& source, std::vector<at::Tensor>& targets) {
   std::int64_t offset = 0;
@@ -100,28 +111,82 @@ void scatter_pieces(const at::Tensor& source, std::vector<at::Tensor>& targets) 
   }
 }
 
-// A c10d Work whose result is a future the completion thread completes. wait() rethrows the
-// operation's error, as the Gloo and NCCL backends' do.
+// An operation between its start and its future's completion. Whichever comes first finishes
+// it: a thread blocked in Work::wait() on it (the blocking dist.all_reduce, whose result then
+// arrives without a hand-over between threads), or the group's completion thread, once the
+// operation is handed to it (someone asked for its future, polled it, or dropped its Work).
+class PendingOperation {
+ public:
+  using Finish = std::function<std::vector<at::Tensor>()>;
+
+  PendingOperation(std::function<void()> await_runtime, Finish finish, c10::intrusive_ptr<c10::ivalue::Future> future)
+      : await_runtime_(std::move(await_runtime)), finish_(std::move(finish)), future_(std::move(future)) {}
+
+  // The completion thread's turn: it sleeps until the runtime has finished the operation (the
+  // background thread drives it), then finishes it unless a waiting thread did.
+  void finish_in_turn() {
+    await_runtime_();
+    finish_once();
+  }
+
+  // Runs the finish and completes the future, unless another thread has claimed that already.
+  void finish_once() {
+    if (claimed_.exchange(true)) return;
+    std::vector<at::Tensor> results;
+    try {
+      results = finish_();
+    } catch (const std::exception& e) {
+      const std::string message = e.what();
+      future_->setError(message.rfind("dtrain", 0) == 0 ? backend_error(message)
+                                                        : backend_error("dtrain backend: " + message));
+      finish_ = nullptr;
+      return;
+    }
+    finish_ = nullptr;  // lets go of the operation's tensors
+    future_->markCompleted(c10::IValue(results));
+  }
+
+  bool claimed() const { return claimed_; }
+  const c10::intrusive_ptr<c10::ivalue::Future>& future() const { return future_; }
+
+ private:
+  std::atomic<bool> claimed_{false};
+  std::function<void()> await_runtime_;
+  Finish finish_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// A c10d Work over a PendingOperation. wait() rethrows the operation's error, as the Gloo and
+// NCCL backends' do.
 class DtrainWork final : public c10d::Work {
  public:
-  DtrainWork(int rank, c10d::OpType type, c10::intrusive_ptr<c10::ivalue::Future> future)
-      : c10d::Work(rank, type), future_(std::move(future)) {}
+  DtrainWork(int rank, c10d::OpType type, std::shared_ptr<PendingOperation> operation,
+             std::shared_ptr<CompletionThread> completions)
+      : c10d::Work(rank, type),
+        operation_(std::move(operation)),
+        future_(operation_->future()),
+        completions_(std::move(completions)) {}
+  // An operation nobody waited for is still finished (its results copied where they belong).
+  ~DtrainWork() override { hand_over(); }
 
-  bool isCompleted() override { return future_->completed(); }
-  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
-  std::exception_ptr exception() const override {
-    return future_->completed() ? future_->exception_ptr() : nullptr;
+  bool isCompleted() override {
+    hand_over();
+    return future_->completed();
   }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override { return future_->completed() ? future_->exception_ptr() : nullptr; }
   std::vector<at::Tensor> result() override {
     wait(kNoTimeout);
     return future_->value().toTensorVector();
   }
   bool wait(std::chrono::milliseconds timeout) override {
     if (timeout == kNoTimeout) {
+      operation_->finish_once();
       future_->wait();
     } else {
       // The runtime fails an operation whose peers stall past the group's timeout; this is the
       // caller's own, shorter bound on this wait.
+      hand_over();
       const auto deadline = std::chrono::steady_clock::now() + timeout;
       while (!future_->completed()) {
         if (std::chrono::steady_clock::now() >= deadline) {
@@ -136,34 +201,38 @@ class DtrainWork final : public c10d::Work {
     return true;
   }
   void synchronize() override {}
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    hand_over();
+    return future_;
+  }
 
  private:
+  // Queues the operation on the completion thread (once, and only if no thread finished it).
+  void hand_over() {
+    if (operation_->claimed() || handed_over_.exchange(true)) return;
+    completions_->enqueue([operation = operation_] { operation->finish_in_turn(); });
+  }
+
+  std::shared_ptr<PendingOperation> operation_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::shared_ptr<CompletionThread> completions_;
+  std::atomic<bool> handed_over_{false};
 };
 
 }  // namespace
 
 DtrainProcessGroup::DtrainProcessGroup(int rank, int size, std::string group_id)
-    : ProcessGroupBase(rank, size), group_id_(std::move(group_id)), completions_(std::make_unique<CompletionThread>()) {}
+    : ProcessGroupBase(rank, size),
+      group_id_(std::move(group_id)),
+      completions_(std::make_shared<CompletionThread>()) {}
 
-DtrainProcessGroup::~DtrainProcessGroup() {
-  // Python drops the last reference with the GIL held, and an operation still queued may run
-  // a Python callback (a comm hook) that needs it: let go of it while the queue drains.
-  if (Py_IsInitialized() && PyGILState_Check()) {
-    PyThreadState* saved = PyEval_SaveThread();
-    completions_.reset();
-    PyEval_RestoreThread(saved);
-  }
-}
+DtrainProcessGroup::~DtrainProcessGroup() = default;
 
-std::string DtrainProcessGroup::next_name() {
-  return "torch.group" + group_id_ + "." + std::to_string(calls_++);
-}
+std::string DtrainProcessGroup::next_name() { return "torch.group" + group_id_ + "." + std::to_string(calls_++); }
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::finish_later(c10d::OpType type,
                                                                 const std::vector<at::Tensor>& outputs,
-                                                                Finish finish) {
+                                                                std::function<void()> await_runtime, Finish finish) {
   // A future over CUDA tensors records, when completed, an event on the completing thread's
   // current streams, which its waiters and callbacks then wait for.
   std::vector<c10::Device> devices;
@@ -173,19 +242,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::finish_later(c10d::OpType typ
     }
   }
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
-  completions_->enqueue([future, finish = std::move(finish)] {
-    std::vector<at::Tensor> results;
-    try {
-      results = finish();
-    } catch (const std::exception& e) {
-      const std::string message = e.what();
-      future->setError(message.rfind("dtrain", 0) == 0 ? backend_error(message)
-                                                       : backend_error("dtrain backend: " + message));
-      return;
-    }
-    future->markCompleted(c10::IValue(results));
-  });
-  return c10::make_intrusive<DtrainWork>(getRank(), type, std::move(future));
+  auto operation = std::make_shared<PendingOperation>(std::move(await_runtime), std::move(finish), std::move(future));
+  return c10::make_intrusive<DtrainWork>(getRank(), type, std::move(operation), completions_);
 }
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
@@ -193,22 +251,22 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce(std::vector<at::Ten
   at::Tensor tensor = single(tensors, "allreduce");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "allreduce");
   auto handle = start_operation("allreduce", [&] { return libtorch::allreduce_async_(tensor, next_name(), reduce); });
-  return finish_later(c10d::OpType::ALLREDUCE, {tensor}, [handle, tensor]() mutable {
+  return finish_later(c10d::OpType::ALLREDUCE, {tensor}, runtime_done(handle), [handle, tensor]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{tensor};
   });
 }
 
-c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce_coalesced(
-    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& options) {
+c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                       const c10d::AllreduceCoalescedOptions& options) {
   if (tensors.empty()) refuse("allreduce_coalesced", "no tensors");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "allreduce_coalesced");
   const std::string name = next_name();
   std::vector<std::string> names;
   for (std::size_t i = 0; i < tensors.size(); ++i) names.push_back(name + "." + std::to_string(i));
   auto handle = start_operation("allreduce_coalesced",
-                       [&] { return libtorch::grouped_allreduce_async_(tensors, names, reduce); });
-  return finish_later(c10d::OpType::ALLREDUCE_COALESCED, tensors, [handle, tensors]() mutable {
+                                [&] { return libtorch::grouped_allreduce_async_(tensors, names, reduce); });
+  return finish_later(c10d::OpType::ALLREDUCE_COALESCED, tensors, runtime_done(handle), [handle, tensors]() mutable {
     handle.wait();
     return tensors;
   });
@@ -220,7 +278,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::broadcast(std::vector<at::Ten
   check_root(options.rootRank, getSize(), "broadcast");
   const int root = static_cast<int>(options.rootRank);
   auto handle = start_operation("broadcast", [&] { return libtorch::broadcast_async_(tensor, root, next_name()); });
-  return finish_later(c10d::OpType::BROADCAST, {tensor}, [handle, tensor]() mutable {
+  return finish_later(c10d::OpType::BROADCAST, {tensor}, runtime_done(handle), [handle, tensor]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{tensor};
   });
@@ -235,7 +293,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce(std::vector<at::Tensor
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce");
   const bool root = options.rootRank == getRank();
   auto handle = start_operation("reduce", [&] { return libtorch::allreduce_async(tensor, next_name(), reduce); });
-  return finish_later(c10d::OpType::REDUCE, {tensor}, [handle, tensor, root]() mutable {
+  return finish_later(c10d::OpType::REDUCE, {tensor}, runtime_done(handle), [handle, tensor, root]() mutable {
     at::Tensor result = handle.wait();
     if (root) tensor.copy_(result);
     return std::vector<at::Tensor>{tensor};
@@ -254,7 +312,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allgather(std::vector<std::ve
   }
   auto handle = start_operation("allgather", [&] { return libtorch::allgather_async(flat(input), next_name()); });
   std::vector<at::Tensor> targets = outputs[0];
-  return finish_later(c10d::OpType::ALLGATHER, targets, [handle, targets]() mutable {
+  return finish_later(c10d::OpType::ALLGATHER, targets, runtime_done(handle), [handle, targets]() mutable {
     scatter_pieces(handle.wait(), targets);
     return targets;
   });
@@ -269,7 +327,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_allgather_base(at::Tensor& o
                                   c10::toString(output.scalar_type()));
   }
   auto handle = start_operation("_allgather_base", [&] { return libtorch::allgather_async(flat(input), next_name()); });
-  return finish_later(c10d::OpType::_ALLGATHER_BASE, {output}, [handle, output]() mutable {
+  return finish_later(c10d::OpType::_ALLGATHER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
   });
@@ -295,7 +353,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::gather(std::vector<std::vecto
     refuse("gather", "only the root rank takes output tensors");
   }
   auto handle = start_operation("gather", [&] { return libtorch::allgather_async(flat(input), next_name()); });
-  return finish_later(c10d::OpType::GATHER, targets, [handle, targets]() mutable {
+  return finish_later(c10d::OpType::GATHER, targets, runtime_done(handle), [handle, targets]() mutable {
     at::Tensor gathered = handle.wait();
     if (!targets.empty()) scatter_pieces(gathered, targets);
     return targets;
@@ -327,7 +385,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::scatter(std::vector<at::Tenso
   const int root_rank = static_cast<int>(options.rootRank);
   auto handle = start_operation("scatter", [&] { return libtorch::broadcast_async_(all, root_rank, next_name()); });
   const std::int64_t offset = output.numel() * getRank();
-  return finish_later(c10d::OpType::SCATTER, {output}, [handle, all, output, offset]() mutable {
+  return finish_later(c10d::OpType::SCATTER, {output}, runtime_done(handle), [handle, all, output, offset]() mutable {
     handle.wait();
     output.copy_(all.narrow(0, offset, output.numel()).view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -348,8 +406,9 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce_scatter");
   const at::Tensor all = at::cat(pieces);
-  auto handle = start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, next_name(), reduce); });
-  return finish_later(c10d::OpType::REDUCE_SCATTER, {output}, [handle, output]() mutable {
+  auto handle =
+      start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, next_name(), reduce); });
+  return finish_later(c10d::OpType::REDUCE_SCATTER, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
   });
@@ -358,15 +417,15 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                         const c10d::ReduceScatterOptions& options) {
   if (output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize()) {
-    refuse("_reduce_scatter_base", "the input must hold size (" + std::to_string(getSize()) +
-                                       ") times the output's " + std::to_string(output.numel()) + " elements of " +
+    refuse("_reduce_scatter_base", "the input must hold size (" + std::to_string(getSize()) + ") times the output's " +
+                                       std::to_string(output.numel()) + " elements of " +
                                        c10::toString(output.scalar_type()) + ", it holds " +
                                        std::to_string(input.numel()) + " of " + c10::toString(input.scalar_type()));
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "_reduce_scatter_base");
-  auto handle =
-      start_operation("_reduce_scatter_base", [&] { return libtorch::reducescatter_async(flat(input), next_name(), reduce); });
-  return finish_later(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, [handle, output]() mutable {
+  auto handle = start_operation("_reduce_scatter_base",
+                                [&] { return libtorch::reducescatter_async(flat(input), next_name(), reduce); });
+  return finish_later(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
   });
@@ -382,7 +441,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall_base(at::Tensor& out
     if (splits.empty()) {
       if (tensor.dim() == 0 || tensor.size(0) % getSize() != 0) {
         refuse("alltoall_base", std::string("without ") + which + " splits the " + which +
-                                    "'s first dimension must divide into " + std::to_string(getSize()) + " equal parts");
+                                    "'s first dimension must divide into " + std::to_string(getSize()) +
+                                    " equal parts");
       }
       return;
     }
@@ -401,15 +461,16 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall_base(at::Tensor& out
     return libtorch::alltoall_async(input.contiguous(), next_name(),
                                     std::vector<std::int64_t>(input_splits.begin(), input_splits.end()));
   });
-  return finish_later(c10d::OpType::ALLTOALL_BASE, {output}, [handle, output, expected]() mutable {
-    at::Tensor received = handle.wait();
-    const std::vector<std::int64_t> rows = handle.received_splits();
-    if ((!expected.empty() && rows != expected) || received.numel() != output.numel()) {
-      throw Error("dtrain backend: alltoall_base: the rows received from each rank do not match the output splits");
-    }
-    output.copy_(received.view(output.sizes()));
-    return std::vector<at::Tensor>{output};
-  });
+  return finish_later(
+      c10d::OpType::ALLTOALL_BASE, {output}, runtime_done(handle), [handle, output, expected]() mutable {
+        at::Tensor received = handle.wait();
+        const std::vector<std::int64_t> rows = handle.received_splits();
+        if ((!expected.empty() && rows != expected) || received.numel() != output.numel()) {
+          throw Error("dtrain backend: alltoall_base: the rows received from each rank do not match the output splits");
+        }
+        output.copy_(received.view(output.sizes()));
+        return std::vector<at::Tensor>{output};
+      });
 }
 
 // Whole tensors to each rank: their elements travel as rows of one flat tensor.
@@ -431,7 +492,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
   const at::Tensor all = at::cat(pieces);
   auto handle = start_operation("alltoall", [&] { return libtorch::alltoall_async(all, next_name(), splits); });
   std::vector<at::Tensor> targets = outputs;
-  return finish_later(c10d::OpType::ALLTOALL, targets, [handle, targets]() mutable {
+  return finish_later(c10d::OpType::ALLTOALL, targets, runtime_done(handle), [handle, targets]() mutable {
     at::Tensor received = handle.wait();
     const std::vector<std::int64_t> rows = handle.received_splits();
     for (std::size_t r = 0; r < targets.size(); ++r) {
@@ -448,8 +509,9 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
 // An allreduce of one element: it finishes once every rank has reached it.
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::barrier(const c10d::BarrierOptions&) {
   at::Tensor token = at::zeros({1}, at::kInt);
-  auto handle = start_operation("barrier", [&] { return libtorch::allreduce_async_(token, next_name(), {ReduceOp::kSum}); });
-  return finish_later(c10d::OpType::BARRIER, {}, [handle]() mutable {
+  auto handle =
+      start_operation("barrier", [&] { return libtorch::allreduce_async_(token, next_name(), {ReduceOp::kSum}); });
+  return finish_later(c10d::OpType::BARRIER, {}, runtime_done(handle), [handle]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{};
   });

@@ -5,19 +5,21 @@
 // name them; the runtime matches operations across ranks by name, so the n-th call on a group
 // is named after the group and n, and a rank that called something else n-th (another
 // collective, another shape) is named in the mismatch error every rank gets. Operations start
-// on the caller's thread and finish, in order, on the group's completion thread (a Work's
-// future completes there). PyTorch 1.13 takes a c10d::ProcessGroup from a backend, 2.x a
-// c10d::Backend with the same collectives: one class serves both.
+// on the caller's thread. A thread blocked in Work::wait() finishes its operation itself; the
+// group's completion thread finishes, in order, those whose future someone asked for (DDP's
+// buckets: the future completes there, and the callbacks chained on it run there). PyTorch
+// 1.13 takes a c10d::ProcessGroup from a backend, 2.x a c10d::Backend with the same
+// collectives: one class serves both.
 #include <torch/version.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "python/completion_thread.h"
@@ -76,17 +78,20 @@ class DtrainProcessGroup final : public ProcessGroupBase {
 
  private:
   // Waits for the operation, puts its results in place and returns the tensors the future
-  // holds. Runs on the completion thread.
+  // holds. Runs on the completion thread, or on a thread waiting for the operation.
   using Finish = std::function<std::vector<at::Tensor>()>;
 
   // The name of the next operation on this group.
   std::string next_name();
   // Completes a Work when `finish` has run (after every earlier operation of the group).
-  c10::intrusive_ptr<c10d::Work> finish_later(c10d::OpType type, const std::vector<at::Tensor>& outputs, Finish finish);
+  // `await_runtime` sleeps until the runtime has finished the operation, without driving it.
+  c10::intrusive_ptr<c10d::Work> finish_later(c10d::OpType type, const std::vector<at::Tensor>& outputs,
+                                              std::function<void()> await_runtime, Finish finish);
 
   std::string group_id_;
   std::atomic<std::uint64_t> calls_{0};
-  std::unique_ptr<CompletionThread> completions_;
+  // Shared with the group's Works, which hand it their operations.
+  std::shared_ptr<CompletionThread> completions_;
 };
 
 }  // namespace dtrain::python

@@ -81,6 +81,12 @@ bool Handle::poll() const {
   return state_->status != Status::kPending;
 }
 
+void Handle::wait_finished() const {
+  if (!state_) return;
+  std::unique_lock lock(state_->mutex);
+  state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
+}
+
 void Handle::wait() const {
   if (!state_) throw Error("dtrain: wait() on an empty Handle");
   if (!poll()) {

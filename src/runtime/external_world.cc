@@ -51,7 +51,8 @@ void adopt_external_world(RuntimeConfig& config, const ExternalWorld& world, boo
   if (world.rank < 0 || world.rank >= world.size) {
     refuse("rank " + std::to_string(world.rank) + " is not in [0, " + std::to_string(world.size) + ")");
   }
-  if (world.size > 1 && (world.rendezvous_host.empty() || world.rendezvous_port <= 0 || world.rendezvous_port > 65535)) {
+  if (world.size > 1 &&
+      (world.rendezvous_host.empty() || world.rendezvous_port <= 0 || world.rendezvous_port > 65535)) {
     refuse("the rendezvous store '" + world.rendezvous_host + ":" + std::to_string(world.rendezvous_port) +
            "' is not a host and port");
   }

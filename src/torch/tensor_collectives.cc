@@ -92,6 +92,10 @@ struct TensorHandle::State {
 
 bool TensorHandle::poll() const { return !state_ || state_->handle.poll(); }
 
+void TensorHandle::wait_finished() const {
+  if (state_) state_->handle.wait_finished();
+}
+
 std::vector<std::int64_t> TensorHandle::received_splits() const {
   if (!state_) throw Error("dtrain: received_splits() on an empty TensorHandle");
   return state_->handle.received_splits();
@@ -170,6 +174,10 @@ struct TensorGroupHandle::State {
 };
 
 bool TensorGroupHandle::poll() const { return !state_ || state_->handle.poll(); }
+
+void TensorGroupHandle::wait_finished() const {
+  if (state_) state_->handle.wait_finished();
+}
 
 std::vector<at::Tensor> TensorGroupHandle::wait() {
   if (!state_) throw Error("dtrain: wait() on an empty TensorGroupHandle");
