@@ -1,7 +1,6 @@
 #include "python/process_group.h"
 
 #include <ATen/core/ivalue.h>
-#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>

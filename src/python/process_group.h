@@ -83,8 +83,9 @@ class DtrainProcessGroup final : public ProcessGroupBase {
 
   // The name of the next operation on this group.
   std::string next_name();
-  // Completes a Work when `finish` has run (after every earlier operation of the group).
-  // `await_runtime` sleeps until the runtime has finished the operation, without driving it.
+  // The Work of a started operation: `finish` runs once, on a thread that waits for it or on
+  // the completion thread; `await_runtime` sleeps until the runtime has finished the
+  // operation, without driving it (the completion thread's wait).
   c10::intrusive_ptr<c10d::Work> finish_later(c10d::OpType type, const std::vector<at::Tensor>& outputs,
                                               std::function<void()> await_runtime, Finish finish);
 

@@ -53,7 +53,7 @@ def _advertised_host() -> str:
             return "127.0.0.1"
     except ValueError:
         pass
-    return os.environ.get("DTRAIN_HOSTNAME") or socket.getfqdn()
+    return os.environ.get("DTRAIN_HOSTNAME") or socket.gethostname()
 
 
 def _seconds(timeout: Optional[datetime.timedelta]) -> float:
@@ -162,7 +162,7 @@ def _launcher_host() -> str:
     addr = os.environ.get("DTRAIN_RENDEZVOUS_ADDR", "")
     if addr.startswith("127.") or addr == "localhost":
         return "127.0.0.1"
-    return os.environ.get("DTRAIN_HOSTNAME") or socket.getfqdn()
+    return os.environ.get("DTRAIN_HOSTNAME") or socket.gethostname()
 
 
 def _install_env_rendezvous() -> None:
