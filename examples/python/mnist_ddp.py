@@ -36,7 +36,7 @@ from torch.utils.data.distributed import DistributedSampler
 import dtrain.torch  # noqa: F401  registers the "dtrain" backend
 
 # The Horovod-API example beside this file: the same network and data, so the two compare.
-from mnist import DEFAULT_DATA_DIR, DatasetError, Net, load_mnist
+from mnist import DEFAULT_CHECKPOINT, DEFAULT_DATA_DIR, DatasetError, Net, load_mnist
 
 
 def all_ranks_sum(value: float, device: torch.device) -> float:
@@ -111,6 +111,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="intra-op threads per rank (default: the cores divided among this host's ranks)")
     parser.add_argument("--log-interval", type=int, default=50, metavar="N",
                         help="print the loss every N batches; 0 turns it off (default: 50)")
+    parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT, metavar="PATH",
+                        help="rank 0 saves the model's weights here after training "
+                             "(default: $SM_MODEL_DIR/mnist.pt in a job, else none)")
     parser.add_argument("--min-accuracy", type=float, default=None, metavar="A",
                         help="exit with status 1 if the final test accuracy is below A (e.g. 0.985)")
     return parser.parse_args(argv)
@@ -176,6 +179,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     if rank == 0:
         print(f"done: {args.epochs} epoch(s) in {time.perf_counter() - started:.1f} s, "
               f"test accuracy {accuracy:.4f}", flush=True)
+        if args.checkpoint is not None:
+            args.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(net.state_dict(), args.checkpoint)
     dist.destroy_process_group()
     # The accuracy is the same on every rank (summed over all), so all exit alike.
     if args.min_accuracy is not None and accuracy < args.min_accuracy:

@@ -45,7 +45,8 @@ TEST_F(OnSlurm, ABareSrunIsADtrainJob) {
 // goes to files: srun, ending a step, sometimes drops what the failed task wrote last on
 // its way to the terminal (seen once: no error line at all).
 // A Python program (dtrain.torch) under a bare srun and under `dtrain run --slurm` in a batch
-// job: every rank knows its place from Slurm and their allreduce is right.
+// job: every rank knows its place from Slurm, and its allreduce through Horovod's API and its
+// all_reduce through torch.distributed's backend "dtrain" are right.
 TEST_F(OnSlurm, PythonRanksUnderABareSrunAndUnderDtrainRunSlurm) {
   const std::string python = "env PYTHONPATH=" + std::string(DTRAIN_PYTHON_PACKAGE) + " /usr/bin/python3 " +
                              DTRAIN_PYTHON_RANKS;
@@ -55,6 +56,8 @@ TEST_F(OnSlurm, PythonRanksUnderABareSrunAndUnderDtrainRunSlurm) {
                                std::to_string(rank / 2 + 1) + " (local rank " + std::to_string(rank % 2) +
                                " of 2, cross rank " + std::to_string(rank / 2) + " of 2): allreduce correct";
       EXPECT_NE(output.find(line), std::string::npos) << line << "\n" << output;
+      const std::string torch_line = "torch.distributed rank " + std::to_string(rank) + " of 4: all_reduce correct";
+      EXPECT_NE(output.find(torch_line), std::string::npos) << torch_line << "\n" << output;
     }
   };
   JobResult bare = cluster_->run("srun -N2 -n4 --kill-on-bad-exit=1 " + python);
