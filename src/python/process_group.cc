@@ -247,9 +247,10 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::finish_later(c10d::OpType typ
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& options) {
+  const std::string name = next_name();
   at::Tensor tensor = single(tensors, "allreduce");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "allreduce");
-  auto handle = start_operation("allreduce", [&] { return libtorch::allreduce_async_(tensor, next_name(), reduce); });
+  auto handle = start_operation("allreduce", [&] { return libtorch::allreduce_async_(tensor, name, reduce); });
   return finish_later(c10d::OpType::ALLREDUCE, {tensor}, runtime_done(handle), [handle, tensor]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{tensor};
@@ -258,9 +259,9 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                        const c10d::AllreduceCoalescedOptions& options) {
+  const std::string name = next_name();
   if (tensors.empty()) refuse("allreduce_coalesced", "no tensors");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "allreduce_coalesced");
-  const std::string name = next_name();
   std::vector<std::string> names;
   for (std::size_t i = 0; i < tensors.size(); ++i) names.push_back(name + "." + std::to_string(i));
   auto handle = start_operation("allreduce_coalesced",
@@ -273,10 +274,11 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce_coalesced(std::vect
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& options) {
+  const std::string name = next_name();
   at::Tensor tensor = single(tensors, "broadcast");
   check_root(options.rootRank, getSize(), "broadcast");
   const int root = static_cast<int>(options.rootRank);
-  auto handle = start_operation("broadcast", [&] { return libtorch::broadcast_async_(tensor, root, next_name()); });
+  auto handle = start_operation("broadcast", [&] { return libtorch::broadcast_async_(tensor, root, name); });
   return finish_later(c10d::OpType::BROADCAST, {tensor}, runtime_done(handle), [handle, tensor]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{tensor};
@@ -287,11 +289,12 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::broadcast(std::vector<at::Ten
 // others' tensors stay as they were.
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& options) {
+  const std::string name = next_name();
   at::Tensor tensor = single(tensors, "reduce");
   check_root(options.rootRank, getSize(), "reduce");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce");
   const bool root = options.rootRank == getRank();
-  auto handle = start_operation("reduce", [&] { return libtorch::allreduce_async(tensor, next_name(), reduce); });
+  auto handle = start_operation("reduce", [&] { return libtorch::allreduce_async(tensor, name, reduce); });
   return finish_later(c10d::OpType::REDUCE, {tensor}, runtime_done(handle), [handle, tensor, root]() mutable {
     at::Tensor result = handle.wait();
     if (root) tensor.copy_(result);
@@ -302,6 +305,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                              std::vector<at::Tensor>& inputs,
                                                              const c10d::AllgatherOptions&) {
+  const std::string name = next_name();
   const at::Tensor input = single(inputs, "allgather");
   if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != getSize()) {
     refuse("allgather", "needs one output list of " + std::to_string(getSize()) + " tensors");
@@ -309,7 +313,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allgather(std::vector<std::ve
   for (std::size_t r = 0; r < outputs[0].size(); ++r) {
     check_same_kind(outputs[0][r], input, "allgather", "output " + std::to_string(r));
   }
-  auto handle = start_operation("allgather", [&] { return libtorch::allgather_async(flat(input), next_name()); });
+  auto handle = start_operation("allgather", [&] { return libtorch::allgather_async(flat(input), name); });
   std::vector<at::Tensor> targets = outputs[0];
   return finish_later(c10d::OpType::ALLGATHER, targets, runtime_done(handle), [handle, targets]() mutable {
     scatter_pieces(handle.wait(), targets);
@@ -319,13 +323,14 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allgather(std::vector<std::ve
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                    const c10d::AllgatherOptions&) {
+  const std::string name = next_name();
   if (output.scalar_type() != input.scalar_type() || output.numel() != input.numel() * getSize()) {
     refuse("_allgather_base", "the output must hold size (" + std::to_string(getSize()) + ") times the input's " +
                                   std::to_string(input.numel()) + " elements of " + c10::toString(input.scalar_type()) +
                                   ", it holds " + std::to_string(output.numel()) + " of " +
                                   c10::toString(output.scalar_type()));
   }
-  auto handle = start_operation("_allgather_base", [&] { return libtorch::allgather_async(flat(input), next_name()); });
+  auto handle = start_operation("_allgather_base", [&] { return libtorch::allgather_async(flat(input), name); });
   return finish_later(c10d::OpType::_ALLGATHER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -336,6 +341,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_allgather_base(at::Tensor& o
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::GatherOptions& options) {
+  const std::string name = next_name();
   const at::Tensor input = single(inputs, "gather");
   check_root(options.rootRank, getSize(), "gather");
   const bool root = options.rootRank == getRank();
@@ -351,7 +357,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::gather(std::vector<std::vecto
   } else if (!outputs.empty()) {
     refuse("gather", "only the root rank takes output tensors");
   }
-  auto handle = start_operation("gather", [&] { return libtorch::allgather_async(flat(input), next_name()); });
+  auto handle = start_operation("gather", [&] { return libtorch::allgather_async(flat(input), name); });
   return finish_later(c10d::OpType::GATHER, targets, runtime_done(handle), [handle, targets]() mutable {
     at::Tensor gathered = handle.wait();
     if (!targets.empty()) scatter_pieces(gathered, targets);
@@ -363,6 +369,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::gather(std::vector<std::vecto
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::scatter(std::vector<at::Tensor>& outputs,
                                                            std::vector<std::vector<at::Tensor>>& inputs,
                                                            const c10d::ScatterOptions& options) {
+  const std::string name = next_name();
   at::Tensor output = single(outputs, "scatter");
   check_root(options.rootRank, getSize(), "scatter");
   const bool root = options.rootRank == getRank();
@@ -382,7 +389,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::scatter(std::vector<at::Tenso
     all = at::empty({output.numel() * getSize()}, output.options());
   }
   const int root_rank = static_cast<int>(options.rootRank);
-  auto handle = start_operation("scatter", [&] { return libtorch::broadcast_async_(all, root_rank, next_name()); });
+  auto handle = start_operation("scatter", [&] { return libtorch::broadcast_async_(all, root_rank, name); });
   const std::int64_t offset = output.numel() * getRank();
   return finish_later(c10d::OpType::SCATTER, {output}, runtime_done(handle), [handle, all, output, offset]() mutable {
     handle.wait();
@@ -394,6 +401,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::scatter(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                   std::vector<std::vector<at::Tensor>>& inputs,
                                                                   const c10d::ReduceScatterOptions& options) {
+  const std::string name = next_name();
   at::Tensor output = single(outputs, "reduce_scatter");
   if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != getSize()) {
     refuse("reduce_scatter", "needs one input list of " + std::to_string(getSize()) + " tensors");
@@ -406,7 +414,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce_scatter");
   const at::Tensor all = at::cat(pieces);
   auto handle =
-      start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, next_name(), reduce); });
+      start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, name, reduce); });
   return finish_later(c10d::OpType::REDUCE_SCATTER, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -415,6 +423,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at
 
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                         const c10d::ReduceScatterOptions& options) {
+  const std::string name = next_name();
   if (output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize()) {
     refuse("_reduce_scatter_base", "the input must hold size (" + std::to_string(getSize()) + ") times the output's " +
                                        std::to_string(output.numel()) + " elements of " +
@@ -423,7 +432,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_reduce_scatter_base(at::Tens
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "_reduce_scatter_base");
   auto handle = start_operation("_reduce_scatter_base",
-                                [&] { return libtorch::reducescatter_async(flat(input), next_name(), reduce); });
+                                [&] { return libtorch::reducescatter_async(flat(input), name, reduce); });
   return finish_later(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -436,6 +445,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall_base(at::Tensor& out
                                                                  std::vector<int64_t>& output_splits,
                                                                  std::vector<int64_t>& input_splits,
                                                                  const c10d::AllToAllOptions&) {
+  const std::string name = next_name();
   const auto check_splits = [&](const std::vector<int64_t>& splits, const at::Tensor& tensor, const char* which) {
     if (splits.empty()) {
       if (tensor.dim() == 0 || tensor.size(0) % getSize() != 0) {
@@ -457,7 +467,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall_base(at::Tensor& out
   if (output.scalar_type() != input.scalar_type()) refuse("alltoall_base", "the output's dtype is not the input's");
   const std::vector<std::int64_t> expected = output_splits;
   auto handle = start_operation("alltoall_base", [&] {
-    return libtorch::alltoall_async(input.contiguous(), next_name(),
+    return libtorch::alltoall_async(input.contiguous(), name,
                                     std::vector<std::int64_t>(input_splits.begin(), input_splits.end()));
   });
   return finish_later(
@@ -476,6 +486,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall_base(at::Tensor& out
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions&) {
+  const std::string name = next_name();
   if (static_cast<int>(inputs.size()) != getSize() || static_cast<int>(outputs.size()) != getSize()) {
     refuse("alltoall", "needs " + std::to_string(getSize()) + " input and output tensors");
   }
@@ -489,7 +500,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
     splits.push_back(inputs[r].numel());
   }
   const at::Tensor all = at::cat(pieces);
-  auto handle = start_operation("alltoall", [&] { return libtorch::alltoall_async(all, next_name(), splits); });
+  auto handle = start_operation("alltoall", [&] { return libtorch::alltoall_async(all, name, splits); });
   std::vector<at::Tensor> targets = outputs;
   return finish_later(c10d::OpType::ALLTOALL, targets, runtime_done(handle), [handle, targets]() mutable {
     at::Tensor received = handle.wait();
@@ -507,9 +518,10 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
 
 // An allreduce of one element: it finishes once every rank has reached it.
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::barrier(const c10d::BarrierOptions&) {
+  const std::string name = next_name();
   at::Tensor token = at::zeros({1}, at::kInt);
   auto handle =
-      start_operation("barrier", [&] { return libtorch::allreduce_async_(token, next_name(), {ReduceOp::kSum}); });
+      start_operation("barrier", [&] { return libtorch::allreduce_async_(token, name, {ReduceOp::kSum}); });
   return finish_later(c10d::OpType::BARRIER, {}, runtime_done(handle), [handle]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{};

@@ -81,7 +81,8 @@ class DtrainProcessGroup final : public ProcessGroupBase {
   // holds. Runs on the completion thread, or on a thread waiting for the operation.
   using Finish = std::function<std::vector<at::Tensor>()>;
 
-  // The name of the next operation on this group.
+  // The name of the next operation on this group. Every collective takes its name before it
+  // checks anything: a call one rank refuses leaves the ranks' counts in step.
   std::string next_name();
   // The Work of a started operation: `finish` runs once, on a thread that waits for it or on
   // the completion thread; `await_runtime` sleeps until the runtime has finished the
