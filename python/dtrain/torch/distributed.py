@@ -117,7 +117,10 @@ def _register() -> None:
 def _launcher_placement() -> Optional[tuple]:
     """(rank, size, local_rank, local_size) when dtrain run, srun or mpirun started this process
     as one of several, else None."""
-    placement = _core.placement_from_environment()
+    try:
+        placement = _core.placement_from_environment()
+    except RuntimeError:
+        return None  # a malformed launcher variable: init() names it when the program starts
     return placement if placement[1] > 1 else None
 
 
