@@ -235,3 +235,21 @@ def test_a_shape_mismatch_between_ranks_is_an_error_on_every_rank():
     t = torch.ones(2)  # the world goes on
     dist.all_reduce(t)
     assert torch.equal(t, torch.full((2,), float(dist.get_world_size())))
+
+
+def test_different_collectives_at_the_same_call_are_an_error_on_every_rank():
+    rank = dist.get_rank()
+    t = torch.ones(4)
+    with pytest.raises(RuntimeError, match="dtrain"):
+        if rank == 0:
+            dist.broadcast(t, src=0)
+        else:
+            dist.all_reduce(t)
+    t = torch.ones(2)  # the world goes on
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((2,), float(dist.get_world_size())))
+
+
+def test_a_dtype_without_an_engine_is_refused_naming_it():
+    with pytest.raises(RuntimeError, match="dtrain backend: allreduce: .*Bool"):
+        dist.all_reduce(torch.ones(2, dtype=torch.bool))

@@ -37,9 +37,9 @@ def batch(step, rank):
     return torch.randn(6, 8, generator=g, dtype=torch.float64), torch.randn(6, 4, generator=g, dtype=torch.float64)
 
 
-def train(model, group, *, find_unused=False, accumulate=1, hook=None, branch_every=0):
+def train(model, group, *, find_unused=False, accumulate=1, hook=None, branch_every=0, **ddp_options):
     rank = dist.get_rank()
-    ddp = DDP(model, process_group=group, find_unused_parameters=find_unused)
+    ddp = DDP(model, process_group=group, find_unused_parameters=find_unused, **ddp_options)
     if hook is not None:
         ddp.register_comm_hook(state=group, hook=hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
@@ -93,6 +93,15 @@ def test_no_sync_gradient_accumulation_matches_gloo(gloo):
     ours, theirs = replicas()
     train(ours, None, accumulate=2)
     train(theirs, gloo, accumulate=2)
+    assert_parameters_close(ours, theirs, atol=1e-9)
+
+
+@pytest.mark.parametrize("options", [dict(gradient_as_bucket_view=True), dict(static_graph=True),
+                                     dict(bucket_cap_mb=0.0005)], ids=["bucket_view", "static_graph", "tiny_buckets"])
+def test_ddp_options_match_gloo(gloo, options):
+    ours, theirs = replicas()
+    train(ours, None, **options)
+    train(theirs, gloo, **options)
     assert_parameters_close(ours, theirs, atol=1e-9)
 
 
