@@ -8,9 +8,11 @@ Importing ``dtrain.torch`` registers it; a script then changes one word::
 
 Where the world comes from:
 
-* started by ``dtrain run`` (or ``dtrain job run``, ``dtrain run --slurm``): from the launcher,
-  which also sets torch's ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE`` and
-  ``LOCAL_RANK`` for ``init_method="env://"``; the runtime meets at the launcher's store.
+* started by dtrain's launchers (``dtrain run`` and its forms, a bare ``srun``, ``mpirun``,
+  ``dtrain job run``): from the launcher, as for any dtrain program. Importing this module sets
+  torchrun's ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` from it where they
+  are unset, and ``init_method="env://"`` then needs no ``MASTER_ADDR``/``MASTER_PORT``: rank 0
+  serves PyTorch's store and the runtime tells the others where.
 * anything else (torchrun, hand-set variables, ``tcp://``, a ``store=``): PyTorch's rank and
   size; rank 0 serves a rendezvous store for the runtime and tells the others where through
   PyTorch's store.
