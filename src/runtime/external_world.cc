@@ -1,46 +1,15 @@
 #include "runtime/external_world.h"
 
 #include <cmath>
-#include <memory>
-#include <mutex>
 
-#include "rendezvous/rendezvous_server.h"
+#include "runtime/served_store.h"
 
 namespace dtrain {
-namespace {
-
-// Lives until the process exits: a slower rank may still read keys after rank 0's own
-// init() returned, and a later init() of the same world (after shutdown()) meets here again.
-struct ServedStore {
-  std::mutex mutex;
-  std::unique_ptr<rendezvous::RendezvousServer> server;
-  int size = 0;
-};
-
-ServedStore& served_store() {
-  static ServedStore* store = new ServedStore();  // never destroyed: ranks may still be reading
-  return *store;
-}
-
-}  // namespace
 
 int serve_rendezvous(const std::string& token, int size) {
   if (token.empty()) throw Error("dtrain::serve_rendezvous: the token is empty");
   if (size < 1) throw Error("dtrain::serve_rendezvous: size " + std::to_string(size) + " is not a world size");
-  ServedStore& store = served_store();
-  std::lock_guard lock(store.mutex);
-  if (store.server) {
-    if (store.size != size) {
-      throw Error("dtrain::serve_rendezvous: this process already serves a store for " + std::to_string(store.size) +
-                  " ranks, not " + std::to_string(size));
-    }
-    return store.server->port();
-  }
-  auto server = std::make_unique<rendezvous::RendezvousServer>(token, size);
-  const int port = server->start("0.0.0.0", 0);
-  store.server = std::move(server);
-  store.size = size;
-  return port;
+  return runtime::serve_store(token, size, 0);
 }
 
 namespace runtime {
