@@ -240,7 +240,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::finish_later(c10d::OpType typ
       devices.push_back(tensor.device());
     }
   }
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
+  static const c10::TypePtr tensor_list = c10::ListType::create(c10::TensorType::get());  // made once, not per call
+  auto future = c10::make_intrusive<c10::ivalue::Future>(tensor_list, devices);
   auto operation = std::make_shared<PendingOperation>(std::move(await_runtime), std::move(finish), std::move(future));
   return c10::make_intrusive<DtrainWork>(getRank(), type, std::move(operation), completions_);
 }

@@ -41,17 +41,14 @@ def _launched_by_dtrain() -> bool:
     return "DTRAIN_SIZE" in os.environ
 
 
-def _advertised_host() -> str:
-    """The address the other ranks reach rank 0's store at.
-
-    A job on loopback (``MASTER_ADDR`` a loopback address, as torchrun's single-node default)
-    stays there; otherwise this host's name, or ``DTRAIN_HOSTNAME`` when set.
-    """
-    master = os.environ.get("MASTER_ADDR", "")
-    if master == "localhost":
+def _host_for_peers(job_address: str) -> str:
+    """This host as the other ranks reach it: ``127.0.0.1`` for a job on loopback (its
+    ``job_address``, PyTorch's ``MASTER_ADDR`` or the launcher's store, a loopback address, as
+    on one machine), else ``DTRAIN_HOSTNAME`` or the host's name."""
+    if job_address == "localhost":
         return "127.0.0.1"
     try:
-        if master and ipaddress.ip_address(master).is_loopback:
+        if job_address and ipaddress.ip_address(job_address).is_loopback:
             return "127.0.0.1"
     except ValueError:
         pass
@@ -77,7 +74,7 @@ def _start_runtime(store: dist.Store, rank: int, size: int, timeout_s: float) ->
     if rank == 0:
         token = secrets.token_hex(16)
         port = _core.serve_rendezvous(token, size)
-        store.set(_RENDEZVOUS_KEY, f"{_advertised_host()} {port} {token}")
+        store.set(_RENDEZVOUS_KEY, f"{_host_for_peers(os.environ.get('MASTER_ADDR', ''))} {port} {token}")
     store.wait([_RENDEZVOUS_KEY], datetime.timedelta(seconds=timeout_s))
     host, port, token = store.get(_RENDEZVOUS_KEY).decode().split(" ")
     _core.init_external(rank, size, host, int(port), token, timeout_s)
@@ -150,7 +147,7 @@ def _store_from_runtime(timeout: datetime.timedelta) -> dist.Store:
     global _store_bootstraps
     _core.init()
     rank, size = _core.rank(), _core.size()
-    host = _launcher_host()
+    host = _host_for_peers(os.environ.get("DTRAIN_RENDEZVOUS_ADDR", ""))
     # Not waiting for the others to connect: they learn the port only after this returns.
     store = dist.TCPStore(host, 0, size, True, timeout, wait_for_workers=False) if rank == 0 else None
     address = f"{host} {store.port}".encode() if store is not None else b""
@@ -160,14 +157,6 @@ def _store_from_runtime(timeout: datetime.timedelta) -> dist.Store:
         master, port = address.split(" ")
         store = dist.TCPStore(master, int(port), size, False, timeout)
     return store
-
-
-def _launcher_host() -> str:
-    """This host as the other ranks of a launcher's job reach it."""
-    addr = os.environ.get("DTRAIN_RENDEZVOUS_ADDR", "")
-    if addr.startswith("127.") or addr == "localhost":
-        return "127.0.0.1"
-    return os.environ.get("DTRAIN_HOSTNAME") or socket.gethostname()
 
 
 def _install_env_rendezvous() -> None:
