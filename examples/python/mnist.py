@@ -158,16 +158,16 @@ def test_accuracy(model: nn.Module, loader: DataLoader, device: torch.device) ->
             / metric_average(float(len(loader.dataset)), "test.count"))
 
 
-def test_shard(dataset: TensorDataset) -> Subset:
-    """This rank's contiguous slice of the test set; together the slices cover it once."""
+def test_shard(dataset: TensorDataset, rank: int, size: int) -> Subset:
+    """Rank ``rank``'s contiguous slice of the test set; together the slices cover it once."""
     n = len(dataset)
-    return Subset(dataset, range(n * hvd.rank() // hvd.size(), n * (hvd.rank() + 1) // hvd.size()))
+    return Subset(dataset, range(n * rank // size, n * (rank + 1) // size))
 
 
-def default_threads() -> int:
-    """The cores this process may use, shared among the ranks of its host."""
+def default_threads(local_size: int) -> int:
+    """The cores this process may use, shared among the ``local_size`` ranks of its host."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cores or 1) // hvd.local_size())
+    return max(1, (cores or 1) // local_size)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -204,7 +204,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     else:
         device = torch.device("cpu")
     # Intra-op threads: ranks sharing a host would otherwise each start one per core.
-    torch.set_num_threads(args.threads if args.threads > 0 else default_threads())
+    torch.set_num_threads(args.threads if args.threads > 0 else default_threads(hvd.local_size()))
 
     try:
         train_set = load_mnist(args.data_dir, "train")
@@ -216,7 +216,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     train_sampler = DistributedSampler(train_set, num_replicas=hvd.size(), rank=hvd.rank(),
                                        shuffle=True, seed=args.seed)
     train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=train_sampler)
-    test_loader = DataLoader(test_shard(test_set), batch_size=200)
+    test_loader = DataLoader(test_shard(test_set, hvd.rank(), hvd.size()), batch_size=200)
 
     torch.manual_seed(args.seed)
     model = Net().to(device)

@@ -30,13 +30,13 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, Subset, TensorDataset
+from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 import dtrain.torch  # noqa: F401  registers the "dtrain" backend
 
 # The Horovod-API example beside this file: the same network and data, so the two compare.
-from mnist import DEFAULT_CHECKPOINT, DEFAULT_DATA_DIR, DatasetError, Net, load_mnist
+from mnist import DEFAULT_CHECKPOINT, DEFAULT_DATA_DIR, DatasetError, Net, default_threads, load_mnist, test_shard
 
 
 def all_ranks_sum(value: float, device: torch.device) -> float:
@@ -78,20 +78,6 @@ def test_accuracy(model: nn.Module, loader: DataLoader, device: torch.device) ->
     return all_ranks_sum(float(correct), device) / all_ranks_sum(float(len(loader.dataset)), device)
 
 
-def test_shard(dataset: TensorDataset, rank: int, size: int) -> Subset:
-    """Rank ``rank``'s contiguous slice of the test set; together the slices cover it once."""
-    n = len(dataset)
-    return Subset(dataset, range(n * rank // size, n * (rank + 1) // size))
-
-
-def default_threads() -> int:
-    """The cores this process may use, shared among the ranks of its host."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    # torchrun sets LOCAL_WORLD_SIZE; a launcher that does not is taken to put all ranks on one host.
-    local_size = int(os.environ.get("LOCAL_WORLD_SIZE", dist.get_world_size()))
-    return max(1, (cores or 1) // local_size)
-
-
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     """The command line's options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -126,6 +112,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     dist.init_process_group(backend=args.backend)
     rank, size = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    # torchrun sets LOCAL_WORLD_SIZE; a launcher that does not is taken to put all ranks on one host.
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", size))
 
     if torch.cuda.is_available():
         # One GPU per process: the ranks of a host take its GPUs in order.
@@ -134,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     else:
         device = torch.device("cpu")
     # Intra-op threads: ranks sharing a host would otherwise each start one per core.
-    torch.set_num_threads(args.threads if args.threads > 0 else default_threads())
+    torch.set_num_threads(args.threads if args.threads > 0 else default_threads(local_world_size))
 
     try:
         train_set = load_mnist(args.data_dir, "train")
