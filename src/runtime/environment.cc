@@ -144,6 +144,10 @@ RuntimeConfig read_config_from_environment() {
   c.timeline_path = text("DTRAIN_TIMELINE");
   c.timeline_mark_cycles = number<int>("DTRAIN_TIMELINE_MARK_CYCLES", 0) != 0;
   c.shared_memory = number<int>("DTRAIN_SHM", 1) != 0;
+  c.tcp_mesh = number<int>("DTRAIN_TCP_MESH", 1) != 0;
+  const auto mesh_bytes = number<long long>("DTRAIN_TCP_MESH_BYTES", static_cast<long long>(c.tcp_mesh_bytes));
+  require(mesh_bytes >= 0, "DTRAIN_TCP_MESH_BYTES must be >= 0 bytes");
+  c.tcp_mesh_bytes = static_cast<std::size_t>(mesh_bytes);
   c.hierarchical = number<int>("DTRAIN_HIERARCHICAL_ALLREDUCE", -1);
   require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");
   c.gpu_engine = text("DTRAIN_GPU_ENGINE", "auto");

@@ -48,6 +48,11 @@ struct RuntimeConfig {
   bool timeline_mark_cycles = false;  // a marker at each cycle that had work
   bool shared_memory = true;  // DTRAIN_SHM: allreduce through shared memory among a host's ranks
   int hierarchical = -1;      // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on
+  // DTRAIN_TCP_MESH: over TCP (not MPI), negotiation and small collectives go over dtrain's
+  // own mesh of connections (runtime/transport/tcp/mesh_transport.h); 0: all over Gloo.
+  bool tcp_mesh = true;
+  // DTRAIN_TCP_MESH_BYTES: the most bytes one rank sends in a data collective the mesh takes.
+  std::size_t tcp_mesh_bytes = 64 * 1024;
   // DTRAIN_AUTOTUNE: rank 0 tunes the fusion threshold and cycle time while training runs.
   bool autotune = false;
   std::string autotune_log;           // DTRAIN_AUTOTUNE_LOG: a CSV row per sample

@@ -29,11 +29,12 @@ class HierarchicalTransport final : public Transport {
   std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) override {
     return control_ ? control_->broadcast_from_coordinator(message) : global_->broadcast_from_coordinator(message);
   }
-  // One step through shared memory on one host; across hosts not offered (a gather and a
-  // broadcast over the network cost no more than an allgather there).
-  std::size_t summary_capacity() const override { return control_ ? ShmControl::kSlotBytes : 0; }
+  // One step through shared memory on one host; across hosts as the global transport offers.
+  std::size_t summary_capacity() const override {
+    return control_ ? ShmControl::kSlotBytes : global_->summary_capacity();
+  }
   std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) override {
-    return control_->exchange(message);
+    return control_ ? control_->exchange(message) : global_->exchange_summaries(message);
   }
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   bool reduces_pieces_in_place() const override { return true; }

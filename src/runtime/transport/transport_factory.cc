@@ -14,6 +14,8 @@
 #include "runtime/transport/shm/shared_segment.h"
 #include "runtime/transport/shm/shm_allreduce.h"
 #include "runtime/transport/shm/shm_control.h"
+#include "runtime/transport/tcp/bind_address.h"
+#include "runtime/transport/tcp/mesh_transport.h"
 
 namespace dtrain::runtime {
 namespace {
@@ -33,6 +35,25 @@ GlooConnectOptions gloo_options(const RuntimeConfig& config, int generation) {
   options.hostname = local_job ? "127.0.0.1" : config.hostname;
   options.timeout = config.timeout;
   return options;
+}
+
+// Gloo for bulk data and, unless DTRAIN_TCP_MESH=0, dtrain's TCP mesh beside it for the
+// rest; both connect through the same store, under the same key prefix.
+std::unique_ptr<Transport> connect_tcp(const RuntimeConfig& config, const GlooConnectOptions& options,
+                                       const std::string& peer_noun) {
+  std::unique_ptr<Transport> gloo = GlooTransport::connect(options);
+  if (!config.tcp_mesh) return gloo;
+  TcpMeshOptions mesh;
+  mesh.rank = options.rank;
+  mesh.size = options.size;
+  mesh.rendezvous_host = options.rendezvous_host;
+  mesh.rendezvous_port = options.rendezvous_port;
+  mesh.token = options.token;
+  mesh.key_prefix = options.key_prefix;
+  mesh.address = bind_address(options.iface, options.hostname);
+  mesh.peer_noun = peer_noun;
+  mesh.timeout = options.timeout;
+  return std::make_unique<MeshTransport>(TcpMesh::connect(mesh), std::move(gloo), config.tcp_mesh_bytes);
 }
 
 std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int generation) {
@@ -55,7 +76,10 @@ std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int gener
   } else {
     log().info("engine: Gloo (started by dtrain run)");
   }
-  return GlooTransport::connect(gloo_options(config, generation));
+  if (config.tcp_mesh) {
+    log().info("negotiation and collectives up to {} bytes per rank over dtrain's TCP mesh", config.tcp_mesh_bytes);
+  }
+  return connect_tcp(config, gloo_options(config, generation), "rank");
 }
 
 // A tag every rank agrees on (rank 0's random draw), so segment names differ per job and init.
@@ -153,7 +177,7 @@ std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generati
       options.size = layout.host_count;
       options.key_prefix += "/cross" + std::to_string(layout.local_rank);
       options.report_ready = false;
-      cross = GlooTransport::connect(options);
+      cross = connect_tcp(config, options, "host");
     }
   }
   log().info("allreduce through shared memory among {} local ranks{}", layout.local_size,

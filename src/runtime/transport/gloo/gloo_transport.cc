@@ -1,8 +1,5 @@
 #include "runtime/transport/gloo/gloo_transport.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-
 #include <cstring>
 
 #include <gloo/allgatherv.h>
@@ -16,6 +13,7 @@
 
 #include "runtime/reduction.h"
 #include "runtime/transport/gloo/http_store.h"
+#include "runtime/transport/tcp/bind_address.h"
 
 namespace dtrain::runtime {
 namespace {
@@ -40,24 +38,6 @@ void translate_gloo_errors(const char* what, Fn&& fn) {
   }
 }
 
-// The IPv4 address a host name resolves to. Gloo's own lookup crashes (rather than throws)
-// on some names it cannot resolve, so it only ever sees an address.
-std::string resolve_for_gloo(const std::string& hostname) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int error = ::getaddrinfo(hostname.c_str(), nullptr, &hints, &found);
-  if (error != 0 || !found) {
-    throw Error("dtrain: this rank's host name '" + hostname + "' does not resolve to an IPv4 address (" +
-                gai_strerror(error) + "); set DTRAIN_IFACE (--network-interface) or DTRAIN_HOSTNAME");
-  }
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof(text));
-  ::freeaddrinfo(found);
-  return text;
-}
-
 }  // namespace
 
 std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& options) {
@@ -69,7 +49,9 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& 
   if (!options.iface.empty()) {
     attr.iface = options.iface;
   } else {
-    attr.hostname = resolve_for_gloo(options.hostname);
+    // Gloo's own lookup crashes (rather than throws) on some names it cannot resolve, so it
+    // only ever sees an address.
+    attr.hostname = resolve_ipv4(options.hostname);
   }
   std::shared_ptr<gloo::transport::Device> device;
   try {

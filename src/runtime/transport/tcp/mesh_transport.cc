@@ -1,0 +1,182 @@
+#include "runtime/transport/tcp/mesh_transport.h"
+
+#include <cstring>
+
+#include "runtime/reduction.h"
+
+namespace dtrain::runtime {
+
+MeshTransport::MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes)
+    : mesh_(std::move(mesh)), bulk_(std::move(bulk)), small_bytes_(small_bytes), received_(mesh_->size()) {}
+
+void MeshTransport::send_to_every_peer(const void* data, std::size_t bytes) {
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer != rank()) sends_.push_back({peer, data, bytes});
+  }
+}
+
+void MeshTransport::receive_from_every_peer(std::size_t bytes) {
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer == rank()) continue;
+    received_[peer].resize(bytes);
+    receives_.push_back({peer, received_[peer].data(), bytes});
+  }
+}
+
+void MeshTransport::receive_from_every_peer_any_length() {
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer != rank()) receives_.push_back({.peer = peer, .resizable = &received_[peer]});
+  }
+}
+
+void MeshTransport::run_step() {
+  try {
+    mesh_->step(sends_, receives_);
+  } catch (...) {
+    sends_.clear();
+    receives_.clear();
+    throw;
+  }
+  sends_.clear();
+  receives_.clear();
+}
+
+void MeshTransport::reduce_in_rank_order(const void* own, std::size_t count, DataType dtype, ReduceOp op) {
+  const std::size_t bytes = count * element_size(dtype);
+  auto copy_of = [&](int r) -> const void* { return r == rank() ? own : received_[r].data(); };
+  accumulator_.resize(bytes);
+  std::memcpy(accumulator_.data(), copy_of(0), bytes);
+  for (int r = 1; r < size(); ++r) reduce_elements(dtype, op, accumulator_.data(), accumulator_.data(), copy_of(r), count);
+}
+
+std::vector<std::vector<char>> MeshTransport::gather_to_coordinator(const std::vector<char>& message) {
+  if (rank() != 0) {
+    sends_.push_back({0, message.data(), message.size()});
+    run_step();
+    return {};
+  }
+  receive_from_every_peer_any_length();
+  run_step();
+  std::vector<std::vector<char>> all(size());
+  all[0] = message;
+  for (int peer = 1; peer < size(); ++peer) all[peer].swap(received_[peer]);
+  return all;
+}
+
+std::vector<char> MeshTransport::broadcast_from_coordinator(const std::vector<char>& message) {
+  if (rank() == 0) {
+    send_to_every_peer(message.data(), message.size());
+    run_step();
+    return message;
+  }
+  receives_.push_back({.peer = 0, .resizable = &received_[0]});
+  run_step();
+  return received_[0];
+}
+
+std::vector<std::vector<char>> MeshTransport::exchange_summaries(const std::vector<char>& message) {
+  send_to_every_peer(message.data(), message.size());
+  receive_from_every_peer_any_length();
+  run_step();
+  std::vector<std::vector<char>> all(size());
+  for (int r = 0; r < size(); ++r) all[r] = r == rank() ? message : received_[r];
+  return all;
+}
+
+void MeshTransport::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {
+  const std::size_t bytes = count * element_size(dtype);
+  if (count == 0) return;
+  if (!small(bytes * (size() - 1))) return bulk_->allreduce(data, count, dtype, op);
+  send_to_every_peer(data, bytes);
+  receive_from_every_peer(bytes);
+  run_step();
+  reduce_in_rank_order(data, count, dtype, op);
+  std::memcpy(data, accumulator_.data(), bytes);
+}
+
+void MeshTransport::allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) {
+  std::size_t total = 0;
+  for (std::size_t b : bytes_per_rank) total += b;
+  if (total == 0) return;
+  if (!small(total)) return bulk_->allgatherv(input, output, bytes_per_rank);
+  auto* out = static_cast<char*>(output);
+  std::size_t offset = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank()) {
+      send_to_every_peer(input, bytes_per_rank[r]);
+      if (bytes_per_rank[r] && out + offset != input) std::memmove(out + offset, input, bytes_per_rank[r]);
+    } else {
+      receives_.push_back({r, out + offset, bytes_per_rank[r]});
+    }
+    offset += bytes_per_rank[r];
+  }
+  run_step();
+}
+
+void MeshTransport::broadcast(void* data, std::size_t bytes, int root) {
+  if (bytes == 0) return;
+  if (!small(bytes * (size() - 1))) return bulk_->broadcast(data, bytes, root);
+  if (rank() == root) {
+    send_to_every_peer(data, bytes);
+  } else {
+    receives_.push_back({root, data, bytes});
+  }
+  run_step();
+}
+
+// Always one step: every pair exchanges its parts directly, which is what a bulk alltoall
+// does too, and each rank knows only its own sizes, so no size test could agree across ranks.
+void MeshTransport::alltoallv(const void* input, const std::vector<std::size_t>& send_bytes, void* output,
+                              const std::vector<std::size_t>& receive_bytes) {
+  const auto* in = static_cast<const char*>(input);
+  auto* out = static_cast<char*>(output);
+  std::size_t send_offset = 0, receive_offset = 0;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer == rank()) {
+      if (send_bytes[peer]) std::memcpy(out + receive_offset, in + send_offset, send_bytes[peer]);
+    } else {
+      sends_.push_back({peer, in + send_offset, send_bytes[peer]});
+      receives_.push_back({peer, out + receive_offset, receive_bytes[peer]});
+    }
+    send_offset += send_bytes[peer];
+    receive_offset += receive_bytes[peer];
+  }
+  run_step();
+}
+
+void MeshTransport::reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype,
+                                  ReduceOp op) {
+  if (size() == 1) return;
+  const std::size_t esize = element_size(dtype);
+  std::size_t total = 0, mine = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (r < rank()) mine += counts_per_rank[r] * esize;
+    total += counts_per_rank[r] * esize;
+  }
+  if (total == 0) return;
+  if (!small(total)) return bulk_->reducescatter(data, counts_per_rank, dtype, op);
+  auto* bytes = static_cast<char*>(data);
+  std::size_t offset = 0;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer != rank()) sends_.push_back({peer, bytes + offset, counts_per_rank[peer] * esize});
+    offset += counts_per_rank[peer] * esize;
+  }
+  const std::size_t count = counts_per_rank[rank()];
+  receive_from_every_peer(count * esize);
+  run_step();
+  if (count == 0) return;
+  reduce_in_rank_order(bytes + mine, count, dtype, op);
+  std::memcpy(bytes + mine, accumulator_.data(), count * esize);
+}
+
+// Dissemination: in round k every rank signals the rank 2^k above it and waits for the one
+// 2^k below, so after ceil(log2 n) rounds each has heard, through others, from every rank.
+void MeshTransport::barrier() {
+  for (int distance = 1; distance < size(); distance *= 2) {
+    sends_.push_back({(rank() + distance) % size(), nullptr, 0});
+    receives_.push_back({(rank() - distance + size()) % size(), nullptr, 0});
+    run_step();
+  }
+}
+
+}  // namespace dtrain::runtime

@@ -1,0 +1,370 @@
+#include "runtime/transport/tcp/tcp_mesh.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "dtrain/dtrain.h"
+#include "runtime/logging.h"
+#include "runtime/transport/gloo/http_store.h"
+
+namespace dtrain::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a step polls its sockets before sleeping in poll(). A peer that is already on its
+// way to the same step answers within a round trip (tens of µs over loopback or a LAN); one
+// still computing may take seconds, and a rank must not hold a core the computation needs.
+constexpr auto kPollBeforeSleep = std::chrono::microseconds(50);
+
+// The first bytes on every connection: who connects, to which group. The fingerprint of the
+// job token and key prefix tells a stray connection (another job, an old generation) apart.
+struct Hello {
+  std::uint64_t magic;
+  std::uint64_t fingerprint;
+  std::int32_t rank;
+  std::int32_t size;
+};
+// "dtrain" and the protocol's version: ranks built with another framing refuse each other.
+constexpr std::uint64_t kMagic = 0x64747261696e0001;
+constexpr auto kHelloWithin = std::chrono::seconds(10);
+
+// No negotiation message or small collective comes near this; a length beyond it is garbage.
+constexpr std::uint64_t kLongestMessage = std::uint64_t{1} << 40;
+
+std::uint64_t fingerprint(const std::string& token, const std::string& key_prefix) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (const std::string* text : {&token, &key_prefix}) {
+    for (unsigned char c : *text) hash = (hash ^ c) * 1099511628211ull;
+    hash = (hash ^ 0xff) * 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+int milliseconds_until(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
+}
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Waits for `events` on `fd` until `deadline`; false on timeout.
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+  while (true) {
+    pollfd entry{fd, events, 0};
+    const int ready = ::poll(&entry, 1, milliseconds_until(deadline));
+    if (ready > 0) return true;
+    if (ready < 0 && errno != EINTR) throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
+    if (Clock::now() >= deadline) return false;
+  }
+}
+
+// Whole-buffer I/O on a nonblocking socket during setup; false on timeout or a closed socket.
+bool write_all(int fd, const void* data, std::size_t bytes, Clock::time_point deadline) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      if (!wait_for(fd, POLLOUT, deadline)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, std::size_t bytes, Clock::time_point deadline) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::recv(fd, p, bytes, 0);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      if (!wait_for(fd, POLLIN, deadline)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+sockaddr_in ipv4_endpoint(const std::string& address, int port) {
+  sockaddr_in endpoint{};
+  endpoint.sin_family = AF_INET;
+  endpoint.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::inet_pton(AF_INET, address.c_str(), &endpoint.sin_addr) != 1) {
+    throw Error("dtrain: '" + address + "' is not an IPv4 address");
+  }
+  return endpoint;
+}
+
+int new_socket() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) throw Error("dtrain: cannot open a TCP socket: " + errno_text());
+  return fd;
+}
+
+// A listening socket on `address`, any free port; returns the socket and its port.
+std::pair<int, int> listen_on(const std::string& address, int backlog) {
+  const int fd = new_socket();
+  sockaddr_in endpoint = ipv4_endpoint(address, 0);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)) != 0 || ::listen(fd, backlog) != 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    throw Error("dtrain: cannot listen on " + address + " for the TCP mesh: " + why +
+                " (set DTRAIN_IFACE / --network-interface to the network the ranks share)");
+  }
+  socklen_t length = sizeof(endpoint);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&endpoint), &length);
+  return {fd, ntohs(endpoint.sin_port)};
+}
+
+int connect_to(const std::string& where, Clock::time_point deadline) {
+  const auto colon = where.rfind(':');
+  if (colon == std::string::npos) throw Error("dtrain: malformed TCP mesh address '" + where + "' in the store");
+  int port = 0;
+  const char* end = where.data() + where.size();
+  if (std::from_chars(where.data() + colon + 1, end, port).ptr != end || port <= 0 || port > 65535) {
+    throw Error("dtrain: malformed TCP mesh address '" + where + "' in the store");
+  }
+  sockaddr_in endpoint = ipv4_endpoint(where.substr(0, colon), port);
+  const int fd = new_socket();
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)) != 0 && errno != EINPROGRESS) {
+    const std::string why = errno_text();
+    ::close(fd);
+    throw Error("dtrain: cannot connect the TCP mesh to " + where + ": " + why);
+  }
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (!wait_for(fd, POLLOUT, deadline) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error) {
+    ::close(fd);
+    throw Error("dtrain: cannot connect the TCP mesh to " + where + ": " +
+                (error ? std::strerror(error) : "timed out (DTRAIN_TIMEOUT_S)"));
+  }
+  return fd;
+}
+
+}  // namespace
+
+struct TcpMesh::Outgoing {
+  int peer;
+  std::uint64_t length;
+  const char* data;
+  std::size_t done;  // bytes sent, of the 8-byte length and the message
+
+  bool finished() const { return done == sizeof(length) + length; }
+};
+
+struct TcpMesh::Incoming {
+  TcpMesh::Receive* receive;
+  std::uint64_t length;  // as the sender wrote it
+  std::size_t done;      // bytes received, of the length and the message
+  char* data;            // where the message goes, once its length is known
+
+  bool finished() const { return done >= sizeof(length) && done == sizeof(length) + length; }
+};
+
+TcpMesh::TcpMesh(int rank, int size, std::string peer_noun, std::chrono::milliseconds timeout)
+    : rank_(rank), sockets_(size, -1), peer_noun_(std::move(peer_noun)), timeout_(timeout) {}
+
+TcpMesh::~TcpMesh() {
+  for (int fd : sockets_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
+  std::unique_ptr<TcpMesh> mesh(new TcpMesh(options.rank, options.size, options.peer_noun, options.timeout));
+  if (options.size == 1) return mesh;
+  const auto deadline = Clock::now() + options.timeout;
+  const auto [listener, port] = listen_on(options.address, options.size);
+  struct CloseListener {
+    int fd;
+    ~CloseListener() { ::close(fd); }
+  } close_listener{listener};
+
+  HttpStore store(options.rendezvous_host, options.rendezvous_port, options.token, options.timeout);
+  const auto key = [&](int rank) { return options.key_prefix + "/mesh/" + std::to_string(rank); };
+  const std::string here = options.address + ":" + std::to_string(port);
+  store.set(key(options.rank), {here.begin(), here.end()});
+
+  const Hello mine{kMagic, fingerprint(options.token, options.key_prefix), options.rank, options.size};
+  for (int peer = 0; peer < options.rank; ++peer) {
+    const std::vector<char> where = store.get(key(peer));
+    const int fd = connect_to(std::string(where.begin(), where.end()), deadline);
+    mesh->sockets_[peer] = fd;
+    if (!write_all(fd, &mine, sizeof(mine), deadline)) {
+      throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
+                             " closed the TCP mesh connection while it was made");
+    }
+  }
+  for (int waiting = options.size - 1 - options.rank; waiting > 0;) {
+    if (!wait_for(listener, POLLIN, deadline)) {
+      throw WorkersLostError("dtrain: " + std::to_string(waiting) + " " + options.peer_noun +
+                             "(s) above this one did not connect the TCP mesh within " +
+                             std::to_string(options.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+    }
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    // A rank writes its hello as it connects; a connection silent for long is not a rank.
+    Hello theirs{};
+    const bool read = read_all(fd, &theirs, sizeof(theirs), std::min(deadline, Clock::now() + kHelloWithin));
+    if (!read || theirs.magic != kMagic || theirs.fingerprint != mine.fingerprint || theirs.size != options.size ||
+        theirs.rank <= options.rank || theirs.rank >= options.size || mesh->sockets_[theirs.rank] >= 0) {
+      log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
+      ::close(fd);
+      continue;
+    }
+    mesh->sockets_[theirs.rank] = fd;
+    --waiting;
+  }
+  for (int fd : mesh->sockets_) {
+    if (fd < 0) continue;
+    const int on = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // a small message leaves at once
+    set_nonblocking(fd);
+  }
+  return mesh;
+}
+
+void TcpMesh::step(std::span<const Send> sends, std::span<Receive> receives) {
+  outgoing_.clear();
+  incoming_.clear();
+  for (const Send& send : sends) outgoing_.push_back({send.peer, send.bytes, static_cast<const char*>(send.data), 0});
+  for (Receive& receive : receives) incoming_.push_back({&receive, 0, 0, static_cast<char*>(receive.data)});
+  const auto deadline = Clock::now() + timeout_;
+  auto last_progress = Clock::now();
+  std::size_t unfinished = outgoing_.size() + incoming_.size();
+  while (unfinished > 0) {
+    bool progressed = false;
+    unfinished = 0;
+    for (Outgoing& message : outgoing_) {
+      if (message.finished()) continue;
+      progressed |= advance(message);
+      unfinished += !message.finished();
+    }
+    for (Incoming& message : incoming_) {
+      if (message.finished()) continue;
+      progressed |= advance(message);
+      unfinished += !message.finished();
+    }
+    if (unfinished == 0) break;
+    const auto now = Clock::now();
+    if (progressed) {
+      last_progress = now;
+    } else if (now - last_progress > kPollBeforeSleep) {
+      sleep_until_ready(deadline);
+    }
+  }
+}
+
+bool TcpMesh::advance(Outgoing& message) {
+  iovec parts[2];
+  int count = 0;
+  if (message.done < sizeof(message.length)) {
+    parts[count++] = {reinterpret_cast<char*>(&message.length) + message.done, sizeof(message.length) - message.done};
+  }
+  const std::size_t sent = message.done > sizeof(message.length) ? message.done - sizeof(message.length) : 0;
+  if (message.length > sent) parts[count++] = {const_cast<char*>(message.data) + sent, message.length - sent};
+  msghdr header{};
+  header.msg_iov = parts;
+  header.msg_iovlen = count;
+  const ssize_t n = ::sendmsg(sockets_[message.peer], &header, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return false;
+    lost(message.peer, errno_text());
+  }
+  message.done += static_cast<std::size_t>(n);
+  return n > 0;
+}
+
+bool TcpMesh::advance(Incoming& message) {
+  Receive& receive = *message.receive;
+  const int fd = sockets_[receive.peer];
+  ssize_t n;
+  if (message.done < sizeof(message.length)) {
+    // With the length known in advance, the length and the message in one call; else the
+    // length alone (reading further could take the start of the peer's next message).
+    iovec parts[2] = {{reinterpret_cast<char*>(&message.length) + message.done, sizeof(message.length) - message.done},
+                      {receive.data, receive.bytes}};
+    msghdr header{};
+    header.msg_iov = parts;
+    header.msg_iovlen = receive.resizable || receive.bytes == 0 ? 1 : 2;
+    n = ::recvmsg(fd, &header, MSG_DONTWAIT);
+    if (n > 0 && message.done + static_cast<std::size_t>(n) >= sizeof(message.length)) {
+      if (message.length > kLongestMessage) {
+        throw Error("dtrain: " + peer_noun_ + " " + std::to_string(receive.peer) + " sent a message of " +
+                    std::to_string(message.length) + " bytes: not a message of this protocol");
+      }
+      if (receive.resizable) {
+        receive.resizable->resize(message.length);
+        message.data = receive.resizable->data();
+      } else if (message.length != receive.bytes) {
+        throw Error("dtrain: " + peer_noun_ + " " + std::to_string(receive.peer) + " sent " +
+                    std::to_string(message.length) + " bytes where this " + peer_noun_ + " expected " +
+                    std::to_string(receive.bytes) + ": the ranks' collective calls differ");
+      }
+    }
+  } else {
+    const std::size_t received = message.done - sizeof(message.length);
+    n = ::recv(fd, message.data + received, message.length - received, MSG_DONTWAIT);
+  }
+  if (n == 0) lost(receive.peer, "it closed the connection");
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return false;
+    lost(receive.peer, errno_text());
+  }
+  message.done += static_cast<std::size_t>(n);
+  return true;
+}
+
+// Sleeps until a socket this step waits on is ready. Readiness for a send is asked only of
+// sends still under way, so a step with all sends done sleeps until a message arrives.
+void TcpMesh::sleep_until_ready(Clock::time_point deadline) {
+  std::vector<pollfd> waiting;
+  for (const Outgoing& message : outgoing_) {
+    if (!message.finished()) waiting.push_back({sockets_[message.peer], POLLOUT, 0});
+  }
+  for (const Incoming& message : incoming_) {
+    if (!message.finished()) {
+      waiting.push_back({sockets_[message.receive->peer], POLLIN, 0});
+    }
+  }
+  const int ready = ::poll(waiting.data(), waiting.size(), milliseconds_until(deadline));
+  if (ready < 0 && errno != EINTR) throw Error("dtrain: poll() failed in the TCP mesh: " + errno_text());
+  if (ready == 0 && Clock::now() >= deadline) {
+    std::string silent, blocked;
+    for (const Incoming& message : incoming_) {
+      if (!message.finished()) silent += (silent.empty() ? "" : ", ") + std::to_string(message.receive->peer);
+    }
+    for (const Outgoing& message : outgoing_) {
+      if (!message.finished()) blocked += (blocked.empty() ? "" : ", ") + std::to_string(message.peer);
+    }
+    const std::string what = silent.empty() ? "could not send to " + peer_noun_ + " " + blocked
+                                            : "no message from " + peer_noun_ + " " + silent;
+    throw WorkersLostError("dtrain: " + what + " within " + std::to_string(timeout_.count() / 1000) +
+                           " s (DTRAIN_TIMEOUT_S)");
+  }
+}
+
+void TcpMesh::lost(int peer, const std::string& why) const {
+  throw WorkersLostError("dtrain: the TCP connection to " + peer_noun_ + " " + std::to_string(peer) + " broke (" +
+                         why + "); it may have exited");
+}
+
+}  // namespace dtrain::runtime

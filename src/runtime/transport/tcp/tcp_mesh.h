@@ -1,0 +1,87 @@
+// dtrain's own full mesh of TCP connections among a group's ranks, for what latency bounds:
+// the negotiation's messages, small collectives, barriers. Gloo's pairs hand every arriving
+// message from their event-loop thread to the thread that waits for it, which costs hundreds
+// of µs per message on a busy host (docs/performance.md, "Across hosts"). Here the calling
+// thread does the socket I/O itself: all sends and receives of one step progress together on
+// nonblocking sockets, and while replies are due the thread polls them for a few tens of µs
+// (a peer that is on its way answers within that) before it sleeps in poll().
+//
+// On the wire a message is its length (8 bytes, in the host's byte order: a job's ranks share
+// an architecture) and then its bytes. Every step is collective and a pair's messages arrive
+// in the order they were sent, so messages carry no tags: the n-th message from a peer is its
+// part of the n-th step both take part in.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dtrain::runtime {
+
+struct TcpMeshOptions {
+  int rank = 0;
+  int size = 1;
+  // The launcher's rendezvous store, where each rank publishes where it listens.
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
+  std::string token;
+  std::string key_prefix;  // unique per job, init() and group
+  std::string address;     // the IPv4 address this rank listens on, which the others connect to
+  std::string peer_noun = "rank";  // how errors name a peer ("host" for a cross-host group)
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+};
+
+class TcpMesh {
+ public:
+  struct Send {
+    int peer;
+    const void* data;
+    std::size_t bytes;
+  };
+  // A message of exactly `bytes` into `data`, or, with `resizable`, of any length into it.
+  struct Receive {
+    int peer;
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    std::vector<char>* resizable = nullptr;
+  };
+
+  // Collective over the group: every rank listens, publishes its address in the store and
+  // connects to the ranks below it; the ranks above connect to it.
+  static std::unique_ptr<TcpMesh> connect(const TcpMeshOptions& options);
+  ~TcpMesh();
+  TcpMesh(const TcpMesh&) = delete;
+  TcpMesh& operator=(const TcpMesh&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(sockets_.size()); }
+
+  // Makes every send and receive, all progressing together, and returns when all are done.
+  // A peer that closes its connection is a WorkersLostError naming it, as is silence beyond
+  // the timeout; a message of another length than expected is an Error naming its sender.
+  void step(std::span<const Send> sends, std::span<Receive> receives);
+
+ private:
+  struct Outgoing;
+  struct Incoming;
+  TcpMesh(int rank, int size, std::string peer_noun, std::chrono::milliseconds timeout);
+  bool advance(Outgoing& message);
+  bool advance(Incoming& message);
+  void sleep_until_ready(std::chrono::steady_clock::time_point deadline);
+  [[noreturn]] void lost(int peer, const std::string& why) const;
+
+  int rank_;
+  std::vector<int> sockets_;  // by peer; -1 for this rank
+  std::string peer_noun_;
+  std::chrono::milliseconds timeout_;
+  // One step's progress, kept between steps so a step allocates nothing.
+  std::vector<Outgoing> outgoing_;
+  std::vector<Incoming> incoming_;
+};
+
+}  // namespace dtrain::runtime
