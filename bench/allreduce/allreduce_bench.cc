@@ -12,7 +12,15 @@
 // ranks see; the default is under /tmp, which serves every rank of one machine). Started by
 // plain `dtrain run` (e.g. across network-namespace hosts, bench/allreduce/netns-hosts) it
 // measures everything but the Open MPI peer.
+//
+// Across hosts the yardstick is the wire itself: a plain TCP round trip of 4 KiB between rank 0
+// and rank 1 (blocking sockets, TCP_NODELAY), measured in the same run and printed first.
 #include <mpi.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 
 #include <CLI/CLI.hpp>
 #include <gloo/allreduce.h>
@@ -37,6 +45,7 @@
 #include "bench/allreduce/resnet50_gradients.h"
 #include "bench/busy_compute.h"
 #include "runtime/environment.h"
+#include "runtime/transport/tcp/bind_address.h"
 #include "runtime/transport/transport_factory.h"
 
 namespace {
@@ -48,6 +57,7 @@ struct Options {
   std::string gloo_dir;
   std::size_t max_bytes = 256u << 20;
   double seconds_per_size = 0.5;  // time budget per size and peer (at least 3 iterations)
+  bool skip_resnet50 = false;
 };
 
 // Seconds per call of `op`, the slowest rank's view. Rank 0 picks an iteration count that fits
@@ -128,6 +138,71 @@ void gloo_barrier(const std::shared_ptr<gloo::Context>& context) {
   gloo::barrier(opts);
 }
 
+void send_all(int fd, const char* data, std::size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::send(fd, data, bytes, MSG_NOSIGNAL);
+    if (n <= 0) throw std::runtime_error("TCP round trip: send failed");
+    data += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+void receive_all(int fd, char* data, std::size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::recv(fd, data, bytes, 0);
+    if (n <= 0) throw std::runtime_error("TCP round trip: receive failed");
+    data += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+// Seconds per round trip of `bytes` over one plain TCP connection between rank 0 (which sends
+// and waits for the echo) and rank 1 (which echoes), blocking sockets with TCP_NODELAY, on the
+// address Gloo's peer uses below. The other ranks only join the timing's collectives.
+double tcp_round_trip(const std::string& address, std::size_t bytes, double budget_s, int rank) {
+  int listener = -1, fd = -1;
+  std::int64_t port = 0;
+  sockaddr_in endpoint{};
+  endpoint.sin_family = AF_INET;
+  ::inet_pton(AF_INET, address.c_str(), &endpoint.sin_addr);
+  if (rank == 0) {
+    listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t length = sizeof(endpoint);
+    if (::bind(listener, reinterpret_cast<sockaddr*>(&endpoint), length) != 0 || ::listen(listener, 1) != 0) {
+      throw std::runtime_error("TCP round trip: cannot listen on " + address);
+    }
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&endpoint), &length);
+    port = ntohs(endpoint.sin_port);
+  }
+  dtrain::broadcast("bench.tcp_port", {&port, dtrain::DataType::kInt64, {1}}, 0);
+  if (rank == 1) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    endpoint.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)) != 0) {
+      throw std::runtime_error("TCP round trip: cannot connect to " + address);
+    }
+  } else if (rank == 0) {
+    fd = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+  }
+  const int on = 1;
+  if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+  std::vector<char> message(bytes, 'x');
+  const double seconds = time_per_op(
+      [&] {
+        if (rank == 0) {
+          send_all(fd, message.data(), bytes);
+          receive_all(fd, message.data(), bytes);
+        } else if (rank == 1) {
+          receive_all(fd, message.data(), bytes);
+          send_all(fd, message.data(), bytes);
+        }
+      },
+      budget_s);
+  if (fd >= 0) ::close(fd);
+  return seconds;
+}
+
 // Mean seconds rank 0 spends in `barrier` when it arrives last: every rank computes for 20 ms
 // first, rank 0 for 1 ms longer. What a step's end costs the slowest rank.
 double last_arrival_barrier(const std::function<void()>& barrier, int rank) {
@@ -153,74 +228,8 @@ std::string human_bytes(std::size_t bytes) {
   return text;
 }
 
-int run(const Options& options) {
-  dtrain::init();
-  const int rank = dtrain::rank(), n = dtrain::size();
-  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
-
-  // The data path alone: the transport dtrain::init() chose, connected a second time.
-  dtrain::runtime::RuntimeConfig config = dtrain::runtime::read_config_from_environment();
-  auto data_path = dtrain::runtime::connect_transport(config, 1000);
-  const std::string gloo_dir =
-      !options.gloo_dir.empty() ? options.gloo_dir
-      : std::getenv("DTRAIN_JOB_ID") ? std::string("/tmp/dtrain-bench-gloo-") + std::getenv("DTRAIN_JOB_ID")
-                                     : "/tmp/dtrain-bench-gloo-" + std::to_string(getppid());  // mpirun: the local daemon
-  auto gloo = gloo_context(gloo_dir, config.iface);
-  const bool with_mpi = config.launched_by_mpirun;
-
-  double memcpy_bps = 0;
-  if (rank == 0) memcpy_bps = memcpy_bandwidth();
-  dtrain::broadcast("bench.memcpy", {&memcpy_bps, dtrain::DataType::kFloat64, {1}}, 0);
-
-  std::FILE* json = nullptr;
-  if (rank == 0 && !options.json.empty()) json = std::fopen(options.json.c_str(), "a");
-  auto emit = [&](const std::string& line) {
-    if (json) std::fprintf(json, "%s\n", line.c_str());
-  };
-  if (rank == 0) {
-    std::printf("allreduce float32 on %d ranks, %d host(s) (%s); single-core memcpy %.2f GB/s; busbw = algbw * 2(n-1)/n\n",
-                n, config.cross_size, with_mpi ? "mpirun" : "dtrain run: no Open MPI peer", memcpy_bps / 1e9);
-    std::printf("%9s | %-22s | %-22s | %-22s | %-22s | %s\n", "size", "dtrain runtime", "dtrain data path",
-                "Open MPI", "Gloo ring", "data path busbw vs MPI, Gloo, memcpy");
-    std::printf("%9s | %-22s | %-22s | %-22s | %-22s |\n", "", "time  busbw", "time  busbw", "time  busbw",
-                "time  busbw");
-  }
-  for (std::size_t bytes = 4096; bytes <= options.max_bytes; bytes *= 4) {
-    const std::size_t count = bytes / sizeof(float);
-    std::vector<float> buffer(count, 1.0f);
-    const dtrain::TensorView view{buffer.data(), dtrain::DataType::kFloat32, {static_cast<std::int64_t>(count)}};
-    const double t_runtime = time_per_op([&] { dtrain::allreduce("bench", view, view, {dtrain::ReduceOp::kSum}); },
-                                         options.seconds_per_size);
-    const double t_data = time_per_op(
-        [&] { data_path->allreduce(buffer.data(), count, dtrain::DataType::kFloat32, dtrain::ReduceOp::kSum); },
-        options.seconds_per_size);
-    const double t_mpi = !with_mpi ? 0.0
-                                   : time_per_op(
-                                         [&] {
-                                           MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count),
-                                                         MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-                                         },
-                                         options.seconds_per_size);
-    const double t_gloo = time_per_op([&] { gloo_ring_allreduce(gloo, buffer.data(), count); }, options.seconds_per_size);
-    auto busbw = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t * bus_factor : 0.0; };
-    if (rank == 0) {
-      std::printf("%9s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | "
-                  "%5.2fx %5.2fx %4.0f%%\n",
-                  human_bytes(bytes).c_str(), t_runtime * 1e6, busbw(t_runtime) / 1e9, t_data * 1e6,
-                  busbw(t_data) / 1e9, t_mpi * 1e6, busbw(t_mpi) / 1e9, t_gloo * 1e6, busbw(t_gloo) / 1e9,
-                  with_mpi ? t_mpi / t_data : 0.0, t_gloo / t_data, 100 * busbw(t_data) / memcpy_bps);
-      std::fflush(stdout);
-      char line[512];
-      std::snprintf(line, sizeof(line),
-                    "{\"bench\":\"allreduce\",\"ranks\":%d,\"hosts\":%d,\"bytes\":%zu,\"dtrain_runtime_s\":%.9g,"
-                    "\"dtrain_data_path_s\":%.9g,\"mpi_s\":%.9g,\"gloo_s\":%.9g,\"busbw_factor\":%.6g,"
-                    "\"memcpy_bytes_per_s\":%.6g}",
-                    n, config.cross_size, bytes, t_runtime, t_data, t_mpi, t_gloo, bus_factor, memcpy_bps);
-      emit(line);
-    }
-  }
-
-  // ResNet-50's gradients: fused by the runtime, as one tensor, and one by one.
+// ResNet-50's gradients: fused by the runtime, as one tensor, and one by one.
+void resnet50_gradients(int rank, int n, const std::function<void(const std::string&)>& emit) {
   const auto shapes = dtrain::bench::resnet50_gradient_shapes();
   std::vector<std::vector<float>> gradients;
   std::size_t total = 0;
@@ -267,9 +276,13 @@ int run(const Options& options) {
                   n, shapes.size(), total * 4, t_fused, t_single, t_unfused);
     emit(line);
   }
+}
 
+// A barrier as training meets it (last_arrival_barrier) through each peer.
+void barriers(int rank, int n, bool with_mpi, dtrain::runtime::Transport& data_path,
+              const std::shared_ptr<gloo::Context>& gloo, const std::function<void(const std::string&)>& emit) {
   const double b_runtime = last_arrival_barrier([] { dtrain::barrier(); }, rank);
-  const double b_data = last_arrival_barrier([&] { data_path->barrier(); }, rank);
+  const double b_data = last_arrival_barrier([&] { data_path.barrier(); }, rank);
   const double b_mpi = with_mpi ? last_arrival_barrier([] { MPI_Barrier(MPI_COMM_WORLD); }, rank) : 0.0;
   const double b_gloo = last_arrival_barrier([&] { gloo_barrier(gloo); }, rank);
   if (rank == 0) {
@@ -285,6 +298,97 @@ int run(const Options& options) {
                   n, b_runtime, b_data, b_mpi, b_gloo);
     emit(line);
   }
+}
+
+int run(const Options& options) {
+  dtrain::init();
+  const int rank = dtrain::rank(), n = dtrain::size();
+  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+
+  // The data path alone: the transport dtrain::init() chose, connected a second time.
+  dtrain::runtime::RuntimeConfig config = dtrain::runtime::read_config_from_environment();
+  auto data_path = dtrain::runtime::connect_transport(config, 1000);
+  const std::string gloo_dir =
+      !options.gloo_dir.empty() ? options.gloo_dir
+      : std::getenv("DTRAIN_JOB_ID") ? std::string("/tmp/dtrain-bench-gloo-") + std::getenv("DTRAIN_JOB_ID")
+                                     : "/tmp/dtrain-bench-gloo-" + std::to_string(getppid());  // mpirun: the local daemon
+  auto gloo = gloo_context(gloo_dir, config.iface);
+  const bool with_mpi = config.launched_by_mpirun;
+
+  const double round_trip_s = n > 1 ? tcp_round_trip(config.iface.empty() ? "127.0.0.1"
+                                                                         : dtrain::runtime::bind_address(config.iface, ""),
+                                                       4096, options.seconds_per_size, rank)
+                                    : 0.0;
+  double memcpy_bps = 0;
+  if (rank == 0) memcpy_bps = memcpy_bandwidth();
+  dtrain::broadcast("bench.memcpy", {&memcpy_bps, dtrain::DataType::kFloat64, {1}}, 0);
+
+  std::FILE* json = nullptr;
+  if (rank == 0 && !options.json.empty()) json = std::fopen(options.json.c_str(), "a");
+  auto emit = [&](const std::string& line) {
+    if (json) std::fprintf(json, "%s\n", line.c_str());
+  };
+  if (rank == 0) {
+    std::printf("allreduce float32 on %d ranks, %d host(s) (%s); single-core memcpy %.2f GB/s; busbw = algbw * 2(n-1)/n\n",
+                n, config.cross_size, with_mpi ? "mpirun" : "dtrain run: no Open MPI peer", memcpy_bps / 1e9);
+    std::printf("TCP round trip of 4 KiB, rank 0 to rank 1 and back (blocking sockets, TCP_NODELAY): %.1f us\n",
+                round_trip_s * 1e6);
+    char line[160];
+    std::snprintf(line, sizeof(line), "{\"bench\":\"tcp_round_trip\",\"ranks\":%d,\"hosts\":%d,\"bytes\":4096,\"seconds\":%.9g}",
+                  n, config.cross_size, round_trip_s);
+    emit(line);
+    std::printf("%9s | %-22s | %-22s | %-22s | %-22s | %s\n", "size", "dtrain runtime", "dtrain data path",
+                "Open MPI", "Gloo ring", "data path busbw vs MPI, Gloo, memcpy");
+    std::printf("%9s | %-22s | %-22s | %-22s | %-22s |\n", "", "time  busbw", "time  busbw", "time  busbw",
+                "time  busbw");
+  }
+  double runtime_4k_s = 0, data_path_4k_s = 0;
+  for (std::size_t bytes = 4096; bytes <= options.max_bytes; bytes *= 4) {
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<float> buffer(count, 1.0f);
+    const dtrain::TensorView view{buffer.data(), dtrain::DataType::kFloat32, {static_cast<std::int64_t>(count)}};
+    const double t_runtime = time_per_op([&] { dtrain::allreduce("bench", view, view, {dtrain::ReduceOp::kSum}); },
+                                         options.seconds_per_size);
+    const double t_data = time_per_op(
+        [&] { data_path->allreduce(buffer.data(), count, dtrain::DataType::kFloat32, dtrain::ReduceOp::kSum); },
+        options.seconds_per_size);
+    const double t_mpi = !with_mpi ? 0.0
+                                   : time_per_op(
+                                         [&] {
+                                           MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count),
+                                                         MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                                         },
+                                         options.seconds_per_size);
+    const double t_gloo = time_per_op([&] { gloo_ring_allreduce(gloo, buffer.data(), count); }, options.seconds_per_size);
+    if (bytes == 4096) {
+      runtime_4k_s = t_runtime;
+      data_path_4k_s = t_data;
+    }
+    auto busbw = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t * bus_factor : 0.0; };
+    if (rank == 0) {
+      std::printf("%9s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | "
+                  "%5.2fx %5.2fx %4.0f%%\n",
+                  human_bytes(bytes).c_str(), t_runtime * 1e6, busbw(t_runtime) / 1e9, t_data * 1e6,
+                  busbw(t_data) / 1e9, t_mpi * 1e6, busbw(t_mpi) / 1e9, t_gloo * 1e6, busbw(t_gloo) / 1e9,
+                  with_mpi ? t_mpi / t_data : 0.0, t_gloo / t_data, 100 * busbw(t_data) / memcpy_bps);
+      std::fflush(stdout);
+      char line[512];
+      std::snprintf(line, sizeof(line),
+                    "{\"bench\":\"allreduce\",\"ranks\":%d,\"hosts\":%d,\"bytes\":%zu,\"dtrain_runtime_s\":%.9g,"
+                    "\"dtrain_data_path_s\":%.9g,\"mpi_s\":%.9g,\"gloo_s\":%.9g,\"busbw_factor\":%.6g,"
+                    "\"memcpy_bytes_per_s\":%.6g}",
+                    n, config.cross_size, bytes, t_runtime, t_data, t_mpi, t_gloo, bus_factor, memcpy_bps);
+      emit(line);
+    }
+  }
+
+  if (rank == 0 && round_trip_s > 0) {
+    std::printf("4 KiB: the runtime %.2fx, the data path %.2fx the TCP round trip\n", runtime_4k_s / round_trip_s,
+                data_path_4k_s / round_trip_s);
+  }
+
+  if (!options.skip_resnet50) resnet50_gradients(rank, n, emit);
+  barriers(rank, n, with_mpi, *data_path, gloo, emit);
   if (json) std::fclose(json);
   data_path.reset();
   dtrain::shutdown();
@@ -303,6 +407,7 @@ int main(int argc, char** argv) {
   allreduce->add_option("--gloo-dir", options.gloo_dir, "Directory every rank sees, for Gloo's rendezvous");
   allreduce->add_option("--max-bytes", options.max_bytes, "Largest size (default 256 MiB)");
   allreduce->add_option("--seconds-per-size", options.seconds_per_size, "Time budget per size and peer");
+  allreduce->add_flag("--skip-resnet50", options.skip_resnet50, "Leave out the ResNet-50 gradients");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(options);

@@ -52,7 +52,7 @@ struct RuntimeConfig {
   // own mesh of connections (runtime/transport/tcp/mesh_transport.h); 0: all over Gloo.
   bool tcp_mesh = true;
   // DTRAIN_TCP_MESH_BYTES: the most bytes one rank sends in a data collective the mesh takes.
-  std::size_t tcp_mesh_bytes = 64 * 1024;
+  std::size_t tcp_mesh_bytes = 1 << 20;
   // DTRAIN_AUTOTUNE: rank 0 tunes the fusion threshold and cycle time while training runs.
   bool autotune = false;
   std::string autotune_log;           // DTRAIN_AUTOTUNE_LOG: a CSV row per sample

@@ -126,6 +126,29 @@ TEST_F(MeshTest, SmallAllreduceGivesEveryRankTheSameBitsTheRankOrderedSum) {
   }
 }
 
+TEST_F(MeshTest, LargeAllreduceOfTwoRanksRunsAsARingOnTheMeshWithTheSameBitsOnBoth) {
+  constexpr std::size_t kCount = 700001;  // 2.8 MB: two slices of 1 MiB chunks, the last one short
+  auto values_of = [](int rank) {
+    std::vector<float> v(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) v[i] = (rank + 1) * 0.1f * static_cast<float>(i % 977) + rank;
+    return v;
+  };
+  std::vector<std::vector<float>> results(2);
+  expect_no_errors(on_ranks(2, 64 << 10, [&](int rank, MeshTransport& mesh, BulkCalls& bulk) {
+    results[rank] = values_of(rank);
+    mesh.allreduce(results[rank].data(), kCount, DataType::kFloat32, ReduceOp::kSum);
+    EXPECT_EQ(bulk.calls, 0);
+  }));
+  const auto a = values_of(0), b = values_of(1);
+  for (std::size_t i = 0; i < kCount; ++i) {
+    if (results[0][i] != a[i] + b[i]) {
+      ADD_FAILURE() << "element " << i << ": " << results[0][i] << " != " << a[i] + b[i];
+      break;
+    }
+  }
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), kCount * sizeof(float)), 0);
+}
+
 TEST_F(MeshTest, IntegerMaxAndProduct) {
   std::vector<std::vector<std::int64_t>> maxima(3), products(3);
   expect_no_errors(on_ranks(3, 64 << 10, [&](int rank, MeshTransport& mesh, BulkCalls&) {

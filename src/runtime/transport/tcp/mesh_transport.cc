@@ -1,5 +1,6 @@
 #include "runtime/transport/tcp/mesh_transport.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/reduction.h"
@@ -86,7 +87,10 @@ std::vector<std::vector<char>> MeshTransport::exchange_summaries(const std::vect
 void MeshTransport::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {
   const std::size_t bytes = count * element_size(dtype);
   if (count == 0) return;
-  if (!small(bytes * (size() - 1))) return bulk_->allreduce(data, count, dtype, op);
+  if (!small(bytes * (size() - 1))) {
+    if (size() == 2) return ring_allreduce(data, count, dtype, op);
+    return bulk_->allreduce(data, count, dtype, op);
+  }
   send_to_every_peer(data, bytes);
   receive_from_every_peer(bytes);
   run_step();
@@ -122,6 +126,39 @@ void MeshTransport::broadcast(void* data, std::size_t bytes, int root) {
     receives_.push_back({root, data, bytes});
   }
   run_step();
+}
+
+// Ring: the buffer in slices of n chunks; in each slice a reduce-scatter (n-1 steps, each
+// passing one chunk's partial sum to the right and adding the left's into its own) leaves
+// each rank one chunk fully reduced, and an allgather (n-1 steps) passes those around.
+void MeshTransport::ring_allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {
+  const int n = size(), me = rank();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  const std::size_t esize = element_size(dtype);
+  const std::size_t chunk_elements = std::max<std::size_t>(1, kRingChunkBytes / esize);
+  auto* bytes = static_cast<char*>(data);
+  accumulator_.resize(chunk_elements * esize);
+  for (std::size_t slice = 0; slice < count; slice += chunk_elements * n) {
+    const std::size_t slice_count = std::min(count - slice, chunk_elements * n);
+    // Chunk c of this slice: elements [begin(c), begin(c + 1)).
+    auto begin = [&](int c) { return slice + slice_count * c / n; };
+    auto chunk = [&](int c) { return std::pair{bytes + begin(c) * esize, (begin(c + 1) - begin(c)) * esize}; };
+    for (int s = 0; s < n - 1; ++s) {
+      const auto [send, send_bytes] = chunk(((me - s) % n + n) % n);
+      const auto [into, into_bytes] = chunk(((me - s - 1) % n + n) % n);
+      sends_.push_back({right, send, send_bytes});
+      receives_.push_back({left, accumulator_.data(), into_bytes});
+      run_step();
+      reduce_elements(dtype, op, into, into, accumulator_.data(), into_bytes / esize);
+    }
+    for (int s = 0; s < n - 1; ++s) {
+      const auto [send, send_bytes] = chunk(((me + 1 - s) % n + n) % n);
+      const auto [into, into_bytes] = chunk(((me - s) % n + n) % n);
+      sends_.push_back({right, send, send_bytes});
+      receives_.push_back({left, into, into_bytes});
+      run_step();
+    }
+  }
 }
 
 // Always one step: every pair exchanges its parts directly, which is what a bulk alltoall

@@ -21,10 +21,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a step polls its sockets before sleeping in poll(). A peer that is already on its
-// way to the same step answers within a round trip (tens of µs over loopback or a LAN); one
-// still computing may take seconds, and a rank must not hold a core the computation needs.
-constexpr auto kPollBeforeSleep = std::chrono::microseconds(50);
+// How long a step polls its sockets before sleeping in poll(). A peer already on its way to
+// the same step answers within a few µs (over loopback or a LAN); one still computing may take
+// seconds, and a rank must not hold a core the computation needs. Measured (docs/performance.md,
+// "Across hosts"): 20 µs serves 2 ranks as well as 50 or 200; with more ranks than cores
+// longer polling starves the rank being waited for.
+constexpr auto kPollBeforeSleep = std::chrono::microseconds(20);
 
 // The first bytes on every connection: who connects, to which group. The fingerprint of the
 // job token and key prefix tells a stray connection (another job, an old generation) apart.
