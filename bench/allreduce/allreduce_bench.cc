@@ -161,10 +161,10 @@ void receive_all(int fd, char* data, std::size_t bytes) {
 // address Gloo's peer uses below. The other ranks only join the timing's collectives.
 double tcp_round_trip(const std::string& address, std::size_t bytes, double budget_s, int rank) {
   int listener = -1, fd = -1;
-  std::int64_t port = 0;
   sockaddr_in endpoint{};
   endpoint.sin_family = AF_INET;
   ::inet_pton(AF_INET, address.c_str(), &endpoint.sin_addr);
+  std::int64_t where[2] = {0, 0};  // rank 0's IPv4 address and port, in network byte order
   if (rank == 0) {
     listener = ::socket(AF_INET, SOCK_STREAM, 0);
     socklen_t length = sizeof(endpoint);
@@ -172,14 +172,16 @@ double tcp_round_trip(const std::string& address, std::size_t bytes, double budg
       throw std::runtime_error("TCP round trip: cannot listen on " + address);
     }
     ::getsockname(listener, reinterpret_cast<sockaddr*>(&endpoint), &length);
-    port = ntohs(endpoint.sin_port);
+    where[0] = endpoint.sin_addr.s_addr;
+    where[1] = endpoint.sin_port;
   }
-  dtrain::broadcast("bench.tcp_port", {&port, dtrain::DataType::kInt64, {1}}, 0);
+  dtrain::broadcast("bench.tcp_endpoint", {where, dtrain::DataType::kInt64, {2}}, 0);
   if (rank == 1) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    endpoint.sin_port = htons(static_cast<std::uint16_t>(port));
+    endpoint.sin_addr.s_addr = static_cast<in_addr_t>(where[0]);
+    endpoint.sin_port = static_cast<in_port_t>(where[1]);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)) != 0) {
-      throw std::runtime_error("TCP round trip: cannot connect to " + address);
+      throw std::runtime_error("TCP round trip: cannot connect to rank 0");
     }
   } else if (rank == 0) {
     fd = ::accept(listener, nullptr, nullptr);
