@@ -1,7 +1,6 @@
 #include "runtime/transport/tcp/tcp_mesh.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -58,8 +57,6 @@ int milliseconds_until(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
 }
-
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 // Waits for `events` on `fd` until `deadline`; false on timeout.
 bool wait_for(int fd, short events, Clock::time_point deadline) {
@@ -235,11 +232,9 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
     mesh->sockets_[theirs.rank] = fd;
     --waiting;
   }
-  for (int fd : mesh->sockets_) {
-    if (fd < 0) continue;
+  for (int fd : mesh->sockets_) {  // nonblocking since they were made
     const int on = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // a small message leaves at once
-    set_nonblocking(fd);
+    if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // a small message leaves at once
   }
   return mesh;
 }
