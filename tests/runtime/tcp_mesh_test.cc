@@ -63,14 +63,14 @@ class MeshTest : public ::testing::Test {
 
   TcpMeshOptions options(int rank, int size, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
     TcpMeshOptions o;
-    o.rank = rank;
-    o.size = size;
-    o.rendezvous_host = "127.0.0.1";
-    o.rendezvous_port = port_;
-    o.token = kToken;
-    o.key_prefix = "test/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    o.group.rank = rank;
+    o.group.size = size;
+    o.group.store_host = "127.0.0.1";
+    o.group.store_port = port_;
+    o.group.token = kToken;
+    o.group.key_prefix = "test/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    o.group.timeout = timeout;
     o.address = "127.0.0.1";
-    o.timeout = timeout;
     return o;
   }
 
@@ -287,7 +287,7 @@ TEST_F(MeshTest, AStrayConnectionIsIgnored) {
     TcpMesh::Send send{1, &value, sizeof(value)};
     mesh->step({&send, 1}, {});
   });
-  const std::string key = options(0, 2).key_prefix + "/mesh/0";
+  const std::string key = options(0, 2).group.key_prefix + "/mesh/0";
   std::optional<std::string> where;
   while (!(where = server_.value(key))) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const int stray = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -22,18 +22,18 @@ namespace {
 
 GlooConnectOptions gloo_options(const RuntimeConfig& config, int generation) {
   GlooConnectOptions options;
-  options.rank = config.rank;
-  options.size = config.size;
-  options.rendezvous_host = config.rendezvous_addr;
-  options.rendezvous_port = config.rendezvous_port;
-  options.token = config.job_token;
-  options.key_prefix = config.job_id + "/init" + std::to_string(generation);
+  options.group.rank = config.rank;
+  options.group.size = config.size;
+  options.group.store_host = config.rendezvous_addr;
+  options.group.store_port = config.rendezvous_port;
+  options.group.token = config.job_token;
+  options.group.key_prefix = config.job_id + "/init" + std::to_string(generation);
+  options.group.timeout = config.timeout;
   options.iface = config.iface;
   // Without an interface, bind where the others can reach us: loopback for a job the
   // launcher keeps on this machine, else the host name the launcher placed us on.
   const bool local_job = config.rendezvous_addr.rfind("127.", 0) == 0 || config.rendezvous_addr == "localhost";
   options.hostname = local_job ? "127.0.0.1" : config.hostname;
-  options.timeout = config.timeout;
   return options;
 }
 
@@ -43,16 +43,7 @@ std::unique_ptr<Transport> connect_tcp(const RuntimeConfig& config, const GlooCo
                                        const std::string& peer_noun) {
   std::unique_ptr<Transport> gloo = GlooTransport::connect(options);
   if (!config.tcp_mesh) return gloo;
-  TcpMeshOptions mesh;
-  mesh.rank = options.rank;
-  mesh.size = options.size;
-  mesh.rendezvous_host = options.rendezvous_host;
-  mesh.rendezvous_port = options.rendezvous_port;
-  mesh.token = options.token;
-  mesh.key_prefix = options.key_prefix;
-  mesh.address = bind_address(options.iface, options.hostname);
-  mesh.peer_noun = peer_noun;
-  mesh.timeout = options.timeout;
+  TcpMeshOptions mesh{options.group, bind_address(options.iface, options.hostname), peer_noun};
   return std::make_unique<MeshTransport>(TcpMesh::connect(mesh), std::move(gloo), config.tcp_mesh_bytes);
 }
 
@@ -173,9 +164,9 @@ std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generati
       cross = MpiTransport::connect_group(layout.local_rank, layout.host_index);
     } else {
       GlooConnectOptions options = gloo_options(config, generation);
-      options.rank = layout.host_index;
-      options.size = layout.host_count;
-      options.key_prefix += "/cross" + std::to_string(layout.local_rank);
+      options.group.rank = layout.host_index;
+      options.group.size = layout.host_count;
+      options.group.key_prefix += "/cross" + std::to_string(layout.local_rank);
       options.report_ready = false;
       cross = connect_tcp(config, options, "host");
     }

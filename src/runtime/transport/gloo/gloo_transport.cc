@@ -41,9 +41,10 @@ void translate_gloo_errors(const char* what, Fn&& fn) {
 }  // namespace
 
 std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& options) {
-  HttpStore store(options.rendezvous_host, options.rendezvous_port, options.token, options.timeout);
-  if (options.report_ready) store.report_ready(options.rank);
-  gloo::rendezvous::PrefixStore prefixed(options.key_prefix, store);
+  const GroupRendezvous& group = options.group;
+  HttpStore store(group.store_host, group.store_port, group.token, group.timeout);
+  if (options.report_ready) store.report_ready(group.rank);
+  gloo::rendezvous::PrefixStore prefixed(group.key_prefix, store);
 
   gloo::transport::tcp::attr attr;
   if (!options.iface.empty()) {
@@ -61,8 +62,8 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooConnectOptions& 
                 (options.iface.empty() ? "address '" + options.hostname + "'" : "interface '" + options.iface + "'") +
                 " (DTRAIN_IFACE / --network-interface): " + e.what());
   }
-  auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
-  context->setTimeout(options.timeout);
+  auto context = std::make_shared<gloo::rendezvous::Context>(group.rank, group.size);
+  context->setTimeout(group.timeout);
   try {
     context->connectFullMesh(prefixed, device);
   } catch (const Error&) {

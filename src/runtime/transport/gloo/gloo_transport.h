@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/transport/group_rendezvous.h"
 #include "runtime/transport/transport.h"
 
 namespace gloo {
@@ -17,15 +18,9 @@ class Context;
 namespace dtrain::runtime {
 
 struct GlooConnectOptions {
-  int rank = 0;
-  int size = 1;
-  std::string rendezvous_host;
-  int rendezvous_port = 0;
-  std::string token;
-  std::string key_prefix;  // unique per job and per init() so re-initialisation starts clean
+  GroupRendezvous group;
   std::string iface;       // network interface to bind, or empty
   std::string hostname;    // address to bind when no interface is given
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   bool report_ready = true;  // false for sub-groups: the launcher tracks world ranks only
 };
 

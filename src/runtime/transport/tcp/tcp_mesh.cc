@@ -188,22 +188,23 @@ TcpMesh::~TcpMesh() {
 }
 
 std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
-  std::unique_ptr<TcpMesh> mesh(new TcpMesh(options.rank, options.size, options.peer_noun, options.timeout));
-  if (options.size == 1) return mesh;
-  const auto deadline = Clock::now() + options.timeout;
-  const auto [listener, port] = listen_on(options.address, options.size);
+  const GroupRendezvous& group = options.group;
+  std::unique_ptr<TcpMesh> mesh(new TcpMesh(group.rank, group.size, options.peer_noun, group.timeout));
+  if (group.size == 1) return mesh;
+  const auto deadline = Clock::now() + group.timeout;
+  const auto [listener, port] = listen_on(options.address, group.size);
   struct CloseListener {
     int fd;
     ~CloseListener() { ::close(fd); }
   } close_listener{listener};
 
-  HttpStore store(options.rendezvous_host, options.rendezvous_port, options.token, options.timeout);
-  const auto key = [&](int rank) { return options.key_prefix + "/mesh/" + std::to_string(rank); };
+  HttpStore store(group.store_host, group.store_port, group.token, group.timeout);
+  const auto key = [&](int rank) { return group.key_prefix + "/mesh/" + std::to_string(rank); };
   const std::string here = options.address + ":" + std::to_string(port);
-  store.set(key(options.rank), {here.begin(), here.end()});
+  store.set(key(group.rank), {here.begin(), here.end()});
 
-  const Hello mine{kMagic, fingerprint(options.token, options.key_prefix), options.rank, options.size};
-  for (int peer = 0; peer < options.rank; ++peer) {
+  const Hello mine{kMagic, fingerprint(group.token, group.key_prefix), group.rank, group.size};
+  for (int peer = 0; peer < group.rank; ++peer) {
     const std::vector<char> where = store.get(key(peer));
     const int fd = connect_to(std::string(where.begin(), where.end()), deadline);
     mesh->sockets_[peer] = fd;
@@ -212,19 +213,19 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
                              " closed the TCP mesh connection while it was made");
     }
   }
-  for (int waiting = options.size - 1 - options.rank; waiting > 0;) {
+  for (int waiting = group.size - 1 - group.rank; waiting > 0;) {
     if (!wait_for(listener, POLLIN, deadline)) {
       throw WorkersLostError("dtrain: " + std::to_string(waiting) + " " + options.peer_noun +
                              "(s) above this one did not connect the TCP mesh within " +
-                             std::to_string(options.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+                             std::to_string(group.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
     }
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
     // A rank writes its hello as it connects; a connection silent for long is not a rank.
     Hello theirs{};
     const bool read = read_all(fd, &theirs, sizeof(theirs), std::min(deadline, Clock::now() + kHelloWithin));
-    if (!read || theirs.magic != kMagic || theirs.fingerprint != mine.fingerprint || theirs.size != options.size ||
-        theirs.rank <= options.rank || theirs.rank >= options.size || mesh->sockets_[theirs.rank] >= 0) {
+    if (!read || theirs.magic != kMagic || theirs.fingerprint != mine.fingerprint || theirs.size != group.size ||
+        theirs.rank <= group.rank || theirs.rank >= group.size || mesh->sockets_[theirs.rank] >= 0) {
       log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
       ::close(fd);
       continue;

@@ -21,19 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/transport/group_rendezvous.h"
+
 namespace dtrain::runtime {
 
 struct TcpMeshOptions {
-  int rank = 0;
-  int size = 1;
-  // The launcher's rendezvous store, where each rank publishes where it listens.
-  std::string rendezvous_host;
-  int rendezvous_port = 0;
-  std::string token;
-  std::string key_prefix;  // unique per job, init() and group
-  std::string address;     // the IPv4 address this rank listens on, which the others connect to
+  GroupRendezvous group;  // each rank publishes in the store where it listens
+  std::string address;    // the IPv4 address this rank listens on, which the others connect to
   std::string peer_noun = "rank";  // how errors name a peer ("host" for a cross-host group)
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
 
 class TcpMesh {
