@@ -23,6 +23,10 @@ def main() -> int:
     parser.add_argument("--commit-every", type=int, default=5)
     parser.add_argument("--step-ms", type=int, default=40)
     parser.add_argument("--tag", default="")  # lets the test find this job's processes
+    # Every rank waits before this step until --hold-file exists (a test's gate: the world
+    # must still be training when something it waits for has happened).
+    parser.add_argument("--hold-at-step", type=int, default=-1)
+    parser.add_argument("--hold-file", default="")
     args = parser.parse_args()
     print(f"worker {os.environ.get('DTRAIN_ELASTIC_WORKER', '-')} pid {os.getpid()}", file=sys.stderr, flush=True)
 
@@ -40,6 +44,8 @@ def main() -> int:
     @hvd.elastic.run
     def train(state: hvd.elastic.TorchState) -> None:
         while state.step < args.steps:
+            while state.step == args.hold_at_step and not os.path.exists(args.hold_file):
+                time.sleep(0.02)
             sizes["last"] = hvd.size()
             count = hvd.allreduce(torch.ones(1), name="elastic_worker.count", op=hvd.Sum)
             state.total += count.item()

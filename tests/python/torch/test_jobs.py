@@ -21,12 +21,12 @@ STEPS, COMMIT_EVERY = 60, 5
 class Job:
     """One ``dtrain run`` in the background, its output in a file read as it grows."""
 
-    def __init__(self, tmp_path: Path, launcher_args, timeout_s: str = "10") -> None:
+    def __init__(self, tmp_path: Path, launcher_args, timeout_s: str = "10", worker_args=()) -> None:
         self.log = tmp_path / "job.log"
         self.tag = f"python-job-test-{uuid.uuid4().hex}"
         env = dict(os.environ, DTRAIN_TIMEOUT_S=timeout_s)
         command = ["timeout", "-k", "5", "150", LAUNCHER, "run", *launcher_args, "--", sys.executable, str(WORKER),
-                   "--steps", str(STEPS), "--commit-every", str(COMMIT_EVERY), "--tag", self.tag]
+                   "--steps", str(STEPS), "--commit-every", str(COMMIT_EVERY), "--tag", self.tag, *worker_args]
         self.process = subprocess.Popen(command, stdout=self.log.open("w"), stderr=subprocess.STDOUT, env=env)
 
     def output(self) -> str:
@@ -75,15 +75,19 @@ def test_elastic_job_losing_a_worker_counts_every_step_once(tmp_path):
 def test_elastic_job_takes_in_a_discovered_host_at_a_commit(tmp_path):
     """A host the discovery script starts to list joins at the next commit: commit() raises
     HostsUpdatedInterrupt on every rank, elastic.run forms a world of 3 without restoring, and
-    every step is counted once."""
-    hosts, script = tmp_path / "hosts", tmp_path / "discover.sh"
+    every step is counted once. The ranks wait at step 7 until the new worker is known to the
+    launcher, so a fast world cannot finish before the host joins."""
+    hosts, script, gate = tmp_path / "hosts", tmp_path / "discover.sh", tmp_path / "go"
     hosts.write_text("127.0.0.1\n127.0.0.2\n")
     script.write_text(f"#!/bin/sh\ncat '{hosts}'\n")
     script.chmod(0o700)
-    job = Job(tmp_path, ["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)])
+    job = Job(tmp_path, ["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)],
+              worker_args=["--hold-at-step", "7", "--hold-file", str(gate)])
     job.wait_for(r"rank \d+/2 step 5\n")
     with hosts.open("a") as f:
         f.write("127.0.0.3:1\n")
+    job.wait_for(r"1 new worker waits to join at the next commit")
+    gate.touch()
     assert job.wait() == 0, job.output()
     out = job.output()
     joined = int(re.search(r"reset: \d+ -> 3 ranks, resuming at step (\d+)", out).group(1))
