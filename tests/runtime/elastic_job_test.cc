@@ -191,13 +191,18 @@ TEST(ElasticJob, StalledWorkerIsTreatedAsLostAfterTheTimeout) {
 
 TEST(ElasticJob, HostFromTheDiscoveryScriptJoinsAtTheNextCommit) {
   const testing::TempDir dir;
-  const fs::path hosts = dir.path() / "hosts", script = dir.path() / "discover.sh";
+  const fs::path hosts = dir.path() / "hosts", script = dir.path() / "discover.sh", gate = dir.path() / "go";
   std::ofstream(hosts) << "127.0.0.1\n127.0.0.2\n";
   std::ofstream(script) << "#!/bin/sh\ncat '" << hosts.string() << "'\n";
   fs::permissions(script, fs::perms::owner_all);
-  ElasticJob job(dir.path(), {"--min-np", "2", "--max-np", "3", "--host-discovery-script", script.string()}, {});
+  // The ranks wait at step 7 until the launcher knows the new worker: a fast world must not
+  // finish its steps before the host joins.
+  ElasticJob job(dir.path(), {"--min-np", "2", "--max-np", "3", "--host-discovery-script", script.string()},
+                 {"--hold-at-step", "7", "--hold-file", gate.string()});
   job.wait_for("rank [0-9]+/2 step 5\n");
   std::ofstream(hosts, std::ios::app) << "127.0.0.3:1\n";
+  job.wait_for("1 new worker waits to join at the next commit");
+  std::ofstream(gate) << "go\n";
   ASSERT_EQ(job.wait(), 0) << job.output();
   const std::string out = job.output();
   EXPECT_NE(out.find("1 new worker waits to join at the next commit"), std::string::npos) << out;

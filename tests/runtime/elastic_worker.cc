@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -45,6 +46,13 @@ long flag(int argc, char** argv, const std::string& name, long fallback) {
   return fallback;
 }
 
+std::string text_flag(int argc, char** argv, const std::string& name) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (argv[i] == name) return argv[i + 1];
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,6 +60,10 @@ int main(int argc, char** argv) {
   const long commit_every = flag(argc, argv, "--commit-every", 5);
   const long step_ms = flag(argc, argv, "--step-ms", 50);
   const long fail_at = flag(argc, argv, "--fail-at", -1);
+  // Every rank waits before this step until --hold-file exists (a test's gate: the world must
+  // still be training when something the test waits for has happened).
+  const long hold_at = flag(argc, argv, "--hold-at-step", -1);
+  const std::string hold_file = text_flag(argc, argv, "--hold-file");
   std::fprintf(stderr, "worker %s pid %d\n", std::getenv("DTRAIN_ELASTIC_WORKER") ? std::getenv("DTRAIN_ELASTIC_WORKER") : "-",
                static_cast<int>(::getpid()));
 
@@ -68,6 +80,9 @@ int main(int argc, char** argv) {
   try {
     dtrain::elastic::run(state, [&] {
       while (state.now.step < steps) {
+        while (state.now.step == hold_at && !std::filesystem::exists(hold_file)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
         if (state.now.step == fail_at) throw std::runtime_error("the program's own failure at step " + std::to_string(fail_at));
         float one = 1.0f;
         dtrain::TensorView view{&one, dtrain::DataType::kFloat32, {1}};
