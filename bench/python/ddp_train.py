@@ -105,19 +105,20 @@ def training_step(name: str, model: nn.Module, optimizer: torch.optim.Optimizer,
 def seconds_for_steps(step: Callable[[], None], warmup: int, steps: int, distributed: bool,
                       device: torch.device) -> float:
     """Seconds of ``steps`` steps after ``warmup`` untimed ones; with ranks, between two barriers."""
+
+    def settle() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if distributed:
+            dist.barrier()
+
     for _ in range(warmup):
         step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    if distributed:
-        dist.barrier()
+    settle()
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    if distributed:
-        dist.barrier()
+    settle()
     return time.perf_counter() - start
 
 

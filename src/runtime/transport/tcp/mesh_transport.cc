@@ -170,6 +170,10 @@ void MeshTransport::alltoallv(const void* input, const std::vector<std::size_t>&
   std::size_t send_offset = 0, receive_offset = 0;
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) {
+      if (send_bytes[peer] != receive_bytes[peer]) {
+        throw Error("dtrain: alltoall on rank " + std::to_string(peer) + " sends itself " +
+                    std::to_string(send_bytes[peer]) + " bytes but expects " + std::to_string(receive_bytes[peer]));
+      }
       if (send_bytes[peer]) std::memcpy(out + receive_offset, in + send_offset, send_bytes[peer]);
     } else {
       sends_.push_back({peer, in + send_offset, send_bytes[peer]});
