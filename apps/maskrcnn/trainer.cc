@@ -135,6 +135,9 @@ vision::solver::LrScheduleOptions schedule_options(const Config& config) {
   o.gamma = config.get<double>("SOLVER.GAMMA");
   o.warmup_iters = config.get<int64_t>("SOLVER.WARMUP_ITERS");
   o.warmup_factor = config.get<double>("SOLVER.WARMUP_FACTOR");
+  o.decay = vision::solver::parse_lr_decay(config.get<std::string>("SOLVER.LR_SCHEDULER_NAME"));
+  o.max_iter = config.get<int64_t>("SOLVER.MAX_ITER");
+  o.base_lr_end = config.get<double>("SOLVER.BASE_LR_END");
   return o;
 }
 
@@ -347,7 +350,7 @@ struct TrainingRun {
   modeling::MaskRcnnOptions options;
   StepPlan steps;
   uint64_t seed;
-  vision::solver::WarmupMultiStepSchedule schedule;
+  vision::solver::WarmupLrSchedule schedule;
   GradientClipper clipper;
   fs::path output_dir;
   EvaluationData test_data;
