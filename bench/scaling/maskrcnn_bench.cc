@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   dt::retain_freed_memory();
   vision::config::Config config = vision::config::maskrcnn_defaults();
   config.merge_from_file(config_file);
-  config.merge_from_list({"MODEL.RESNETS.NORM", "BN"});  // per-rank statistics, as DDP's BatchNorm2d
+  // Per-rank statistics, as DDP's BatchNorm2d, and float32 as DDP's model (the config trains in
+  // bfloat16 on the CPU).
+  config.merge_from_list({"MODEL.RESNETS.NORM", "BN", "SOLVER.AMP.ENABLED", "False"});
   vision::modeling::MaskRcnn model(vision::config::to_model_options(config));
   const auto weights = vision::modeling::load_weights(*model, workdir + "/weights.pth");
   if (dtrain::rank() == 0) {

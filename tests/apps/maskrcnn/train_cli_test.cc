@@ -115,7 +115,8 @@ TEST_F(TrainCli, Bfloat16MixedPrecisionTrainsOnTwoRanksAndFloat16WantsAGpu) {
   EXPECT_NE(run.output.find("iter: 4/4"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("loss_scale"), std::string::npos) << "bfloat16 needs no loss scale";
 
-  const JobResult float16 = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 SOLVER.AMP.ENABLED true", 1);
+  const JobResult float16 =
+      train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 SOLVER.AMP.ENABLED true SOLVER.AMP.DTYPE float16", 1);
   EXPECT_NE(float16.exit_code, 0);
   EXPECT_NE(float16.output.find("SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda"), std::string::npos)
       << float16.output;
@@ -215,7 +216,8 @@ TEST_F(TrainCli, TwoRanksWithBatchBEndWithTheWeightsOfOneRankWithBatchTwoB) {
   // the losses by 1e-3 (chaos, not a difference in the algorithm).
   const std::string settings =
       "SOLVER.MAX_ITER 10 SOLVER.IMS_PER_BATCH 4 SOLVER.LOG_PERIOD 5 SOLVER.CHECKPOINT_PERIOD 0 SOLVER.WARMUP_ITERS 2 "
-      "SOLVER.BASE_LR 0.02 MODEL.RESNETS.NORM SyncBN MODEL.PRECISION float64 DATALOADER.ASPECT_RATIO_GROUPING False SEED 3";
+      "SOLVER.BASE_LR 0.02 MODEL.RESNETS.NORM SyncBN MODEL.PRECISION float64 SOLVER.AMP.ENABLED False "
+      "DATALOADER.ASPECT_RATIO_GROUPING False SEED 3";
   const JobResult two = train(settings + " OUTPUT_DIR " + dir_.path().string() + "/two", 2);
   ASSERT_EQ(two.exit_code, 0) << two.output;
   const JobResult one = train(settings + " OUTPUT_DIR " + dir_.path().string() + "/one", 1);
@@ -318,8 +320,8 @@ TEST_F(TrainCli, AJobKilledWithSigkillResumesAtItsLastCheckpointWithTheSameSched
 TEST_F(TrainCli, ElasticRunLosingARankGoesOnAsAnUndisturbedRun) {
   const std::string settings =
       "SOLVER.MAX_ITER 12 SOLVER.IMS_PER_BATCH 6 SOLVER.LOG_PERIOD 1 SOLVER.CHECKPOINT_PERIOD 0 SOLVER.WARMUP_ITERS 2 "
-      "SOLVER.BASE_LR 0.02 MODEL.RESNETS.NORM SyncBN MODEL.PRECISION float64 DATALOADER.ASPECT_RATIO_GROUPING False "
-      "SEED 3";
+      "SOLVER.BASE_LR 0.02 MODEL.RESNETS.NORM SyncBN MODEL.PRECISION float64 SOLVER.AMP.ENABLED False "
+      "DATALOADER.ASPECT_RATIO_GROUPING False SEED 3";
   const JobResult reference = train(settings + " OUTPUT_DIR " + dir_.path().string() + "/reference", 2);
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
 
