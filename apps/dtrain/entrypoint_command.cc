@@ -3,7 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "job/entrypoint.h"
+#include "settings/env_setting.h"
 
 namespace dtrain::cli {
 
@@ -26,7 +29,13 @@ int EntrypointCommand::execute(const std::vector<std::string>& trailing) const {
     command = positional_;
     if (!command.empty() && command.front() == "train") command.erase(command.begin());
   }
-  job::EntrypointOptions options = job::entrypoint_options_from_environment();
+  job::EntrypointOptions options;
+  try {
+    options = job::entrypoint_options_from_environment();
+  } catch (const settings::SettingError& e) {
+    std::fprintf(stderr, "dtrain entrypoint: %s\n", e.what());
+    return 2;
+  }
   if (!base_dir_.empty()) options.base_dir = base_dir_;
   if (as_rank_) return job::exec_as_rank(options.base_dir, command);
 

@@ -23,6 +23,7 @@
 #include "apps/serve/libtorch_threads.h"
 #include "apps/serve/maskrcnn_endpoint.h"
 #include "apps/serve/mnist_endpoint.h"
+#include "settings/env_setting.h"
 #include "serving/inference_server.h"
 #include "serving/model_error.h"
 #include "serving/model_location.h"
@@ -56,8 +57,7 @@ std::string default_model_path() {
 
 int default_port() {
   // SageMaker's multi-container endpoints tell each container its port.
-  if (const char* port = std::getenv("SAGEMAKER_BIND_TO_PORT"); port && *port) return std::atoi(port);
-  return 8080;
+  return dtrain::settings::env_port("SAGEMAKER_BIND_TO_PORT").value_or(8080);
 }
 
 std::vector<std::unique_ptr<serving::Endpoint>> load_endpoints(const serving::ModelMetadata& model,
@@ -181,7 +181,12 @@ int serve(const Options& options) {
 int main(int argc, char** argv) {
   Options options;
   options.model = default_model_path();
-  options.port = default_port();
+  try {
+    options.port = default_port();
+  } catch (const dtrain::settings::SettingError& e) {
+    std::fprintf(stderr, "dtrain serve: %s\n", e.what());
+    return 2;
+  }
   CLI::App app{"dtrain serve: a model from a dtrain job behind SageMaker's inference contract "
                "(GET /ping, POST /invocations, GET /metrics)",
                "dtrain serve"};

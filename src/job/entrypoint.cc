@@ -21,6 +21,7 @@
 #include "launch/launch_job.h"
 #include "launch/local_spawner.h"
 #include "launch/signal_channel.h"
+#include "settings/env_setting.h"
 #include "job/training_environment.h"
 
 namespace dtrain::job {
@@ -262,10 +263,7 @@ EntrypointOptions entrypoint_options_from_environment() {
     options.agent = split_words(agent);
   }
   options.port = host_link_port();
-  if (const char* wait = std::getenv("DTRAIN_HOST_WAIT_S"); wait && *wait) {
-    double s = std::atof(wait);
-    if (s > 0) options.host_wait_s = s;
-  }
+  if (const auto wait = settings::env_seconds("DTRAIN_HOST_WAIT_S")) options.host_wait_s = *wait;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   options.dtrain_exe = ec ? "dtrain" : self.string();
@@ -303,9 +301,17 @@ int exec_as_rank(const std::string& base_dir, const std::vector<std::string>& co
   }
   // On Slurm srun hands every rank the master's environment; the rank's own host is its node's.
   std::string own_base_dir = base_dir;
-  const char* node_id = std::getenv("SLURM_NODEID");
-  const bool slurm_rank = on_slurm() && node_id && *node_id;
-  if (slurm_rank) own_base_dir = slurm_host_root(std::getenv("DTRAIN_SLURM_HOSTS_DIR"), std::atoi(node_id));
+  std::optional<int64_t> node_index;
+  if (on_slurm()) {
+    try {
+      node_index = settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index");
+    } catch (const settings::SettingError& e) {
+      std::fprintf(stderr, "dtrain entrypoint --as-rank: %s\n", e.what());
+      return 2;
+    }
+  }
+  const bool slurm_rank = node_index.has_value();
+  if (slurm_rank) own_base_dir = slurm_host_root(std::getenv("DTRAIN_SLURM_HOSTS_DIR"), static_cast<int>(*node_index));
   TrainingEnvironment env;
   try {
     env = TrainingEnvironment::read(ContainerLayout(own_base_dir));

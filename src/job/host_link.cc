@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include "job/job_error.h"
+#include "settings/env_setting.h"
 
 namespace dtrain::job {
 namespace {
@@ -118,12 +119,7 @@ std::optional<std::string> resolve_host(const std::string& name) {
 std::string master_closed_link(const std::string& master) { return fmt::format("the master {} closed the link", master); }
 
 int host_link_port() {
-  const char* text = std::getenv("DTRAIN_HOST_PORT");
-  if (text && *text) {
-    int port = std::atoi(text);
-    if (port > 0 && port < 65536) return port;
-  }
-  return 29417;
+  return settings::env_port("DTRAIN_HOST_PORT").value_or(29417);
 }
 
 MasterLinks::~MasterLinks() {

@@ -10,6 +10,7 @@
 
 #include "job/container_layout.h"
 #include "job/host_link.h"
+#include "settings/env_setting.h"
 #include "slurm/hostlist.h"
 
 namespace dtrain::job {
@@ -39,8 +40,13 @@ int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir,
   } catch (const slurm::SlurmError& e) {
     return fail(fmt::format("SLURM_JOB_NODELIST: {}", e.what()));
   }
-  const int index = std::atoi(node_id);
-  if (index < 0 || index >= static_cast<int>(nodes.size())) {
+  int index = 0;
+  try {
+    index = static_cast<int>(*settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index"));
+  } catch (const settings::SettingError& e) {
+    return fail(e.what());
+  }
+  if (index >= static_cast<int>(nodes.size())) {
     return fail(fmt::format("SLURM_NODEID={} is outside the allocation's {} nodes", node_id, nodes.size()));
   }
 

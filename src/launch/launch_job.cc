@@ -32,6 +32,7 @@
 #include "launch/ssh_reachability.h"
 #include "launch/worker_env.h"
 #include "rendezvous/rendezvous_server.h"
+#include "settings/env_setting.h"
 
 namespace dtrain::launch {
 namespace {
@@ -348,12 +349,10 @@ SupervisorOptions worker_supervision(const LaunchOptions& options) {
 
 // DTRAIN_TIMEOUT_S as the workers will read it: how long a round waits for a member.
 double worker_timeout_s() {
-  const char* value = std::getenv("DTRAIN_TIMEOUT_S");
-  if (!value || !*value) return 300;
   try {
-    return std::stod(value);
-  } catch (const std::exception&) {
-    throw LaunchError::usage(fmt::format("DTRAIN_TIMEOUT_S='{}' is not a number of seconds", value));
+    return settings::env_seconds("DTRAIN_TIMEOUT_S").value_or(300);
+  } catch (const settings::SettingError& e) {
+    throw LaunchError::usage(e.what());
   }
 }
 

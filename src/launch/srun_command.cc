@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "launch/launch_error.h"
+#include "settings/env_setting.h"
 #include "slurm/hostlist.h"
 
 namespace dtrain::launch {
@@ -27,9 +28,12 @@ SlurmAllocation slurm_allocation_from_environment() {
   } catch (const slurm::SlurmError& e) {
     throw LaunchError::usage(fmt::format("--slurm: SLURM_JOB_NODELIST: {}", e.what()));
   }
-  if (const std::string tasks = var("SLURM_NTASKS"); !tasks.empty()) {
-    allocation.tasks = std::atoi(tasks.c_str());
-    if (allocation.tasks < 1) throw LaunchError::usage(fmt::format("--slurm: SLURM_NTASKS='{}' is not a task count", tasks));
+  try {
+    if (const auto tasks = settings::env_integer("SLURM_NTASKS", 1, 1 << 24, "a task count")) {
+      allocation.tasks = static_cast<int>(*tasks);
+    }
+  } catch (const settings::SettingError& e) {
+    throw LaunchError::usage(fmt::format("--slurm: {}", e.what()));
   }
   return allocation;
 }

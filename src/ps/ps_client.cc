@@ -14,6 +14,7 @@
 #include "ps/ps_error.h"
 #include "ps/ps_service.h"
 #include "rendezvous/rendezvous_client.h"
+#include "settings/env_setting.h"
 
 namespace dtrain::ps {
 namespace {
@@ -58,9 +59,10 @@ PsClientOptions ps_client_options_from_environment() {
   if (servers < 1) throw PsError(fmt::format("DTRAIN_PS_SERVERS={} must be at least 1", servers));
   options.token = env_text("DTRAIN_JOB_TOKEN");
   if (options.token.empty()) throw PsError("DTRAIN_JOB_TOKEN is not set; start parameter-server workers with `dtrain run --ps`");
-  if (const std::string t = env_text("DTRAIN_PS_RPC_TIMEOUT"); !t.empty()) {
-    options.rpc_timeout_s = std::atof(t.c_str());
-    if (options.rpc_timeout_s <= 0) throw PsError(fmt::format("DTRAIN_PS_RPC_TIMEOUT={} must be a positive number of seconds", t));
+  try {
+    if (const auto timeout = settings::env_seconds("DTRAIN_PS_RPC_TIMEOUT")) options.rpc_timeout_s = *timeout;
+  } catch (const settings::SettingError& e) {
+    throw PsError(e.what());
   }
   const std::string job = env_text("DTRAIN_JOB_ID").empty() ? "job" : env_text("DTRAIN_JOB_ID");
   rendezvous::RendezvousClient store(env_text("DTRAIN_RENDEZVOUS_ADDR"), env_int("DTRAIN_RENDEZVOUS_PORT"), options.token);

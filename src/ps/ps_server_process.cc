@@ -12,6 +12,7 @@
 #include "ps/ps_error.h"
 #include "ps/ps_service.h"
 #include "rendezvous/rendezvous_client.h"
+#include "settings/env_setting.h"
 
 namespace dtrain::ps {
 namespace {
@@ -35,7 +36,13 @@ int run_server_process(const ServerProcessOptions& options) {
 
   const std::string token = required("DTRAIN_JOB_TOKEN");
   const std::string rendezvous = required("DTRAIN_RENDEZVOUS_ADDR");
-  const int rendezvous_port = std::atoi(required("DTRAIN_RENDEZVOUS_PORT").c_str());
+  required("DTRAIN_RENDEZVOUS_PORT");
+  int rendezvous_port = 0;
+  try {
+    rendezvous_port = *settings::env_port("DTRAIN_RENDEZVOUS_PORT");
+  } catch (const settings::SettingError& e) {
+    throw PsError(e.what());
+  }
   const char* job = std::getenv("DTRAIN_JOB_ID");
   // Reachable where the workers' collectives would be: loopback for a job on this
   // machine, else the host name the launcher placed the server on.

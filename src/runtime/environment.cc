@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 
@@ -162,7 +163,15 @@ RuntimeConfig read_config_from_environment() {
   c.background_nice = number<int>("DTRAIN_BACKGROUND_NICE", -1);
   require(!env("DTRAIN_BACKGROUND_NICE") || (c.background_nice >= 0 && c.background_nice <= 19),
           "DTRAIN_BACKGROUND_NICE must be a nice value from 0 to 19 (got " + text("DTRAIN_BACKGROUND_NICE") + ")");
-  c.timeout = std::chrono::milliseconds(static_cast<long long>(number<double>("DTRAIN_TIMEOUT_S", 300) * 1000));
+  const double timeout_s = number<double>("DTRAIN_TIMEOUT_S", 300);
+  require(std::isfinite(timeout_s) && timeout_s > 0,
+          "DTRAIN_TIMEOUT_S must be a number of seconds above 0 (got " + text("DTRAIN_TIMEOUT_S") + ")");
+  c.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  // spdlog reads an unknown level name as "off": a typo would silence every warning.
+  const std::string level = text("DTRAIN_LOG_LEVEL", "warn");
+  require(level == "trace" || level == "debug" || level == "info" || level == "warn" || level == "warning" ||
+              level == "error" || level == "err" || level == "critical" || level == "off",
+          "DTRAIN_LOG_LEVEL must be trace, debug, info, warn, error, critical or off (got '" + level + "')");
   return c;
 }
 

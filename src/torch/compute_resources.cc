@@ -10,6 +10,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "dtrain/torch.h"
+#include "settings/env_setting.h"
 #include "torch/reusing_cpu_allocator.h"
 
 namespace dtrain::libtorch {
@@ -37,13 +38,11 @@ void set_num_threads(int threads) {
 void retain_freed_memory() {
   // Blocks from 1 MiB are reused; at most DTRAIN_CPU_CACHE_MB (default 512) MiB sit idle.
   std::size_t cache_mb = 512;
-  if (const char* env = std::getenv("DTRAIN_CPU_CACHE_MB")) {
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(env, &end, 10);
-    if (*env == '\0' || *end != '\0' || value > (1ull << 30)) {
-      throw Error(std::string("DTRAIN_CPU_CACHE_MB must be a number of MiB, got '") + env + "'");
-    }
-    cache_mb = static_cast<std::size_t>(value);
+  try {
+    cache_mb = static_cast<std::size_t>(
+        settings::env_integer("DTRAIN_CPU_CACHE_MB", 0, int64_t{1} << 30, "a number of MiB").value_or(512));
+  } catch (const settings::SettingError& e) {
+    throw Error(e.what());
   }
   // Never destroyed: tensors in static storage may be freed after main returns.
   static ReusingCpuAllocator* allocator = new ReusingCpuAllocator(std::size_t{1} << 20, cache_mb << 20);

@@ -483,6 +483,23 @@ TEST(JobCommands, ValidateAcceptsAMissingChannelSourceWithANote) {
                    "/no/such/dtrain-channel (needed by dtrain job run)\n");
 }
 
+// A typo in a setting the entry point reads is the host's one-line error, not another value
+// (atof took DTRAIN_HOST_WAIT_S=2m as 2 seconds, atoi a port of 29x as 29).
+TEST(Entrypoint, AMalformedSettingIsAOneLineErrorNamingItsVariable) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"DTRAIN_HOST_WAIT_S=2m", "dtrain entrypoint: DTRAIN_HOST_WAIT_S='2m' is not a number of seconds: expected a "
+                                "decimal above 0, e.g. 300 or 2.5\n"},
+      {"DTRAIN_HOST_PORT=29x", "dtrain entrypoint: DTRAIN_HOST_PORT='29x' is not a port: expected a whole number "
+                               "from 1 to 65535\n"}};
+  for (const auto& [setting, message] : cases) {
+    ChildRunner child({DTRAIN_BINARY, "entrypoint", "--base-dir", dir / "opt/ml", "--", "true"}, {setting});
+    ChildResult r = child.finish(30);
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << setting << ": " << r.err;
+    EXPECT_EQ(r.err, message) << setting;
+  }
+}
+
 TEST(Entrypoint, AsRankExportsTheToolkitEnvironmentAndArguments) {
   TempDir dir;
   ContainerLayout layout(dir / "opt/ml");
