@@ -14,17 +14,27 @@ RendezvousClient::RendezvousClient(const std::string& host, int port, std::strin
   client_->set_connection_timeout(5, 0);
   client_->set_read_timeout(30, 0);
   client_->set_keep_alive(true);
-  client_->set_default_headers({{kTokenHeader, token_}});
+  client_->set_default_headers({{kTokenHeader, token_}, {kVersionHeader, std::to_string(kProtocolVersion)}});
 }
 
 RendezvousClient::~RendezvousClient() = default;
 
 std::string RendezvousClient::where() const { return "rendezvous store " + host_ + ":" + std::to_string(port_); }
 
-void RendezvousClient::set(const std::string& key, const std::string& value) {
-  auto result = client_->Put((kKeyPath + key).c_str(), value, "application/octet-stream");
+void RendezvousClient::refuse_unusable_answer(const httplib::Result& result) const {
   if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
   if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+  if (result->status == kOtherVersionStatus) {
+    const std::string theirs = result->get_header_value(kVersionHeader);
+    throw Error("dtrain: the " + where() + " speaks rendezvous protocol version " + (theirs.empty() ? "?" : theirs) +
+                ", this process version " + std::to_string(kProtocolVersion) +
+                " (the launcher and this rank come from different dtrain builds)");
+  }
+}
+
+void RendezvousClient::set(const std::string& key, const std::string& value) {
+  auto result = client_->Put((kKeyPath + key).c_str(), value, "application/octet-stream");
+  refuse_unusable_answer(result);
   if (result->status != 200) {
     throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to setting '" + key + "'");
   }
@@ -32,9 +42,8 @@ void RendezvousClient::set(const std::string& key, const std::string& value) {
 
 std::optional<std::string> RendezvousClient::try_get(const std::string& key) {
   auto result = client_->Get((kKeyPath + key).c_str());
-  if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  refuse_unusable_answer(result);
   if (result->status == 404) return std::nullopt;
-  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
   if (result->status != 200) {
     throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to reading '" + key + "'");
   }
@@ -61,9 +70,7 @@ void RendezvousClient::wait_until_reachable(std::chrono::milliseconds timeout) {
   while (true) {
     auto result = client_->Get((std::string(kKeyPath) + "reachable").c_str());
     if (result) {
-      if (result->status == 403) {
-        throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
-      }
+      refuse_unusable_answer(result);
       return;
     }
     if (std::chrono::steady_clock::now() > deadline) {
@@ -77,8 +84,7 @@ void RendezvousClient::wait_until_reachable(std::chrono::milliseconds timeout) {
 
 void RendezvousClient::report_ready(int rank) {
   auto result = client_->Post((kReadyPath + std::to_string(rank)).c_str(), "", "text/plain");
-  if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
-  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+  refuse_unusable_answer(result);
   if (result->status != 200) {
     throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to rank " +
                 std::to_string(rank) + "'s ready report");

@@ -7,6 +7,7 @@
 
 namespace httplib {
 class Client;
+class Result;
 }
 
 #include "dtrain/error.h"
@@ -44,6 +45,10 @@ class RendezvousClient {
   std::string where() const;
 
  private:
+  // Throws for the answers any request may get: none (StoreUnreachable), a refused token, a
+  // store of another protocol version (naming both versions).
+  void refuse_unusable_answer(const httplib::Result& result) const;
+
   std::string host_;
   int port_;
   std::string token_;

@@ -53,6 +53,15 @@ struct RendezvousServer::Impl {
         res.set_content(kBadTokenBody, "text/plain");
         return httplib::Server::HandlerResponse::Handled;
       }
+      const std::string version = req.get_header_value(kVersionHeader);
+      if (version != std::to_string(kProtocolVersion)) {
+        res.status = kOtherVersionStatus;
+        res.set_header(kVersionHeader, std::to_string(kProtocolVersion));
+        res.set_content(fmt::format("dtrain rendezvous: this store speaks protocol version {}, the request {}",
+                                    kProtocolVersion, version.empty() ? "none (a dtrain build before versions)" : version),
+                        "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
 

@@ -5,6 +5,8 @@
 
 #include <thread>
 
+#include "rendezvous/rendezvous_client.h"
+
 namespace dtrain::rendezvous {
 namespace {
 
@@ -17,11 +19,15 @@ class RendezvousServerTest : public ::testing::Test {
     ASSERT_GT(port_, 0);
   }
 
-  httplib::Client client(const std::string& token = kToken) {
+  // A client speaking the store's protocol `version` ("" for none, as builds before versions).
+  httplib::Client client(const std::string& token = kToken, const std::string& version = "1") {
     httplib::Client c("127.0.0.1", port_);
     c.set_connection_timeout(5);
     c.set_read_timeout(5);
-    if (!token.empty()) c.set_default_headers({{"X-Dtrain-Token", token}});
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("X-Dtrain-Token", token);
+    if (!version.empty()) headers.emplace("X-Dtrain-Rendezvous-Version", version);
+    c.set_default_headers(headers);
     return c;
   }
 
@@ -72,6 +78,57 @@ TEST_F(RendezvousServerTest, WrongOrMissingTokenIs403) {
   }
   EXPECT_EQ(server_.value("secret"), "v");
   EXPECT_FALSE(server_.is_ready(0));
+}
+
+// Ranks and a launcher from different dtrain builds: the store refuses a request of another
+// protocol version (or of none) without touching its values, naming both versions.
+TEST_F(RendezvousServerTest, ARequestOfAnotherProtocolVersionIsRefusedNamingBoth) {
+  ASSERT_EQ(client().Put("/v1/kv/shared", "v1", "text/plain")->status, 200);
+  for (const std::string& version : {std::string("2"), std::string()}) {
+    auto c = client(kToken, version);
+    auto put = c.Put("/v1/kv/shared", "from another build", "text/plain");
+    ASSERT_TRUE(put);
+    EXPECT_EQ(put->status, 409) << "version '" << version << "'";
+    EXPECT_EQ(put->get_header_value("X-Dtrain-Rendezvous-Version"), "1");
+    EXPECT_EQ(put->body, "dtrain rendezvous: this store speaks protocol version 1, the request " +
+                             (version.empty() ? std::string("none (a dtrain build before versions)") : version));
+    EXPECT_EQ(c.Post("/v1/ready/0")->status, 409);
+  }
+  EXPECT_EQ(server_.value("shared"), "v1");
+  EXPECT_FALSE(server_.is_ready(0));
+}
+
+// The client's side: a store of another version is a one-line error naming both versions.
+TEST(RendezvousClient, AStoreOfAnotherProtocolVersionIsAnErrorNamingBoth) {
+  httplib::Server other_build;
+  other_build.set_pre_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    res.status = 409;
+    res.set_header("X-Dtrain-Rendezvous-Version", "2");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  const int port = other_build.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { other_build.listen_after_bind(); });
+  {  // closed before the server stops (a kept-alive connection would hold stop() up)
+    RendezvousClient client("127.0.0.1", port, kToken);
+    const std::string expected = "dtrain: the rendezvous store 127.0.0.1:" + std::to_string(port) +
+                                 " speaks rendezvous protocol version 2, this process version 1 (the launcher and "
+                                 "this rank come from different dtrain builds)";
+    try {
+      client.set("k", "v");
+      ADD_FAILURE() << "set() succeeded against a store of another version";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+    try {
+      client.try_get("k");
+      ADD_FAILURE() << "try_get() succeeded against a store of another version";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  }
+  other_build.stop();
+  serving.join();
 }
 
 TEST_F(RendezvousServerTest, TracksReadyRanks) {
