@@ -23,11 +23,11 @@
 #include "apps/serve/libtorch_threads.h"
 #include "apps/serve/maskrcnn_endpoint.h"
 #include "apps/serve/mnist_endpoint.h"
-#include "settings/env_setting.h"
 #include "serving/inference_server.h"
 #include "serving/model_error.h"
 #include "serving/model_location.h"
 #include "serving/model_metadata.h"
+#include "settings/env_setting.h"
 #include "vision/inference/predictor.h"
 
 namespace {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -40,12 +41,14 @@ int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir,
   } catch (const slurm::SlurmError& e) {
     return fail(fmt::format("SLURM_JOB_NODELIST: {}", e.what()));
   }
-  int index = 0;
+  std::optional<int64_t> node_index;
   try {
-    index = static_cast<int>(*settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index"));
+    node_index = settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index");
   } catch (const settings::SettingError& e) {
     return fail(e.what());
   }
+  if (!node_index) return fail("SLURM_NODEID is empty");
+  const int index = static_cast<int>(*node_index);
   if (index >= static_cast<int>(nodes.size())) {
     return fail(fmt::format("SLURM_NODEID={} is outside the allocation's {} nodes", node_id, nodes.size()));
   }
