@@ -10,6 +10,8 @@
 
 #include <httplib.h>
 
+#include "rendezvous/protocol.h"
+
 namespace {
 
 std::string env(const char* name) {
@@ -29,7 +31,9 @@ int main(int argc, char** argv) {
   int rank = std::stoi(env("DTRAIN_RANK"));
   int size = std::stoi(env("DTRAIN_SIZE"));
   httplib::Client client(env("DTRAIN_RENDEZVOUS_ADDR"), std::stoi(env("DTRAIN_RENDEZVOUS_PORT")));
-  client.set_default_headers({{"X-Dtrain-Token", env("DTRAIN_JOB_TOKEN")}});
+  client.set_default_headers({{dtrain::rendezvous::kTokenHeader, env("DTRAIN_JOB_TOKEN")},
+                              {dtrain::rendezvous::kVersionHeader,
+                               std::to_string(dtrain::rendezvous::kProtocolVersion)}});
   client.set_connection_timeout(5);
 
   if (mode == "exchange") {
