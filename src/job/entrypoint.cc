@@ -301,17 +301,17 @@ int exec_as_rank(const std::string& base_dir, const std::vector<std::string>& co
   }
   // On Slurm srun hands every rank the master's environment; the rank's own host is its node's.
   std::string own_base_dir = base_dir;
-  std::optional<int64_t> node_index;
+  std::optional<int> node_index;
   if (on_slurm()) {
     try {
-      node_index = settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index");
+      node_index = slurm_node_index();
     } catch (const settings::SettingError& e) {
       std::fprintf(stderr, "dtrain entrypoint --as-rank: %s\n", e.what());
       return 2;
     }
   }
   const bool slurm_rank = node_index.has_value();
-  if (slurm_rank) own_base_dir = slurm_host_root(std::getenv("DTRAIN_SLURM_HOSTS_DIR"), static_cast<int>(*node_index));
+  if (slurm_rank) own_base_dir = slurm_host_root(std::getenv("DTRAIN_SLURM_HOSTS_DIR"), *node_index);
   TrainingEnvironment env;
   try {
     env = TrainingEnvironment::read(ContainerLayout(own_base_dir));

@@ -24,6 +24,12 @@ int fail(const std::string& message) {
 
 }  // namespace
 
+std::optional<int> slurm_node_index() {
+  const auto index = settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index");
+  if (!index) return std::nullopt;
+  return static_cast<int>(*index);
+}
+
 std::string slurm_host_root(const std::string& hosts_dir, int node_index) {
   return fmt::format("{}/algo-{}", hosts_dir, node_index + 1);
 }
@@ -41,14 +47,14 @@ int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir,
   } catch (const slurm::SlurmError& e) {
     return fail(fmt::format("SLURM_JOB_NODELIST: {}", e.what()));
   }
-  std::optional<int64_t> node_index;
+  std::optional<int> node_index;
   try {
-    node_index = settings::env_integer("SLURM_NODEID", 0, 1 << 20, "a node index");
+    node_index = slurm_node_index();
   } catch (const settings::SettingError& e) {
     return fail(e.what());
   }
   if (!node_index) return fail("SLURM_NODEID is empty");
-  const int index = static_cast<int>(*node_index);
+  const int index = *node_index;
   if (index >= static_cast<int>(nodes.size())) {
     return fail(fmt::format("SLURM_NODEID={} is outside the allocation's {} nodes", node_id, nodes.size()));
   }

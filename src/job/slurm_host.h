@@ -6,10 +6,15 @@
 // /opt/ml is its own.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace dtrain::job {
+
+// This task's node index (SLURM_NODEID), or nullopt when unset or empty; a value that is
+// not a whole number from 0 throws settings::SettingError naming it.
+std::optional<int> slurm_node_index();
 
 // The /opt/ml of the host a task on node `node_index` of the allocation plays.
 std::string slurm_host_root(const std::string& hosts_dir, int node_index);
