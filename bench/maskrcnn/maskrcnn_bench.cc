@@ -250,6 +250,7 @@ class DtrainRunner {
                              : std::make_unique<dtrain::vision::solver::MultiTensorSgd>(trainable, sgd_options);
     std::optional<dtrain::vision::solver::LossScaler> scaler;
     if (config.amp == "float16") scaler.emplace();
+    int skipped_steps = 0;  // float16: steps whose gradients were not finite, not applied
 
     const auto train_step = [&] {
       RECORD_USER_SCOPE("bench.step");
@@ -269,6 +270,7 @@ class DtrainRunner {
         RECORD_USER_SCOPE("bench.optimizer");
         const bool finite = !scaler || scaler->unscale_gradients(trainable);  // one host sync, as GradScaler's step
         if (scaler) scaler->update(finite);
+        if (!finite) ++skipped_steps;
         if (finite) sgd->step();
       }
       synchronize(device_);
@@ -276,9 +278,11 @@ class DtrainRunner {
     model->train();
     for (int i = 0; i < setup_.warmup; ++i) train_step();
     reset_peak_gpu_memory(device_);
+    skipped_steps = 0;
     std::vector<double> train_times;
     for (int i = 0; i < setup_.steps; ++i) train_times.push_back(timed(train_step));
     const double peak_gpu = peak_gpu_mb(device_);
+    const int skipped_timed_steps = skipped_steps;
     if (!setup_.profile_dir.empty()) {
       profile(device_, setup_.profile_dir + "/" + side_file_name() + "_" + std::to_string(config.images) + "_" +
                            config.amp + ".json",
@@ -298,7 +302,7 @@ class DtrainRunner {
     for (int i = 0; i < setup_.steps; ++i) inference_times.push_back(timed(inference));
     return {{"images", config.images},  {"amp", config.amp},          {"train_step_s", train_times},
             {"inference_s", inference_times}, {"peak_gpu_mb", peak_gpu}, {"peak_rss_mb", peak_rss_mb()},
-            {"detections", counts}};
+            {"detections", counts}, {"skipped_steps", skipped_timed_steps}};
   }
 
  private:
@@ -352,6 +356,7 @@ struct Rounds {
   std::vector<double> train, inference;
   double peak_gpu_mb = 0, peak_rss_mb = 0;
   json detections;
+  int skipped_steps = 0, timed_steps = 0;  // over the rounds: float16's steps left out by loss scaling
 
   void add(const json& measured) {
     train.push_back(median(measured["train_step_s"].get<std::vector<double>>()));
@@ -359,6 +364,8 @@ struct Rounds {
     peak_gpu_mb = std::max(peak_gpu_mb, measured["peak_gpu_mb"].get<double>());
     peak_rss_mb = std::max(peak_rss_mb, measured["peak_rss_mb"].get<double>());
     detections = measured["detections"];
+    skipped_steps += measured.value("skipped_steps", 0);
+    timed_steps += static_cast<int>(measured["train_step_s"].size());
   }
 
   json summary() const {
@@ -368,7 +375,9 @@ struct Rounds {
             {"inference_s_rounds", inference},
             {"peak_gpu_mb", peak_gpu_mb},
             {"peak_rss_mb", peak_rss_mb},
-            {"detections", detections}};
+            {"detections", detections},
+            {"skipped_steps", skipped_steps},
+            {"timed_steps", timed_steps}};
   }
 };
 
@@ -486,8 +495,8 @@ int main(int argc, char** argv) {
     std::printf("Mask R-CNN R50-FPN, images 480x640 -> %d px, %s, %d threads, median of %d steps per round, %d "
                 "rounds (sides' order turning); ratio: images/s over %s's, median [min, max] of the rounds\n",
                 setup.min_size, setup.device.c_str(), setup.threads, setup.steps, rounds, sides.front().name.c_str());
-    std::printf("%-6s %-9s %-28s %16s %18s %20s %12s %14s\n", "images", "amp", "side", "train step ms",
-                "train ratio", "inference ms", "peak MB", "detections");
+    std::printf("%-6s %-9s %-28s %16s %18s %20s %12s %8s %14s\n", "images", "amp", "side", "train step ms",
+                "train ratio", "inference ms", "peak MB", "skipped", "detections");
     for (size_t c = 0; c < setup.configs.size(); ++c) {
       const Config& config = setup.configs[c];
       json entry = {{"images", config.images}, {"amp", config.amp}, {"sides", json::object()}};
@@ -502,11 +511,13 @@ int main(int argc, char** argv) {
         summary["train_ratio_rounds"] = ratios;
         entry["sides"][sides[s].name] = summary;
         const double peak = setup.device == "cuda" ? r.peak_gpu_mb : r.peak_rss_mb;
-        std::printf("%-6d %-9s %-28s %7.1f %-8s %5.2f %-12s %7.1f %-12s %12.0f %14s\n", config.images,
+        const std::string skipped = std::to_string(r.skipped_steps) + "/" + std::to_string(r.timed_steps);
+        std::printf("%-6d %-9s %-28s %7.1f %-8s %5.2f %-12s %7.1f %-12s %12.0f %8s %14s\n", config.images,
                     config.amp.c_str(), sides[s].name.c_str(), median(r.train) * 1e3,
                     spread(r.train, 1e3, "[%.1f,%.1f]").c_str(), median(ratios),
                     spread(ratios, 1, "[%.2f,%.2f]").c_str(), median(r.inference) * 1e3,
-                    spread(r.inference, 1e3, "[%.1f,%.1f]").c_str(), peak, r.detections.dump().c_str());
+                    spread(r.inference, 1e3, "[%.1f,%.1f]").c_str(), peak, skipped.c_str(),
+                    r.detections.dump().c_str());
       }
       report["configs"].push_back(entry);
     }

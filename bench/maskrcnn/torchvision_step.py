@@ -148,7 +148,12 @@ class Runner:
             self.train_step(images, amp, scaler)
         if self.on_gpu:
             torch.cuda.reset_peak_memory_stats(self.device)
-        train_times = [self.train_step(images, amp, scaler) for _ in range(steps)]
+        train_times, skipped_steps = [], 0
+        for _ in range(steps):
+            scale = scaler.get_scale() if scaler else None  # read outside the timed step
+            train_times.append(self.train_step(images, amp, scaler))
+            # GradScaler lowers its scale exactly when it skipped a step's update (inf or NaN).
+            skipped_steps += int(scaler is not None and scaler.get_scale() < scale)
         peak_gpu_mb = torch.cuda.max_memory_allocated(self.device) / 2**20 if self.on_gpu else 0.0
         if profile_dir:
             self.profile(images, amp, scaler, f"{profile_dir}/torchvision_{images}_{amp}.json")
@@ -161,7 +166,7 @@ class Runner:
         return {"images": images, "amp": amp, "train_step_s": train_times, "inference_s": inference_times,
                 "peak_gpu_mb": peak_gpu_mb,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-                "detections": detections}
+                "detections": detections, "skipped_steps": skipped_steps}
 
     def profile(self, images: int, amp: str, scaler, path: str, steps: int = 3) -> None:
         activities = [torch.profiler.ProfilerActivity.CPU]
