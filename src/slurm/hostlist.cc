@@ -7,8 +7,16 @@
 namespace dtrain::slurm {
 namespace {
 
+// More hosts than any cluster has: a list that expands beyond this is a mistake or an attack,
+// refused before its names are made (brackets multiply: "a[1-99999]b[1-99999]" is 10^10 names).
+constexpr size_t kMaxHosts = 1'000'000;
+
 [[noreturn]] void malformed(std::string_view list, std::string_view why) {
   throw SlurmError(fmt::format("host list '{}' is malformed: {}", list, why));
+}
+
+[[noreturn]] void too_many_hosts(std::string_view list) {
+  malformed(list, fmt::format("it names more than {} hosts", kMaxHosts));
 }
 
 unsigned long parse_number(std::string_view list, std::string_view digits) {
@@ -33,6 +41,7 @@ std::vector<std::string> expand_bracket(std::string_view list, std::string_view 
     const unsigned long last = parse_number(list, high);
     if (last < first) malformed(list, fmt::format("the range '{}' runs backwards", item));
     if (last - first > 100000) malformed(list, fmt::format("the range '{}' is too long", item));
+    if (members.size() + (last - first + 1) > kMaxHosts) too_many_hosts(list);
     for (unsigned long n = first; n <= last; ++n) members.push_back(fmt::format("{:0{}}", n, low.size()));
     if (comma == std::string_view::npos) break;
     content.remove_prefix(comma + 1);
@@ -40,8 +49,9 @@ std::vector<std::string> expand_bracket(std::string_view list, std::string_view 
   return members;
 }
 
-// One name with zero or more brackets ("r[1-2]n[3,5]") into every host it stands for.
-std::vector<std::string> expand_name(std::string_view list, std::string_view name) {
+// One name with zero or more brackets ("r[1-2]n[3,5]") into every host it stands for, at most
+// `room` of them.
+std::vector<std::string> expand_name(std::string_view list, std::string_view name, size_t room) {
   std::vector<std::string> hosts = {""};
   while (!name.empty()) {
     const size_t open = name.find('[');
@@ -53,6 +63,7 @@ std::vector<std::string> expand_name(std::string_view list, std::string_view nam
     if (close == std::string_view::npos) malformed(list, "'[' without ']'");
     // The first bracket varies slowest, as in Slurm's order.
     const std::vector<std::string> members = expand_bracket(list, name.substr(open + 1, close - open - 1));
+    if (hosts.size() * members.size() > room) too_many_hosts(list);  // both at most kMaxHosts: no overflow
     std::vector<std::string> grown;
     for (const auto& h : hosts) {
       for (const auto& member : members) grown.push_back(h + member);
@@ -60,6 +71,7 @@ std::vector<std::string> expand_name(std::string_view list, std::string_view nam
     hosts = std::move(grown);
     name.remove_prefix(close + 1);
   }
+  if (hosts.size() > room) too_many_hosts(list);
   return hosts;
 }
 
@@ -77,7 +89,7 @@ std::vector<std::string> expand_hostlist(std::string_view list) {
     if (end || (list[i] == ',' && depth == 0)) {
       std::string_view name = list.substr(start, i - start);
       if (name.empty()) malformed(list, "an empty host name");
-      for (auto& h : expand_name(list, name)) hosts.push_back(std::move(h));
+      for (auto& h : expand_name(list, name, kMaxHosts - hosts.size())) hosts.push_back(std::move(h));
       start = i + 1;
     }
   }

@@ -27,6 +27,22 @@ TEST(Hostlist, MalformedListsAreErrorsNamingTheList) {
   }
 }
 
+// Brackets multiply, so a short list can name more hosts than memory holds (found by
+// tests/fuzz/slurm_hostlist): refused before the names are made.
+TEST(Hostlist, ListsOfMoreThanAMillionHostsAreRefused) {
+  EXPECT_EQ(expand_hostlist("n[1-1000]m[1-1000]").size(), 1000000u);
+  for (const char* bad : {"a[1-99999]b[1-99999]", "a[1-2]b[1-1000]c[1-1000]", "n[1-100000,1-100000,1-100000,1-100000,"
+                          "1-100000,1-100000,1-100000,1-100000,1-100000,1-100000,1-100000]",
+                          "n[1-1000]m[1-1000],x"}) {
+    try {
+      expand_hostlist(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const SlurmError& e) {
+      EXPECT_NE(std::string(e.what()).find("more than 1000000 hosts"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TasksPerNode, RepeatsExpand) {
   EXPECT_EQ(expand_tasks_per_node("2(x3),1"), std::vector<int>({2, 2, 2, 1}));
   EXPECT_EQ(expand_tasks_per_node("4"), std::vector<int>({4}));
