@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/coco_eval/real_annotation_coco.h"
 #include "bench/coco_eval/synthetic_coco.h"
 #include "concurrency/parallel_for.h"
 #include "vision/coco/coco_error.h"
@@ -45,9 +46,13 @@ namespace fs = std::filesystem;
 namespace vision = dtrain::vision;
 namespace concurrency = dtrain::concurrency;
 
-// The targets, on the val2017-sized set.
-constexpr double kEvaluateAccumulateTarget = 50;  // x pycocotools' evaluate + accumulate
-constexpr double kWholeCommandTarget = 20;        // x pycocotools' loadRes + evaluate + accumulate
+// The speed targets on the val2017-sized sets; 0: none.
+struct Targets {
+  double evaluate_accumulate = 0;  // x pycocotools' evaluate + accumulate
+  double whole_command = 0;        // x pycocotools' loadRes + evaluate + accumulate + summarize
+};
+constexpr Targets kSyntheticTargets{50, 40};
+constexpr Targets kRealAnnotationTargets{0, 25};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -80,7 +85,9 @@ struct Phases {
   double peak_rss_mb = -1;    // the child process
   std::vector<double> stats;
   double evaluate_accumulate() const { return evaluate + accumulate; }
-  double results_evaluate_accumulate() const { return load_results + evaluate + accumulate; }
+  // What a user waits for once the ground truth is loaded: pycocotools'
+  // loadRes + evaluate + accumulate + summarize.
+  double after_ground_truth() const { return load_results + evaluate + accumulate + summarize; }
 };
 
 // Runs argv with stdout and stderr into `log`; the wall time and peak RSS.
@@ -292,7 +299,18 @@ std::string ratio_text(double reference, double ours) {
   return fmt::format("{:.1f}x", reference / ours);
 }
 
-void print_outcome(const std::string& title, const Outcome& o, bool targets) {
+// Whether the outcome reaches the targets (and the statistics agree); true
+// without pycocotools.
+bool reached(const Outcome& o, const Targets& targets) {
+  if (!o.pycocotools) return true;
+  const Phases& p = *o.pycocotools;
+  const Phases& d = o.dtrain;
+  return p.evaluate_accumulate() >= targets.evaluate_accumulate * d.evaluate_accumulate() &&
+         p.after_ground_truth() >= targets.whole_command * d.whole_command && d.peak_rss_mb <= p.peak_rss_mb &&
+         o.max_stat_diff == 0;
+}
+
+void print_outcome(const std::string& title, const Outcome& o, const std::optional<Targets>& targets) {
   const Phases& d = o.dtrain;
   const Phases* p = o.pycocotools ? &*o.pycocotools : nullptr;
   std::printf("\n%s\n", title.c_str());
@@ -308,22 +326,22 @@ void print_outcome(const std::string& title, const Outcome& o, bool targets) {
   row("accumulate", d.accumulate, p ? p->accumulate : -1, "");
   row("summarize", d.summarize, p ? p->summarize : -1, "");
   const auto verdict = [&](double ratio, double target) {
-    return targets ? fmt::format("  target >= {:.0f}x: {}", target, ratio >= target ? "reached" : "NOT reached")
+    return target > 0 ? fmt::format("  target >= {:.0f}x: {}", target, ratio >= target ? "reached" : "NOT reached")
                    : std::string();
   };
   row("evaluate + accumulate", d.evaluate_accumulate(), p ? p->evaluate_accumulate() : -1,
-      p ? verdict(p->evaluate_accumulate() / d.evaluate_accumulate(), kEvaluateAccumulateTarget) : "");
-  row("loadRes + evaluate + accumulate", d.results_evaluate_accumulate(),
-      p ? p->results_evaluate_accumulate() : -1, "");
+      p && targets ? verdict(p->evaluate_accumulate() / d.evaluate_accumulate(), targets->evaluate_accumulate)
+                   : "");
+  row("loadRes + evaluate + accumulate + summarize", d.after_ground_truth(), p ? p->after_ground_truth() : -1, "");
   row("whole command (process start to exit)", d.whole_command, p ? p->whole_command : -1, "");
   if (p) {
-    row("dtrain whole command vs loadRes+eval+acc", d.whole_command, p->results_evaluate_accumulate(),
-        verdict(p->results_evaluate_accumulate() / d.whole_command, kWholeCommandTarget));
+    row("dtrain whole command vs loadRes+eval+acc+sum", d.whole_command, p->after_ground_truth(),
+        targets ? verdict(p->after_ground_truth() / d.whole_command, targets->whole_command) : "");
   }
   std::printf("  %-44s %9.0f MB %9s %9s%s\n", "peak RSS (whole command)", d.peak_rss_mb,
               p ? fmt::format("{:.0f} MB", p->peak_rss_mb).c_str() : "",
               p ? fmt::format("{:.2f}x", d.peak_rss_mb / p->peak_rss_mb).c_str() : "",
-              p && targets ? (d.peak_rss_mb <= p->peak_rss_mb ? "  target <= pycocotools: reached"
+              p && targets.has_value() ? (d.peak_rss_mb <= p->peak_rss_mb ? "  target <= pycocotools: reached"
                                                               : "  target <= pycocotools: NOT reached")
                            : "");
   std::printf("  AP %.4f", d.stats.empty() ? 0.0 : d.stats[0]);
@@ -360,25 +378,56 @@ void append_json(FILE* json, const std::string& set, vision::IouType type, int t
   std::fprintf(json, "%s\n", line.dump().c_str());
 }
 
+
+// A generated set written to `dir` and measured for bbox and segm; whether
+// its targets were reached.
+bool measure_generated_set(const std::string& set, const std::string& description,
+                           const dtrain::bench::GeneratedCocoSet& data, const std::optional<Targets>& targets,
+                           const Options& options, const fs::path& dir, FILE* json) {
+  const auto gt_path = dir / ("instances_" + set + ".json");
+  const auto box_path = dir / (set + "_bbox_results.json");
+  const auto mask_path = dir / (set + "_segm_results.json");
+  write_file(gt_path, data.ground_truth);
+  write_file(box_path, data.box_results);
+  write_file(mask_path, data.mask_results);
+  std::printf("\n%s set: %zu annotations, %zu detections (gt %.0f MB, bbox results %.0f MB, segm results "
+              "%.0f MB) in %s\n",
+              set.c_str(), data.annotations, data.detections, data.ground_truth.size() / 1e6,
+              data.box_results.size() / 1e6, data.mask_results.size() / 1e6, dir.string().c_str());
+  bool all_reached = true;
+  for (const vision::IouType type : {vision::IouType::kBbox, vision::IouType::kSegm}) {
+    const std::string name(vision::iou_type_name(type));
+    const Outcome o = measure(gt_path, type == vision::IouType::kBbox ? box_path : mask_path, type, options, dir);
+    print_outcome(fmt::format("{}, {}: {} (load average {})", set, name, description, load_average()), o,
+                  targets);
+    append_json(json, set, type, options.threads, o);
+    all_reached &= reached(o, targets.value_or(Targets{}));
+  }
+  return all_reached;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == kMeasureMode) return measure_child(argc, argv);
-  CLI::App app{"Times COCO bbox/segm evaluation phase by phase on a synthetic val2017-sized set and "
-               "the golden set, optionally beside pycocotools",
+  CLI::App app{"Times COCO bbox/segm evaluation phase by phase on two val2017-sized sets (synthetic, and "
+               "real annotations replicated) and the golden set, optionally beside pycocotools",
                "dtrain-bench-coco-eval"};
   dtrain::bench::SyntheticCocoSpec spec;
+  dtrain::bench::RealAnnotationCocoSpec real_spec;
   Options options;
   std::string json_path, keep_dir, golden_dir = DTRAIN_SOURCE_DIR "/tests/data/coco-fake100";
-  bool skip_golden = false;
-  app.add_option("--images", spec.images, "Images")->default_val(spec.images)->check(CLI::PositiveNumber);
-  app.add_option("--categories", spec.categories, "Categories")
+  bool skip_golden = false, skip_synthetic = false, skip_real = false;
+  app.add_option("--images", spec.images, "Images of each generated set")
+      ->default_val(spec.images)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--categories", spec.categories, "Categories of the synthetic set")
       ->default_val(spec.categories)
       ->check(CLI::Range(1, 90));
   app.add_option("--detections-per-image", spec.detections_per_image, "Detections per image")
       ->default_val(spec.detections_per_image)
       ->check(CLI::PositiveNumber);
-  app.add_option("--seed", spec.seed, "Generator seed")->default_val(spec.seed);
+  app.add_option("--seed", spec.seed, "Synthetic generator seed")->default_val(spec.seed);
   app.add_option("--threads", options.threads, "dtrain's threads (0: one per core)")->default_val(0);
   app.add_option("--pycocotools", options.pycocotools,
                  "Also run pycocotools from DIR (the folder holding the built pycocotools package, "
@@ -393,9 +442,13 @@ int main(int argc, char** argv) {
       ->default_val(options.python);
   app.add_option("--dtrain", options.dtrain, "dtrain binary for the whole-command runs (default: "
                                              "the one next to this program)");
-  app.add_option("--golden", golden_dir, "Golden set (instances_val2014_100.json and the fake results)")
+  app.add_option("--golden", golden_dir,
+                 "Golden set (instances_val2014_100.json and the fake results); its ground truth is also "
+                 "the source of the real-annotation set")
       ->default_val(golden_dir);
-  app.add_flag("--no-golden", skip_golden, "Only the synthetic set");
+  app.add_flag("--no-golden", skip_golden, "Skip the golden set");
+  app.add_flag("--no-synthetic", skip_synthetic, "Skip the synthetic val2017-sized set");
+  app.add_flag("--no-real", skip_real, "Skip the real-annotation val2017-sized set");
   app.add_option("--json", json_path, "Append one JSON line per set and IoU type to this file");
   app.add_option("--keep-dir", keep_dir, "Write the generated JSON files and the reports here and keep them");
   CLI11_PARSE(app, argc, argv);
@@ -404,26 +457,9 @@ int main(int argc, char** argv) {
     if (options.dtrain.empty()) options.dtrain = (fs::read_symlink("/proc/self/exe").parent_path() / "dtrain").string();
     if (!options.pycocotools.empty()) options.pycocotools = fs::absolute(options.pycocotools).string();
     options.threads = concurrency::resolve_thread_count(options.threads);
+    real_spec.images = spec.images;
+    real_spec.detections_per_image = spec.detections_per_image;
     std::printf("load average before: %s\n", load_average().c_str());
-    auto start = Clock::now();
-    const dtrain::bench::SyntheticCoco data = dtrain::bench::generate_synthetic_coco(spec, options.threads);
-    const double generate_s = seconds_since(start);
-
-    fs::path dir = keep_dir;
-    const bool temporary = keep_dir.empty();
-    if (temporary) dir = fs::temp_directory_path() / fmt::format("dtrain-bench-coco-{}", getpid());
-    fs::create_directories(dir);
-    const auto gt_path = dir / "instances_synthetic.json";
-    const auto box_path = dir / "bbox_results.json";
-    const auto mask_path = dir / "segm_results.json";
-    write_file(gt_path, data.ground_truth);
-    write_file(box_path, data.box_results);
-    write_file(mask_path, data.mask_results);
-    std::printf("generated %d images, %zu annotations, %zu detections in %.1f s "
-                "(gt %.0f MB, bbox results %.0f MB, segm results %.0f MB) in %s\n",
-                spec.images, data.annotations, data.detections, generate_s,
-                data.ground_truth.size() / 1e6, data.box_results.size() / 1e6,
-                data.mask_results.size() / 1e6, dir.string().c_str());
     std::printf("dtrain: %d threads (hardware: %d), %s; medians of %d run%s\n", options.threads,
                 concurrency::resolve_thread_count(0), options.dtrain.c_str(), options.repeat,
                 options.repeat == 1 ? "" : "s");
@@ -431,28 +467,35 @@ int main(int argc, char** argv) {
                                          ? "not run (--pycocotools DIR runs it beside dtrain)"
                                          : (options.pycocotools + " with " + options.python).c_str());
 
+    fs::path dir = keep_dir;
+    const bool temporary = keep_dir.empty();
+    if (temporary) dir = fs::temp_directory_path() / fmt::format("dtrain-bench-coco-{}", getpid());
+    fs::create_directories(dir);
     FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
     if (!json_path.empty() && json == nullptr) {
       throw vision::CocoError(fmt::format("{}: cannot open for appending", json_path));
     }
-    const bool val2017_sized = spec.images == 5000 && spec.categories == 80 && spec.detections_per_image == 100;
-    bool missed = false;
-    for (const vision::IouType type : {vision::IouType::kBbox, vision::IouType::kSegm}) {
-      const std::string name(vision::iou_type_name(type));
-      const Outcome o = measure(gt_path, type == vision::IouType::kBbox ? box_path : mask_path, type,
-                                options, dir);
-      print_outcome(fmt::format("synthetic{} set, {}: {} images, {} objects, {} detections (load average {})",
-                                val2017_sized ? " val2017-sized" : "", name, spec.images, data.annotations,
-                                data.detections, load_average()),
-                    o, val2017_sized);
-      append_json(json, "synthetic", type, options.threads, o);
-      if (o.pycocotools && val2017_sized) {
-        const Phases& p = *o.pycocotools;
-        missed |= p.evaluate_accumulate() / o.dtrain.evaluate_accumulate() < kEvaluateAccumulateTarget;
-        missed |= p.results_evaluate_accumulate() / o.dtrain.whole_command < kWholeCommandTarget;
-        missed |= o.dtrain.peak_rss_mb > p.peak_rss_mb;
-      }
-      if (o.pycocotools && o.max_stat_diff != 0) missed = true;
+    const bool val2017_sized = spec.images == 5000 && spec.detections_per_image == 100;
+    bool all_reached = true;
+    if (!skip_synthetic) {
+      const auto start = Clock::now();
+      const auto data = dtrain::bench::generate_synthetic_coco(spec, options.threads);
+      std::printf("\ngenerated the synthetic set in %.1f s\n", seconds_since(start));
+      const bool targeted = val2017_sized && spec.categories == 80;
+      all_reached &= measure_generated_set(
+          "synthetic",
+          fmt::format("{} images of 640x480, {} categories, generated outlines", spec.images, spec.categories),
+          data, targeted ? std::optional(kSyntheticTargets) : std::nullopt, options, dir, json);
+    }
+    if (!skip_real) {
+      const auto start = Clock::now();
+      const fs::path source = fs::path(golden_dir) / "instances_val2014_100.json";
+      const auto data = dtrain::bench::generate_real_annotation_coco(read_text(source), real_spec, options.threads);
+      std::printf("\ngenerated the real-annotation set from %s in %.1f s\n", source.string().c_str(),
+                  seconds_since(start));
+      all_reached &= measure_generated_set(
+          "real", fmt::format("{} images, val2014's annotations replicated, perturbed detections", spec.images),
+          data, val2017_sized ? std::optional(kRealAnnotationTargets) : std::nullopt, options, dir, json);
     }
     if (!skip_golden) {
       const fs::path golden(golden_dir);
@@ -463,21 +506,17 @@ int main(int argc, char** argv) {
                                   options, dir);
         print_outcome(fmt::format("golden set (tests/data/coco-fake100), {} (load average {})", name,
                                   load_average()),
-                      o, false);
+                      o, std::nullopt);
         append_json(json, "golden", type, options.threads, o);
-        if (o.pycocotools && o.max_stat_diff != 0) missed = true;
+        all_reached &= reached(o, Targets{});
       }
     }
     if (json) std::fclose(json);
     std::printf("\nload average after: %s\n", load_average().c_str());
     if (!options.pycocotools.empty()) {
-      if (missed) {
-        std::printf("some targets NOT reached or statistics differ (see above)\n");
-      } else if (val2017_sized) {
-        std::printf("all targets reached, statistics identical\n");
-      } else {
-        std::printf("statistics identical (the speed targets are for the val2017-sized set)\n");
-      }
+      std::printf("%s\n", !all_reached     ? "some targets NOT reached or statistics differ (see above)"
+                          : val2017_sized ? "all targets reached, statistics identical"
+                                          : "statistics identical (the speed targets are for val2017-sized sets)");
     }
     if (temporary) fs::remove_all(dir);
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/coco_eval/generator_support.h"
 #include "concurrency/parallel_for.h"
 #include "vision/coco/polygon_rasterizer.h"
 #include "vision/coco/rle_string.h"
@@ -16,25 +17,7 @@ namespace {
 
 using vision::RunLengthMask;
 
-// SplitMix64: tiny, fast, and the same numbers everywhere (unlike the
-// standard library's distributions).
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  int integer(int lo, int hi) { return lo + static_cast<int>(uniform() * (hi - lo + 1)); }
-  bool chance(double p) { return uniform() < p; }
-
- private:
-  uint64_t state_;
-};
+using Random = SplitMixRandom;
 
 struct Shape {
   double cx, cy, rx, ry;          // ellipse-like outline
@@ -75,17 +58,6 @@ void clip_polygon(std::vector<double>& xy, double width, double height) {
     xy[i] = std::clamp(xy[i], 0.0, width);
     xy[i + 1] = std::clamp(xy[i + 1], 0.0, height);
   }
-}
-
-// RLE strings use '0'..'o', which includes the backslash.
-std::string json_escaped(const std::string& counts) {
-  std::string out;
-  out.reserve(counts.size() + 8);
-  for (char c : counts) {
-    if (c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 struct ImageText {
@@ -164,7 +136,7 @@ ImageText generate_image(const SyntheticCocoSpec& spec, int index, uint64_t& nex
                                   image_id, category_id(category), box[0], box[1], box[2], box[3], score));
     append(out.masks, fmt::format(R"({{"image_id":{},"category_id":{},"segmentation":{{"size":[{},{}],"counts":"{}"}},"score":{:.5f}}})",
                                   image_id, category_id(category), height, width,
-                                  json_escaped(vision::rle_counts_to_string(mask)), score));
+                                  json_escaped_counts(vision::rle_counts_to_string(mask)), score));
     ++out.detection_count;
   };
 
@@ -196,7 +168,7 @@ ImageText generate_image(const SyntheticCocoSpec& spec, int index, uint64_t& nex
 
 }  // namespace
 
-SyntheticCoco generate_synthetic_coco(const SyntheticCocoSpec& spec, int threads) {
+GeneratedCocoSet generate_synthetic_coco(const SyntheticCocoSpec& spec, int threads) {
   std::vector<ImageText> images(static_cast<size_t>(spec.images));
   // Annotation ids depend only on the image: 100 ids reserved per image.
   concurrency::parallel_for(images.size(), threads, [&](size_t i) {
@@ -204,7 +176,7 @@ SyntheticCoco generate_synthetic_coco(const SyntheticCocoSpec& spec, int threads
     images[i] = generate_image(spec, static_cast<int>(i), next_id);
   });
 
-  SyntheticCoco out;
+  GeneratedCocoSet out;
   std::string image_list, annotation_list, categories;
   for (int k = 0; k < spec.categories; ++k) {
     if (k) categories += ',';

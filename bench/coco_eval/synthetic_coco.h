@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "bench/coco_eval/generator_support.h"
+
 namespace dtrain::bench {
 
 // The shape of a synthetic COCO evaluation set, by default like COCO val2017
@@ -17,16 +19,7 @@ struct SyntheticCocoSpec {
   uint64_t seed = 2017;
 };
 
-// COCO-format JSON texts. The same spec gives the same bytes on every run and
-// for every thread count.
-struct SyntheticCoco {
-  std::string ground_truth;  // instances_*.json
-  std::string box_results;   // [{image_id, category_id, bbox, score}]
-  std::string mask_results;  // [{image_id, category_id, segmentation (compressed RLE), score}]
-  size_t annotations = 0;
-  size_t detections = 0;
-};
-
-SyntheticCoco generate_synthetic_coco(const SyntheticCocoSpec& spec, int threads);
+// The same spec gives the same bytes on every run and for every thread count.
+GeneratedCocoSet generate_synthetic_coco(const SyntheticCocoSpec& spec, int threads);
 
 }  // namespace dtrain::bench
