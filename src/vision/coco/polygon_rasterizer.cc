@@ -17,44 +17,83 @@ struct GridPoint {
   int v;  // row on the fine grid
 };
 
-// Visits every fine-grid point on the closed outline through `corners`, in
-// order, edge by edge. Along each edge the coordinate that changes faster
-// steps by one and the other is rounded; each edge is walked from the end
-// with the smaller leading coordinate, so that an edge and its reverse give
-// the same points.
-template <typename Visit>
-void trace_outline(const std::vector<GridPoint>& corners, Visit&& visit) {
-  const size_t k = corners.size();
-  for (size_t j = 0; j < k; ++j) {
-    int xs = corners[j].u, ys = corners[j].v;
-    int xe = corners[(j + 1) % k].u, ye = corners[(j + 1) % k].v;
-    const int dx = std::abs(xe - xs), dy = std::abs(ys - ye);
-    const bool flip = (dx >= dy && xs > xe) || (dx < dy && ys > ye);
-    if (flip) {
-      std::swap(xs, xe);
-      std::swap(ys, ye);
+// One edge of the outline as COCO walks it: the coordinate that changes
+// faster steps by one and the other is rounded, and the points are computed
+// from the end with the smaller leading coordinate, so that an edge and its
+// reverse give the same points. The walk visits them from the edge's first
+// corner to its second.
+class Edge {
+ public:
+  Edge(GridPoint from, GridPoint to) : xs_(from.u), ys_(from.v), xe_(to.u), ye_(to.v) {
+    const int dx = std::abs(xe_ - xs_), dy = std::abs(ys_ - ye_);
+    reversed_ = (dx >= dy && xs_ > xe_) || (dx < dy && ys_ > ye_);
+    if (reversed_) {
+      std::swap(xs_, xe_);
+      std::swap(ys_, ye_);
     }
-    if (dx == 0 && dy == 0) {
-      // A repeated corner. Its row is never read: both neighbours share its
-      // column (COCO divides 0 by 0 here; the result is unused).
-      visit(GridPoint{xs, ys});
-      continue;
+    x_major_ = dx >= dy;
+    steps_ = x_major_ ? dx : dy;
+    // A repeated corner divides 0 by 0 in COCO; its one point is the corner.
+    if (steps_ > 0) slope_ = x_major_ ? static_cast<double>(ye_ - ys_) / dx : static_cast<double>(xe_ - xs_) / dy;
+  }
+
+  // The t-th point from the end with the smaller leading coordinate.
+  GridPoint at(int t) const {
+    if (steps_ == 0) return {xs_, ys_};
+    return x_major_ ? GridPoint{t + xs_, static_cast<int>(ys_ + slope_ * t + .5)}
+                    : GridPoint{static_cast<int>(xs_ + slope_ * t + .5), t + ys_};
+  }
+  GridPoint first_visited() const { return at(reversed_ ? steps_ : 0); }
+  GridPoint last_visited() const { return at(reversed_ ? 0 : steps_); }
+
+  // Calls visit(u, v) for every pair of neighbouring points on the edge that
+  // lie in different fine columns and whose left column is `column` or one of
+  // every fifth column after it: u is the left column, v the upper row.
+  // Neighbours differ by at most one column, and the columns along t are
+  // monotone, so the pairs are found without walking the points between.
+  template <typename Visit>
+  void for_each_column_step(int column, Visit&& visit) const {
+    if (steps_ == 0) return;
+    if (x_major_) {
+      // Point t is in column xs + t: the pair (t - 1, t) leaves column xs + t - 1.
+      for (int c = first_at_or_after(column, xs_); c <= xs_ + steps_ - 1; c += 5) {
+        const int t = c - xs_ + 1;
+        visit(c, std::min(at(t - 1).v, at(t).v));
+      }
+      return;
     }
-    if (dx >= dy) {
-      const double slope = static_cast<double>(ye - ys) / dx;
-      for (int d = 0; d <= dx; ++d) {
-        const int t = flip ? dx - d : d;
-        visit(GridPoint{t + xs, static_cast<int>(ys + slope * t + .5)});
-      }
-    } else {
-      const double slope = static_cast<double>(xe - xs) / dy;
-      for (int d = 0; d <= dy; ++d) {
-        const int t = flip ? dy - d : d;
-        visit(GridPoint{static_cast<int>(xs + slope * t + .5), t + ys});
-      }
+    const int u_first = at(0).u, u_last = at(steps_).u;
+    if (u_first == u_last) return;
+    const bool rising = u_last > u_first;
+    // Rising: the pair leaving column c ends at the first t in column c + 1.
+    // Falling: it ends at the first t in column c.
+    for (int c = first_at_or_after(column, std::min(u_first, u_last)); c <= std::max(u_first, u_last) - 1; c += 5) {
+      const int target = rising ? c + 1 : c;
+      const auto reached = [&](int t) { return rising ? at(t).u >= target : at(t).u <= target; };
+      // Where the rounded column reaches the target, from the line itself;
+      // then made exact on the points (at most a step or two away).
+      const double boundary = rising ? std::ceil((target - .5 - xs_) / slope_)
+                                     : std::floor((target + .5 - xs_) / slope_) + 1;
+      int t = static_cast<int>(std::clamp(boundary, 1.0, static_cast<double>(steps_)));
+      while (t > 1 && reached(t - 1)) --t;
+      while (t < steps_ && !reached(t)) ++t;
+      visit(c, ys_ + t - 1);
     }
   }
-}
+
+ private:
+  // The first value >= lower that is `column` plus a multiple of 5.
+  static int first_at_or_after(int column, int lower) {
+    if (lower <= column) return column;
+    return column + (lower - column + 4) / 5 * 5;
+  }
+
+  int xs_, ys_, xe_, ye_;
+  bool reversed_ = false;
+  bool x_major_ = true;
+  int steps_ = 0;
+  double slope_ = 0;
+};
 
 }  // namespace
 
@@ -70,34 +109,26 @@ RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint
                   static_cast<int>(kUpsample * xy[2 * j + 1] + .5)};
   }
   for (size_t j = 0; j < k; ++j) {
-    columns += static_cast<size_t>(std::abs(corners[j].u - corners[(j + 1) % k].u)) / 5 + 1;
+    columns += static_cast<size_t>(std::abs(corners[j].u - corners[(j + 1) % k].u)) / 5 + 2;
   }
 
   // Where the outline moves from one fine column to the next, it crosses a
   // column of pixel centres at most once; record that pixel column and the
-  // first pixel row below the crossing. The fine column u' the move leaves
-  // or enters is on a pixel centre when (u' + .5) / 5 - .5 is a whole number
-  // x: exactly when u' = 5x + 2 (the doubles are exact there and at least
-  // 0.2 away from a whole number elsewhere).
+  // first pixel row below the crossing. The fine column u the move leaves
+  // (going right) or enters (going left) is on a pixel centre when
+  // (u + .5) / 5 - .5 is a whole number x: exactly when u = 5x + 2 (the
+  // doubles are exact there and at least 0.2 away from a whole number
+  // elsewhere).
   // Compared as the COCO API does, unsigned: a width of 0 has no last column.
   const uint64_t last_column = static_cast<uint64_t>(width) - 1;
   const double image_height = static_cast<double>(height);
   std::vector<uint32_t> starts;  // column-major index where a run flips
   starts.reserve(columns + 1);
-  bool first = true;
-  GridPoint prev{0, 0};
-  trace_outline(corners, [&](const GridPoint cur) {
-    const bool skip = first || cur.u == prev.u;
-    first = false;
-    const GridPoint before = prev;
-    prev = cur;
-    if (skip) return;
-    const int64_t u = cur.u < before.u ? cur.u : int64_t{cur.u} - 1;
+  const auto record = [&](int64_t u, int v) {
     if (u < 2 || (u - 2) % 5 != 0) return;
     const int64_t x = (u - 2) / 5;
     if (static_cast<uint64_t>(x) > last_column) return;
-    double yd = static_cast<double>(cur.v < before.v ? cur.v : before.v);
-    yd = (yd + .5) / kUpsample - .5;
+    double yd = (static_cast<double>(v) + .5) / kUpsample - .5;
     if (yd < 0) {
       yd = 0;
     } else if (yd > image_height) {
@@ -106,17 +137,31 @@ RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint
     yd = std::ceil(yd);
     starts.push_back(static_cast<uint32_t>(static_cast<int>(x) * static_cast<int>(height) +
                                            static_cast<int>(yd)));
-  });
+  };
+  // Inside an edge the order of the crossings does not matter (they are
+  // sorted below) and neighbours are at most one column apart. Where one edge
+  // hands over to the next, the two points may be further apart after
+  // rounding; that step is taken as COCO takes it.
+  GridPoint previous{0, 0};
+  for (size_t j = 0; j < k; ++j) {
+    const Edge edge(corners[j], corners[(j + 1) % k]);
+    const GridPoint first = edge.first_visited();
+    if (j > 0 && first.u != previous.u) {
+      record(first.u < previous.u ? first.u : int64_t{first.u} - 1, std::min(first.v, previous.v));
+    }
+    edge.for_each_column_step(2, record);
+    previous = edge.last_visited();
+  }
   starts.push_back(static_cast<uint32_t>(pixels));
   std::sort(starts.begin(), starts.end());
 
   // Turn positions into run lengths; an empty run in the middle joins its
   // neighbours (two crossings at one pixel cancel out).
-  uint32_t previous = 0;
+  uint32_t previous_start = 0;
   for (uint32_t& s : starts) {
     const uint32_t position = s;
-    s -= previous;
-    previous = position;
+    s -= previous_start;
+    previous_start = position;
   }
   RunLengthMask out{height, width, {}};
   out.counts.reserve(starts.size());
