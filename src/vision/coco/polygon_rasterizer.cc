@@ -95,6 +95,28 @@ class Edge {
   double slope_ = 0;
 };
 
+// Sorts the crossings' positions. An outline crosses each pixel column a few
+// times, so they are placed by column first (a counting sort over the
+// columns the outline spans) and then put in order within each column.
+void sort_by_column(std::vector<uint32_t>& starts, const std::vector<uint32_t>& columns) {
+  if (starts.size() < 2) return;
+  const auto [lowest, highest] = std::minmax_element(columns.begin(), columns.end());
+  const uint32_t first_column = *lowest;
+  std::vector<uint32_t> offsets(*highest - first_column + 2, 0);
+  for (const uint32_t column : columns) ++offsets[column - first_column + 1];
+  for (size_t c = 1; c < offsets.size(); ++c) offsets[c] += offsets[c - 1];
+  std::vector<uint32_t> placed(starts.size());
+  for (size_t i = 0; i < starts.size(); ++i) placed[offsets[columns[i] - first_column]++] = starts[i];
+  // Insertion sort: only the few crossings of one column are out of order.
+  for (size_t i = 1; i < placed.size(); ++i) {
+    const uint32_t value = placed[i];
+    size_t j = i;
+    for (; j > 0 && placed[j - 1] > value; --j) placed[j] = placed[j - 1];
+    placed[j] = value;
+  }
+  starts = std::move(placed);
+}
+
 }  // namespace
 
 RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint32_t width) {
@@ -121,22 +143,22 @@ RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint
   // elsewhere).
   // Compared as the COCO API does, unsigned: a width of 0 has no last column.
   const uint64_t last_column = static_cast<uint64_t>(width) - 1;
-  const double image_height = static_cast<double>(height);
   std::vector<uint32_t> starts;  // column-major index where a run flips
+  std::vector<uint32_t> start_columns;  // the pixel column of each
   starts.reserve(columns + 1);
+  start_columns.reserve(columns);
   const auto record = [&](int64_t u, int v) {
     if (u < 2 || (u - 2) % 5 != 0) return;
     const int64_t x = (u - 2) / 5;
     if (static_cast<uint64_t>(x) > last_column) return;
-    double yd = (static_cast<double>(v) + .5) / kUpsample - .5;
-    if (yd < 0) {
-      yd = 0;
-    } else if (yd > image_height) {
-      yd = image_height;
-    }
-    yd = std::ceil(yd);
-    starts.push_back(static_cast<uint32_t>(static_cast<int>(x) * static_cast<int>(height) +
-                                           static_cast<int>(yd)));
+    // The first pixel row below fine row v: COCO's ceil((v + .5) / 5 - .5)
+    // clamped to [0, height]. That is ceil((v - 2) / 5), which never lies
+    // within 0.2 of a whole number unless it is one, so the doubles' rounding
+    // cannot change it: computed on integers.
+    const int64_t below = int64_t{v} - 2;
+    const int64_t y = below <= 0 ? 0 : std::min<int64_t>((below + 4) / 5, height);
+    starts.push_back(static_cast<uint32_t>(static_cast<int>(x) * static_cast<int>(height) + static_cast<int>(y)));
+    start_columns.push_back(static_cast<uint32_t>(x));
   };
   // Inside an edge the order of the crossings does not matter (they are
   // sorted below) and neighbours are at most one column apart. Where one edge
@@ -152,8 +174,8 @@ RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint
     edge.for_each_column_step(2, record);
     previous = edge.last_visited();
   }
+  sort_by_column(starts, start_columns);
   starts.push_back(static_cast<uint32_t>(pixels));
-  std::sort(starts.begin(), starts.end());
 
   // Turn positions into run lengths; an empty run in the middle joins its
   // neighbours (two crossings at one pixel cancel out).
