@@ -5,33 +5,17 @@
 
 #include <fmt/format.h>
 
-#include "concurrency/parallel_for.h"
 #include "vision/coco/coco_error.h"
 #include "vision/coco/rle_string.h"
 #include "vision/coco/run_length_mask.h"
 #include "vision/coco/segmentation_mask.h"
+#include "vision/evaluation/entry_chunks.h"
 #include "vision/evaluation/json_dom.h"
 
 namespace dtrain::vision {
 namespace {
 
 constexpr const char* kResultsList = "results";
-
-// Entries read by one task: a few milliseconds of RLE decoding.
-constexpr size_t kEntriesPerTask = 2048;
-
-// Runs read(i) for every entry index on `threads` threads, in contiguous
-// chunks that each stop at their first error, so the error rethrown (that of
-// the lowest failing chunk) is the first bad entry in file order, whatever
-// the thread count.
-template <typename Read>
-void for_each_entry(size_t entries, int threads, const Read& read) {
-  const size_t tasks = (entries + kEntriesPerTask - 1) / kEntriesPerTask;
-  concurrency::parallel_for(tasks, threads, [&](size_t task) {
-    const size_t end = std::min(entries, (task + 1) * kEntriesPerTask);
-    for (size_t i = task * kEntriesPerTask; i < end; ++i) read(i);
-  });
-}
 
 // A box result (loadRes' bbox branch): area = w*h; without a segmentation
 // the box becomes a polygon.
@@ -78,11 +62,8 @@ struct ReadResults {
   std::vector<uint8_t> bbox_is_mask_box;
 };
 
-ReadResults read_detections(const CocoGroundTruth& gt,
-                                            const simdjson::padded_string& text,
-                                            const std::string& source, int threads) {
-  json_dom::dom::parser parser;
-  const json_dom::dom::element root = json_dom::parse(parser, text, source);
+ReadResults read_detections(const CocoGroundTruth& gt, json_dom::dom::element root, const std::string& source,
+                            int threads) {
   json_dom::dom::array list;
   if (root.get_array().get(list) != simdjson::SUCCESS) {
     throw CocoError(fmt::format("{}: results must be a JSON list of detections, got {}", source,
@@ -131,19 +112,43 @@ ReadResults read_detections(const CocoGroundTruth& gt,
 
 }  // namespace
 
+struct ParsedCocoResults::Document {
+  simdjson::padded_string text;
+  json_dom::dom::parser parser;
+  json_dom::dom::element root;
+  std::string source;
+};
+
+ParsedCocoResults::ParsedCocoResults(simdjson::padded_string text, const std::string& source)
+    : document_(std::make_unique<Document>()) {
+  document_->text = std::move(text);
+  document_->source = source;
+  document_->root = json_dom::parse(document_->parser, document_->text, source);
+}
+
+ParsedCocoResults::ParsedCocoResults(ParsedCocoResults&&) noexcept = default;
+ParsedCocoResults& ParsedCocoResults::operator=(ParsedCocoResults&&) noexcept = default;
+ParsedCocoResults::~ParsedCocoResults() = default;
+
+ParsedCocoResults ParsedCocoResults::load(const std::string& path) {
+  return ParsedCocoResults(json_dom::read_file(path), path);
+}
+
+ParsedCocoResults ParsedCocoResults::parse(std::string_view json_text, const std::string& source) {
+  return ParsedCocoResults(simdjson::padded_string(json_text), source);
+}
+
 CocoDetections CocoDetections::load(const CocoGroundTruth& gt, const std::string& path, int threads) {
-  const simdjson::padded_string text = json_dom::read_file(path);
-  ReadResults read = read_detections(gt, text, path, threads);
-  CocoDetections out;
-  out.detections_ = std::move(read.detections);
-  out.bbox_is_mask_box_ = std::move(read.bbox_is_mask_box);
-  return out;
+  return read(gt, ParsedCocoResults::load(path), threads);
 }
 
 CocoDetections CocoDetections::parse(const CocoGroundTruth& gt, std::string_view json_text,
                                      const std::string& source, int threads) {
-  const simdjson::padded_string text(json_text);
-  ReadResults read = read_detections(gt, text, source, threads);
+  return read(gt, ParsedCocoResults::parse(json_text, source), threads);
+}
+
+CocoDetections CocoDetections::read(const CocoGroundTruth& gt, const ParsedCocoResults& results, int threads) {
+  ReadResults read = read_detections(gt, results.document_->root, results.document_->source, threads);
   CocoDetections out;
   out.detections_ = std::move(read.detections);
   out.bbox_is_mask_box_ = std::move(read.bbox_is_mask_box);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -7,7 +8,29 @@
 #include "vision/coco/coco_annotation.h"
 #include "vision/evaluation/coco_ground_truth.h"
 
+namespace simdjson {
+struct padded_string;
+}  // namespace simdjson
+
 namespace dtrain::vision {
+
+// A results file read and parsed but not yet checked against a ground truth,
+// so that it can be read while the ground truth loads (`dtrain coco-eval`
+// does). A file that cannot be read or is not JSON is a CocoError here.
+class ParsedCocoResults {
+ public:
+  static ParsedCocoResults load(const std::string& path);
+  static ParsedCocoResults parse(std::string_view json_text, const std::string& source = "<json>");
+  ParsedCocoResults(ParsedCocoResults&&) noexcept;
+  ParsedCocoResults& operator=(ParsedCocoResults&&) noexcept;
+  ~ParsedCocoResults();
+
+ private:
+  friend class CocoDetections;
+  struct Document;  // the text and simdjson's DOM of it
+  ParsedCocoResults(simdjson::padded_string text, const std::string& source);
+  std::unique_ptr<Document> document_;
+};
 
 // Detection results in COCO's results format, loaded with the semantics of
 // pycocotools' COCO.loadRes: a JSON list of {image_id, category_id, score,
@@ -30,6 +53,7 @@ class CocoDetections {
   static CocoDetections load(const CocoGroundTruth& gt, const std::string& path, int threads = 0);
   static CocoDetections parse(const CocoGroundTruth& gt, std::string_view json_text,
                               const std::string& source = "<json>", int threads = 0);
+  static CocoDetections read(const CocoGroundTruth& gt, const ParsedCocoResults& results, int threads = 0);
 
   const std::vector<CocoAnnotation>& detections() const { return detections_; }
   // Whether `detection` (one of detections()) is a mask result whose bbox

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "vision/coco/coco_error.h"
+#include "vision/evaluation/entry_chunks.h"
 #include "vision/evaluation/json_dom.h"
 
 namespace dtrain::vision {
@@ -21,15 +22,16 @@ json_dom::dom::array required_list(json_dom::dom::object dataset, const std::str
 
 }  // namespace
 
-CocoGroundTruth CocoGroundTruth::load(const std::string& path) {
-  return read(json_dom::read_file(path), path);
+CocoGroundTruth CocoGroundTruth::load(const std::string& path, int threads) {
+  return read(json_dom::read_file(path), path, threads);
 }
 
-CocoGroundTruth CocoGroundTruth::parse(std::string_view json_text, const std::string& source) {
-  return read(simdjson::padded_string(json_text), source);
+CocoGroundTruth CocoGroundTruth::parse(std::string_view json_text, const std::string& source, int threads) {
+  return read(simdjson::padded_string(json_text), source, threads);
 }
 
-CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const std::string& source) {
+CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const std::string& source,
+                                      int threads) {
   json_dom::dom::parser parser;
   json_dom::dom::object dataset;
   if (json_dom::parse(parser, text, source).get_object().get(dataset) != simdjson::SUCCESS) {
@@ -58,11 +60,13 @@ CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const
   }
 
   const json_dom::dom::array annotations = required_list(dataset, source, "annotations");
-  gt.annotations_.reserve(annotations.size());
-  i = 0;
-  for (const json_dom::dom::element value : annotations) {
-    const json_dom::Entry entry(value, source, "annotations", i++);
-    CocoAnnotation ann;
+  std::vector<json_dom::dom::element> values;
+  values.reserve(annotations.size());
+  for (const json_dom::dom::element value : annotations) values.push_back(value);
+  gt.annotations_.resize(values.size());
+  for_each_entry(values.size(), threads, [&](size_t i) {
+    const json_dom::Entry entry(values[i], source, "annotations", i);
+    CocoAnnotation& ann = gt.annotations_[i];
     ann.id = entry.integer("id");
     ann.image_id = entry.integer("image_id");
     ann.category_id = entry.integer("category_id");
@@ -70,8 +74,7 @@ CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const
     ann.iscrowd = entry.flag("iscrowd");
     ann.bbox = entry.box("bbox");
     if (entry.has("segmentation")) ann.segmentation = entry.segmentation("segmentation");
-    gt.annotations_.push_back(std::move(ann));
-  }
+  });
   return gt;
 }
 
