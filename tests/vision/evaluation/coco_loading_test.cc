@@ -78,6 +78,39 @@ TEST(CocoGroundTruth, ErrorsNameTheFileTheEntryAndTheField) {
             "/nonexistent/gt.json: cannot open file");
 }
 
+// Annotations are read on several threads: with faults at 5000 and 9000 the
+// first in file order is reported, and a good file reads the same, for every
+// thread count.
+TEST(CocoGroundTruth, ManyAnnotationsReadTheSameWhateverTheThreadCount) {
+  const auto dataset = [](int bad_a, int bad_b) {
+    std::string annotations;
+    for (int i = 0; i < 10000; ++i) {
+      annotations += fmt::format(
+          R"({}{{"id": {}, "image_id": 7, "category_id": 1, "area": {}, "iscrowd": 0, "bbox": [0, 0, 2, 2],)"
+          R"( "segmentation": [[0, 0, {}, 0, 2, 2]]}})",
+          i ? "," : "", i + 1, i == bad_a || i == bad_b ? "\"big\"" : std::to_string(i % 9), i % 11);
+    }
+    return R"({"images": [{"id": 7, "height": 10, "width": 12}], "categories": [{"id": 1}], "annotations": [)" +
+           annotations + "]}";
+  };
+  const std::string bad = dataset(5000, 9000), good = dataset(-1, -1);
+  const CocoGroundTruth one = CocoGroundTruth::parse(good, "gt.json", 1);
+  ASSERT_EQ(one.annotations().size(), 10000u);
+  for (const int threads : {1, 2, 3, 8}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    EXPECT_EQ(error_of([&] { CocoGroundTruth::parse(bad, "gt.json", threads); }),
+              "gt.json: annotations[5000]: field 'area' must be a number, got string");
+    const CocoGroundTruth many = CocoGroundTruth::parse(good, "gt.json", threads);
+    ASSERT_EQ(many.annotations().size(), one.annotations().size());
+    for (size_t i = 0; i < one.annotations().size(); ++i) {
+      ASSERT_EQ(many.annotations()[i].id, one.annotations()[i].id);
+      ASSERT_EQ(many.annotations()[i].area, one.annotations()[i].area);
+      ASSERT_EQ(std::get<Polygons>(many.annotations()[i].segmentation),
+                std::get<Polygons>(one.annotations()[i].segmentation));
+    }
+  }
+}
+
 TEST(CocoDetections, BoxResultsGetAreaIdsAndABoxPolygon) {
   const CocoGroundTruth gt = CocoGroundTruth::parse(kGroundTruth, "gt.json");
   const CocoDetections dt = CocoDetections::parse(gt, R"([
