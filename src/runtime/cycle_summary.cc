@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/response_cache.h"
+#include "runtime/message_codec.h"
 #include "runtime/wire.h"
 
 namespace dtrain::runtime {
@@ -28,9 +29,7 @@ std::vector<char> encode(const CycleSummary& summary, std::size_t capacity) {
 
 CycleSummary decode_summary(const std::vector<char>& bytes) {
   WireReader r(bytes);
-  CycleSummary summary;
-  summary.needs_coordinator = r.get<std::uint8_t>() != 0;
-  summary.cache_bits = r.get_vector<std::uint64_t>();
+  CycleSummary summary = get_message<CycleSummary>(r);
   if (!r.done()) throw Error("dtrain: malformed negotiation summary from a peer (protocol mismatch?)");
   return summary;
 }

@@ -1,5 +1,6 @@
 // What ranks tell the coordinator (Request) and what it tells them back (Response), plus
-// the per-cycle envelopes around them.
+// the per-cycle envelopes around them. Their fields are listed once, in message_fields.h;
+// a field added here goes there too.
 #pragma once
 
 #include <cstdint>
@@ -91,6 +92,10 @@ std::vector<char> encode(const CycleReport& report);
 CycleReport decode_report(const std::vector<char>& bytes);
 std::vector<char> encode(const CyclePlan& plan);
 CyclePlan decode_plan(const std::vector<char>& bytes);
+
+// Every field as name=value, for logs and test failures: "rank=1 type=allreduce name=\"w\" ...".
+std::string describe(const Request& request);
+std::string describe(const Response& response);
 
 // "[2, 3]" for error messages.
 std::string shape_string(const std::vector<std::int64_t>& shape);
