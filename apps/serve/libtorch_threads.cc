@@ -1,6 +1,6 @@
 #include "apps/serve/libtorch_threads.h"
 
-#include "dtrain/torch.h"
+#include "dtrain/torch_threads.h"
 
 namespace dtrain::serve {
 

@@ -18,7 +18,9 @@ const fs::path kRoot = DTRAIN_SOURCE_DIR;
 
 // What each library module may include besides itself. A module is a folder of src/
 // (vision's sub-folders are modules of their own); include/dtrain/dtrain.h belongs to
-// runtime (and include/dtrain/elastic.h), include/dtrain/torch.h to torch, include/dtrain/error.h to error.
+// runtime (and include/dtrain/elastic.h), include/dtrain/torch.h to torch, include/dtrain/error.h to error,
+// include/dtrain/torch_threads.h to torch_threads (LibTorch's threads and memory without the runtime,
+// which inference and serving use: their programs do not link the collective runtime).
 const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"error", {}},
     {"concurrency", {}},
@@ -30,7 +32,8 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"job", {"launch", "slurm", "settings"}},
     {"dashboard", {"launch"}},  // launch/job_identity.h: the token
     {"ps", {"error", "rendezvous", "settings"}},
-    {"torch", {"error", "runtime", "ps", "settings"}},
+    {"torch_threads", {}},
+    {"torch", {"error", "runtime", "ps", "settings", "torch_threads"}},
     {"python", {"error", "runtime", "torch"}},
     {"metrics", {}},
     {"serving", {}},
@@ -45,7 +48,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"vision/torch_save", {}},
     {"vision/modeling", {"vision/ops", "vision/structures", "vision/torch_save"}},
     {"vision/solver", {}},
-    {"vision/inference", {"vision/coco", "vision/data", "vision/modeling", "torch"}},
+    {"vision/inference", {"vision/coco", "vision/data", "vision/modeling", "torch_threads"}},
 };
 
 // Modules whose only headers for others are their public ones.
@@ -66,7 +69,8 @@ std::string project_path(const fs::path& path) { return fs::relative(path, kRoot
 std::string module_of(const std::string& file) {
   static const std::map<std::string, std::string> kPublic = {
       {"include/dtrain/dtrain.h", "runtime"}, {"include/dtrain/elastic.h", "runtime"},
-      {"include/dtrain/torch.h", "torch"}, {"include/dtrain/error.h", "error"}};
+      {"include/dtrain/torch.h", "torch"}, {"include/dtrain/error.h", "error"},
+      {"include/dtrain/torch_threads.h", "torch_threads"}};
   if (auto it = kPublic.find(file); it != kPublic.end()) return it->second;
   std::smatch m;
   if (std::regex_match(file, m, std::regex(R"(src/vision/([^/]+)/.*)"))) return "vision/" + m[1].str();

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "dtrain/torch.h"
+#include "dtrain/torch_threads.h"
 #include "vision/inference/model_inference.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
