@@ -35,6 +35,7 @@
 #include "vision/solver/loss_scaler.h"
 #include "vision/solver/lr_schedule.h"
 #include "vision/solver/multi_tensor_sgd.h"
+#include "training/trainer.h"
 
 namespace dtrain::maskrcnn {
 namespace {
@@ -509,13 +510,12 @@ FeederOptions feeder_options(const vision::DataLoader& loader, const TrainingRun
   return o;
 }
 
-// One iteration: this rank's losses (rescaled for the global batch), backward (of the scaled
+// One iteration (the learning rate is set by LrScheduleHook): this rank's losses (rescaled for the global batch), backward (of the scaled
 // loss under float16), the gradients combined as the distribution does, unscaled, clipped and
 // applied; or, when float16 overflowed, dropped and the scale backed off (every rank alike:
 // they see the same averaged gradients). Returns the losses.
 modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, GradientExchange& exchange,
-                              DivergenceWatch& watch, ModelInputs inputs, int64_t iteration, double lr) {
-  for (auto& group : m.sgd.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+                              DivergenceWatch& watch, ModelInputs inputs, int64_t iteration) {
   modeling::LossCounts counts;
   modeling::LossDict losses =
       m.model->batch_losses(std::move(inputs.images), std::move(inputs.targets),
@@ -625,6 +625,80 @@ void checkpoint_and_evaluate(TrainableModel& m, TrainingRun& run, GradientExchan
   if (eval && exchange.evaluates_during_training()) evaluate(*m.model, run.test_data, run.output_dir, done, run.log);
 }
 
+// ---- The hooks around train_step (training::Trainer runs them in this order) ----
+
+// SOLVER.BASE_LR, warm-up and decay steps: the step's learning rate, set before it.
+class LrScheduleHook : public training::Hook {
+ public:
+  LrScheduleHook(const vision::solver::WarmupLrSchedule& schedule, vision::solver::MultiTensorSgd& sgd)
+      : schedule_(schedule), sgd_(sgd) {}
+  void before_step(int64_t iteration) override {
+    lr_ = schedule_.lr(iteration);
+    for (auto& group : sgd_.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr_);
+  }
+  double lr() const { return lr_; }
+
+ private:
+  const vision::solver::WarmupLrSchedule& schedule_;
+  vision::solver::MultiTensorSgd& sgd_;
+  double lr_ = 0;
+};
+
+// Every LOG_PERIOD iterations and at the end: the losses checked for divergence, then
+// reported (ProgressReport).
+class ProgressHook : public training::Hook {
+ public:
+  ProgressHook(ProgressReport& progress, DivergenceWatch& watch, const modeling::LossDict& losses,
+               const LrScheduleHook& lr, const TrainableModel& m, TrainingLog& log)
+      : progress_(progress), watch_(watch), losses_(losses), lr_(lr), m_(m), log_(log) {}
+  void after_step(int64_t done) override {
+    progress_.step_done();
+    if (!progress_.due(done)) return;
+    watch_.check();  // the last iteration is always due: the final model is checked too
+    progress_.report(done, losses_, lr_.lr(), m_.loss_scale(), log_);
+  }
+
+ private:
+  ProgressReport& progress_;
+  DivergenceWatch& watch_;
+  const modeling::LossDict& losses_;
+  const LrScheduleHook& lr_;
+  const TrainableModel& m_;
+  TrainingLog& log_;
+};
+
+// A checkpoint every CHECKPOINT_PERIOD and an evaluation every EVAL_PERIOD.
+class CheckpointAndEvaluateHook : public training::Hook {
+ public:
+  CheckpointAndEvaluateHook(TrainableModel& m, TrainingRun& run, GradientExchange& exchange,
+                            const DivergenceWatch& watch)
+      : m_(m), run_(run), exchange_(exchange), watch_(watch) {}
+  void after_step(int64_t done) override { checkpoint_and_evaluate(m_, run_, exchange_, watch_, done); }
+
+ private:
+  TrainableModel& m_;
+  TrainingRun& run_;
+  GradientExchange& exchange_;
+  const DivergenceWatch& watch_;
+};
+
+// SOLVER.ELASTIC.COMMIT_PERIOD: the state an elastic job goes back to when a worker is lost.
+class ElasticCommitHook : public training::Hook {
+ public:
+  ElasticCommitHook(libtorch::TorchState& state, DivergenceWatch& watch, int64_t period)
+      : state_(state), watch_(watch), period_(period) {}
+  void after_step(int64_t done) override {
+    if (!training::period_ends(done, period_)) return;
+    watch_.check();  // never a commit of NaN weights
+    state_.commit();
+  }
+
+ private:
+  libtorch::TorchState& state_;
+  DivergenceWatch& watch_;
+  const int64_t period_;
+};
+
 // Rank 0: model_final.pth and, in a job, the model artifact `dtrain serve` loads.
 void save_final_model(TrainableModel& m, const Config& config, const TrainingRun& run,
                       const vision::CocoDataset& dataset, int64_t start_iter, Clock::time_point started) {
@@ -732,22 +806,16 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     BatchFeeder batches(loader, feeder_options(loader, *run, iteration, training.paths.annotations, m.device()));
     ProgressReport progress(*run, iteration);
     DivergenceWatch watch(placement.rank);
-    while (iteration < run->steps.max_iter) {
-      const double lr = run->schedule.lr(iteration);
-      const modeling::LossDict losses = train_step(m, *run, *exchange, watch, batches.next(), iteration, lr);
-      progress.step_done();
-      ++iteration;
-      furthest = std::max(furthest, iteration);
-      if (progress.due(iteration)) {
-        watch.check();
-        progress.report(iteration, losses, lr, m.loss_scale(), run->log);
-      }
-      checkpoint_and_evaluate(m, *run, *exchange, watch, iteration);
-      if (iteration % commit_period == 0) {
-        watch.check();  // never a commit of NaN weights
-        state.commit();
-      }
-    }
+    modeling::LossDict losses;
+    training::Trainer trainer([&](int64_t step) {
+      losses = train_step(m, *run, *exchange, watch, batches.next(), step);
+      furthest = std::max(furthest, step + 1);
+    });
+    const auto& lr = trainer.emplace<LrScheduleHook>(run->schedule, m.sgd);
+    trainer.emplace<ProgressHook>(progress, watch, losses, lr, m, run->log);
+    trainer.emplace<CheckpointAndEvaluateHook>(m, *run, *exchange, watch);
+    trainer.emplace<ElasticCommitHook>(state, watch, commit_period);
+    trainer.train(iteration, run->steps.max_iter);
   });
   finish_training(m, config, *run, training.dataset, 0, started);
 }
@@ -791,17 +859,14 @@ void train(Config config, const TrainerSettings& settings) {
   BatchFeeder batches(loader, feeder_options(loader, run, start_iter, training.paths.annotations, m.device()));
   ProgressReport progress(run, start_iter);
   DivergenceWatch watch(placement.rank);
-  for (int64_t iteration = start_iter; iteration < run.steps.max_iter; ++iteration) {
-    const double lr = run.schedule.lr(iteration);
-    const modeling::LossDict losses = train_step(m, run, *exchange, watch, batches.next(), iteration, lr);
-    progress.step_done();
-    const int64_t done = iteration + 1;
-    if (progress.due(done)) {
-      watch.check();  // the last iteration is always due: the final model is checked too
-      progress.report(done, losses, lr, m.loss_scale(), run.log);
-    }
-    checkpoint_and_evaluate(m, run, *exchange, watch, done);
-  }
+  modeling::LossDict losses;
+  training::Trainer trainer(
+      [&](int64_t iteration) { losses = train_step(m, run, *exchange, watch, batches.next(), iteration); });
+  const auto& lr = trainer.emplace<LrScheduleHook>(run.schedule, m.sgd);
+  trainer.emplace<ProgressHook>(progress, watch, losses, lr, m, run.log);
+  trainer.emplace<CheckpointAndEvaluateHook>(m, run, *exchange, watch);
+  int64_t iteration = start_iter;
+  trainer.train(iteration, run.steps.max_iter);
   if (!exchange->finish()) {  // a parameter-server worker other than the chief: done
     dtrain::shutdown();
     return;

@@ -36,6 +36,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"torch", {"error", "runtime", "ps", "settings", "torch_threads"}},
     {"python", {"error", "runtime", "torch"}},
     {"metrics", {}},
+    {"training", {}},
     {"serving", {}},
     {"mnist", {}},
     {"vision/coco", {}},
