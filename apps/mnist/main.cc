@@ -31,6 +31,7 @@
 #include "mnist/mnist_idx.h"
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
+#include "training/trainer.h"
 #include "mnist/mnist_net.h"
 #include "mnist/mnist_tensors.h"
 
@@ -189,6 +190,69 @@ bool checkpoint_due(const Options& options, const StepPlan& plan, std::int64_t s
   return (options.checkpoint_every > 0 && step % options.checkpoint_every == 0) || epoch_end;
 }
 
+// This epoch's shard of the training set, drawn again when a step starts a new epoch.
+class EpochBatches {
+ public:
+  EpochBatches(dt::DistributedSampler& sampler, const StepPlan& plan) : sampler_(sampler), plan_(plan) {}
+  const std::vector<std::size_t>& indices_for(std::int64_t step) {
+    const std::int64_t epoch = step / plan_.per_epoch;
+    if (epoch != epoch_) {
+      sampler_.set_epoch(epoch);
+      indices_ = sampler_.indices();
+      epoch_ = epoch;
+    }
+    return indices_;
+  }
+
+ private:
+  dt::DistributedSampler& sampler_;
+  const StepPlan& plan_;
+  std::int64_t epoch_ = -1;
+  std::vector<std::size_t> indices_;
+};
+
+// After every step: the progress line when it is due (ProgressLog).
+class ProgressHook : public dtrain::training::Hook {
+ public:
+  ProgressHook(ProgressLog& log, const at::Tensor& loss, GradientExchange& exchange)
+      : log_(log), loss_(loss), exchange_(exchange) {}
+  void after_step(std::int64_t done) override { log_.step_done(done, loss_, exchange_); }
+
+ private:
+  ProgressLog& log_;
+  const at::Tensor& loss_;
+  GradientExchange& exchange_;
+};
+
+// Rank 0's checkpoints, at each epoch's end and every --checkpoint-every steps.
+class CheckpointHook : public dtrain::training::Hook {
+ public:
+  CheckpointHook(dt::Checkpointer& checkpointer, dtrain::mnist::MnistNet& model, torch::optim::Optimizer& optimizer,
+                 const dt::TrainingProgress& progress, GradientExchange& exchange, const Options& options,
+                 const StepPlan& plan)
+      : checkpointer_(checkpointer),
+        model_(model),
+        optimizer_(optimizer),
+        progress_(progress),
+        exchange_(exchange),
+        options_(options),
+        plan_(plan) {}
+  void after_step(std::int64_t done) override {
+    if (!checkpoint_due(options_, plan_, done)) return;
+    exchange_.before_checkpoint();
+    checkpointer_.save(*model_, optimizer_, progress_);
+  }
+
+ private:
+  dt::Checkpointer& checkpointer_;
+  dtrain::mnist::MnistNet& model_;
+  torch::optim::Optimizer& optimizer_;
+  const dt::TrainingProgress& progress_;
+  GradientExchange& exchange_;
+  const Options& options_;
+  const StepPlan& plan_;
+};
+
 void announce(const Options& options, const dtrain::Placement& placement, double lr, const StepPlan& plan) {
   if (placement.rank != 0) return;
   std::printf("Training on %d ranks: batch %lld per rank, learning rate %g, %lld steps per epoch, %lld steps\n",
@@ -240,20 +304,16 @@ int train(const Options& options) {
   announce(options, placement, lr, plan);
   model->train();
   ProgressLog log(options, placement, progress.step, plan);
-  while (progress.step < plan.total) {
-    sampler.set_epoch(progress.step / plan.per_epoch);
-    const auto indices = sampler.indices();
-    for (std::int64_t b = progress.step % plan.per_epoch; b < plan.per_epoch && progress.step < plan.total; ++b) {
-      const at::Tensor loss = train_batch(model, train_set, indices, b, options.batch_size, exchange);
-      ++progress.step;
-      progress.epoch = progress.step / plan.per_epoch;
-      log.step_done(progress.step, loss, exchange);
-      if (checkpointer && checkpoint_due(options, plan, progress.step)) {
-        exchange.before_checkpoint();
-        checkpointer->save(*model, optimizer, progress);
-      }
-    }
-  }
+  EpochBatches batches(sampler, plan);
+  at::Tensor loss;
+  dtrain::training::Trainer trainer([&](std::int64_t step) {
+    loss = train_batch(model, train_set, batches.indices_for(step), step % plan.per_epoch, options.batch_size,
+                       exchange);
+    progress.epoch = (step + 1) / plan.per_epoch;
+  });
+  trainer.emplace<ProgressHook>(log, loss, exchange);
+  if (checkpointer) trainer.emplace<CheckpointHook>(*checkpointer, model, optimizer, progress, exchange, options, plan);
+  trainer.train(progress.step, plan.total);
   const double seconds = log.elapsed_s();
   if (!exchange.finish()) return 0;
   score_and_write(model, test_set, options, placement, progress.step - log.first_step(), seconds);
