@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "dtrain/elastic.h"
 #include "dtrain/torch.h"
+#include "training/trainer.h"
 
 namespace dtrain::mnist_app {
 namespace {
@@ -18,6 +20,77 @@ using Clock = std::chrono::steady_clock;
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
+
+// This world's batches of the epoch in the order the elastic sampler gives them, and the next
+// epoch's when they run out, up to --epochs.
+class ElasticEpochs {
+ public:
+  ElasticEpochs(dt::ElasticSampler& sampler, const Options& options, int rank, int size)
+      : sampler_(sampler), options_(options), rank_(rank), size_(size) {}
+
+  // Whether a batch is left, opening the next epoch when this one is done.
+  bool next_batch_ready() {
+    while (!open_ || batch_ == batches_) {
+      close();
+      if (sampler_.epoch() >= options_.epochs) return false;
+      indices_ = sampler_.indices(rank_, size_);
+      batches_ = static_cast<std::int64_t>((indices_.size() + options_.batch_size - 1) / options_.batch_size);
+      batch_ = 0;
+      open_ = true;
+    }
+    return true;
+  }
+  const std::vector<std::size_t>& indices() const { return indices_; }
+  std::int64_t take_batch() { return batch_++; }
+  // Ends the open epoch, if any: the sampler moves on to the next.
+  void close() {
+    if (!open_) return;
+    sampler_.set_epoch(sampler_.epoch() + 1);
+    open_ = false;
+  }
+
+ private:
+  dt::ElasticSampler& sampler_;
+  const Options& options_;
+  const int rank_, size_;
+  bool open_ = false;
+  std::vector<std::size_t> indices_;
+  std::int64_t batches_ = 0, batch_ = 0;
+};
+
+// Every --log-every steps: the loss averaged over the ranks, printed by rank 0.
+class LossLogHook : public training::Hook {
+ public:
+  LossLogHook(const at::Tensor& loss, const dt::ElasticSampler& sampler, std::int64_t every, int rank, int size)
+      : loss_(loss), sampler_(sampler), every_(every), rank_(rank), size_(size) {}
+  void after_step(std::int64_t done) override {
+    if (!training::period_ends(done, every_)) return;
+    const double average = dt::metric_average(loss_.item<double>(), "train.loss");
+    if (rank_ != 0) return;
+    std::printf("Step #%lld\tEpoch %lld\tLoss: %.6f\tranks: %d\n", static_cast<long long>(done),
+                static_cast<long long>(sampler_.epoch()), average, size_);
+    std::fflush(stdout);
+  }
+
+ private:
+  const at::Tensor& loss_;
+  const dt::ElasticSampler& sampler_;
+  const std::int64_t every_;
+  const int rank_, size_;
+};
+
+// Every --commit-every steps: the state a lost worker's world goes back to.
+class CommitHook : public training::Hook {
+ public:
+  CommitHook(dt::TorchState& state, std::int64_t every) : state_(state), every_(every) {}
+  void after_step(std::int64_t done) override {
+    if (training::period_ends(done, every_)) state_.commit();
+  }
+
+ private:
+  dt::TorchState& state_;
+  const std::int64_t every_;
+};
 
 }  // namespace
 
@@ -59,30 +132,26 @@ int train_elastic(const Options& options) {
                   static_cast<long long>(options.batch_size), static_cast<long long>(options.commit_every));
       std::fflush(stdout);
     }
-    while (sampler.epoch() < options.epochs && (options.max_steps == 0 || step < options.max_steps)) {
-      const std::vector<std::size_t> indices = sampler.indices(rank, size);
-      const auto batches = static_cast<std::int64_t>((indices.size() + options.batch_size - 1) / options.batch_size);
-      for (std::int64_t b = 0; b < batches && (options.max_steps == 0 || step < options.max_steps); ++b) {
-        const auto [images, labels] = batch_of(train_set, indices, b, options.batch_size);
-        distributed.zero_grad();
-        const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
-        loss.backward();
-        distributed.step();
-        sampler.record_batch(static_cast<std::size_t>(options.batch_size), size);
-        ++step;
-        furthest = std::max(furthest, step);
-        if (step % options.log_every == 0) {
-          const double average = dt::metric_average(loss.item<double>(), "train.loss");
-          if (rank == 0) {
-            std::printf("Step #%lld\tEpoch %lld\tLoss: %.6f\tranks: %d\n", static_cast<long long>(step),
-                        static_cast<long long>(sampler.epoch()), average, size);
-            std::fflush(stdout);
-          }
-        }
-        if (step % options.commit_every == 0) state.commit();
+    ElasticEpochs epochs(sampler, options, rank, size);
+    at::Tensor loss;
+    training::Trainer trainer([&](std::int64_t current) {
+      const auto [images, labels] = batch_of(train_set, epochs.indices(), epochs.take_batch(), options.batch_size);
+      distributed.zero_grad();
+      loss = torch::nn::functional::nll_loss(model->forward(images), labels);
+      loss.backward();
+      distributed.step();
+      sampler.record_batch(static_cast<std::size_t>(options.batch_size), size);
+      furthest = std::max(furthest, current + 1);
+    });
+    trainer.emplace<LossLogHook>(loss, sampler, options.log_every, rank, size);
+    trainer.emplace<CommitHook>(state, options.commit_every);
+    trainer.train_while(step, [&](std::int64_t current) {
+      if (options.max_steps != 0 && current >= options.max_steps) {
+        epochs.close();
+        return false;
       }
-      sampler.set_epoch(sampler.epoch() + 1);
-    }
+      return epochs.next_batch_ready();
+    });
   });
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
   const double accuracy = test_accuracy(model, test_set, true);

@@ -8,8 +8,12 @@ Hook& Trainer::add(std::unique_ptr<Hook> hook) {
 }
 
 void Trainer::train(int64_t& iteration, int64_t max_iter) {
+  train_while(iteration, [max_iter](int64_t i) { return i < max_iter; });
+}
+
+void Trainer::train_while(int64_t& iteration, const std::function<bool(int64_t)>& more) {
   for (const auto& hook : hooks_) hook->before_train(iteration);
-  while (iteration < max_iter) {
+  while (more(iteration)) {
     for (const auto& hook : hooks_) hook->before_step(iteration);
     step_(iteration);
     ++iteration;

@@ -29,6 +29,9 @@ class Trainer {
   // counter is the caller's, so that an elastic job's state can hold it and restore it: a
   // reset resumes the loop at the restored value.
   void train(int64_t& iteration, int64_t max_iter);
+  // The same for a loop whose end is not a step count: steps while more(iteration) holds
+  // (an elastic job whose epochs end where its sampler runs dry).
+  void train_while(int64_t& iteration, const std::function<bool(int64_t)>& more);
 
  private:
   std::function<void(int64_t)> step_;

@@ -83,6 +83,19 @@ TEST(Trainer, AHookThatThrowsEndsTrainingWithoutAfterTrain) {
   EXPECT_EQ(journal.back(), "r:before_step:1");
 }
 
+TEST(Trainer, TrainWhileStepsUntilThePredicateFails) {
+  std::vector<int64_t> steps;
+  std::vector<std::string> journal;
+  Trainer trainer([&](int64_t i) { steps.push_back(i); });
+  trainer.emplace<Recorder>("r", journal);
+  int64_t iteration = 10;
+  int64_t budget = 3;  // e.g. batches left in an epoch
+  trainer.train_while(iteration, [&](int64_t) { return budget-- > 0; });
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11, 12}));
+  EXPECT_EQ(iteration, 13);
+  EXPECT_EQ(journal.back(), "r:after_train:13");
+}
+
 TEST(Hook, PeriodEndsEveryPeriodAndNeverForZero) {
   EXPECT_TRUE(period_ends(6, 3));
   EXPECT_FALSE(period_ends(7, 3));
