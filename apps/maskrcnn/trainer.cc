@@ -22,7 +22,9 @@
 #include "apps/maskrcnn/sharded_evaluation.h"
 #include "apps/maskrcnn/training_checkpoint.h"
 #include "apps/maskrcnn/training_distribution.h"
+#include "apps/maskrcnn/training_hooks.h"
 #include "apps/maskrcnn/training_log.h"
+#include "apps/maskrcnn/training_run.h"
 #include "vision/inference/model_inference.h"
 #include "vision/config/model_options.h"
 #include "vision/data/batch_collate.h"
@@ -40,10 +42,6 @@
 namespace dtrain::maskrcnn {
 namespace {
 
-namespace fs = std::filesystem;
-namespace modeling = vision::modeling;
-using vision::config::Config;
-using Scalars = std::vector<std::pair<std::string, double>>;
 
 const char* environment(const char* name) {
   const char* value = std::getenv(name);
@@ -142,43 +140,6 @@ vision::solver::LrScheduleOptions schedule_options(const Config& config) {
   return o;
 }
 
-// Applied to the averaged gradients, so every rank clips alike.
-class GradientClipper {
- public:
-  bool enabled() const { return enabled_; }
-  explicit GradientClipper(const Config& config)
-      : enabled_(config.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED")),
-        by_norm_(config.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE") == "norm"),
-        value_(config.get<double>("SOLVER.CLIP_GRADIENTS.CLIP_VALUE")),
-        norm_type_(config.get<double>("SOLVER.CLIP_GRADIENTS.NORM_TYPE")) {
-    const std::string type = config.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE");
-    if (type != "value" && type != "norm") {
-      throw std::invalid_argument("SOLVER.CLIP_GRADIENTS.CLIP_TYPE: \"" + type + "\", expected \"value\" or \"norm\"");
-    }
-    if (enabled_ && !(value_ > 0)) throw std::invalid_argument("SOLVER.CLIP_GRADIENTS.CLIP_VALUE must be positive");
-  }
-  void clip(const std::vector<at::Tensor>& parameters) const {
-    if (!enabled_) return;
-    if (by_norm_) {
-      torch::nn::utils::clip_grad_norm_(parameters, value_, norm_type_);
-    } else {
-      torch::nn::utils::clip_grad_value_(parameters, value_);
-    }
-  }
-
- private:
-  bool enabled_, by_norm_;
-  double value_, norm_type_;
-};
-
-// Every rank evaluates its shard; rank 0 logs the AP.
-void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir,
-              int64_t iteration, TrainingLog& log) {
-  const Scalars scalars =
-      evaluate_on_ranks(model, data, output_dir / "inference" / "coco_instances_results.json", iteration);
-  log.write(iteration, "eval", scalars);
-}
-
 // Each image's anchor and proposal samples come from its own generator,
 // seeded by the job's seed, the iteration and the image, so they do not
 // depend on the rank count or the batch split (and a resumed run draws what
@@ -210,30 +171,6 @@ void normalize_over_ranks(modeling::LossDict& losses, const modeling::LossCounts
     const double total = global[static_cast<int64_t>(i)].item<double>();
     if (total > 0) loss = loss * (local[i] * static_cast<double>(size) / total);
     ++i;
-  }
-}
-
-// With ordinary BatchNorm every rank keeps running statistics of its own
-// images. Before the model is evaluated or saved they are averaged over the
-// ranks (one allreduce of all of them), so every rank evaluates, and the
-// checkpoint holds, one model that has seen the whole global batch. Frozen
-// statistics are equal everywhere and stay so.
-void average_batch_norm_statistics(modeling::MaskRcnnImpl& model) {
-  if (dtrain::size() == 1) return;
-  std::vector<at::Tensor> statistics;
-  for (const auto& item : model.named_buffers()) {
-    const std::string& name = item.key();
-    if (name.ends_with("running_mean") || name.ends_with("running_var")) statistics.push_back(item.value());
-  }
-  if (statistics.empty()) return;
-  std::vector<at::Tensor> flat;
-  for (const at::Tensor& s : statistics) flat.push_back(s.reshape(-1));
-  const at::Tensor averaged = libtorch::allreduce(at::cat(flat), "trainer.batch_norm_statistics");
-  int64_t offset = 0;
-  torch::NoGradGuard no_grad;
-  for (at::Tensor& s : statistics) {
-    s.copy_(averaged.slice(0, offset, offset + s.numel()).view_as(s));
-    offset += s.numel();
   }
 }
 
@@ -276,8 +213,6 @@ at::Device model_device(const Config& config) {
   return gpu;
 }
 
-bool has_data(const EvaluationData& data) { return !data.annotations.empty() && !data.images.empty(); }
-
 // Before hours of training, not after them.
 void check_exists(const EvaluationData& data, const std::string& keys) {
   if (!has_data(data)) return;
@@ -297,11 +232,6 @@ void use_cores(int threads, const dtrain::Placement& placement) {
   libtorch::set_num_threads(threads > 0 ? threads : std::max(1, cores / placement.local_size));
   libtorch::retain_freed_memory();
 }
-
-// SOLVER.IMS_PER_BATCH split over the ranks, and the loop's length and periods.
-struct StepPlan {
-  int64_t global_batch, per_rank, max_iter, log_period, checkpoint_period, eval_period;
-};
 
 StepPlan step_plan(const Config& config, int size) {
   const int64_t global_batch = config.get<int64_t>("SOLVER.IMS_PER_BATCH");
@@ -330,34 +260,6 @@ TrainingLog open_log(int rank, const fs::path& output_dir) {
   fs::create_directories(output_dir);
   return TrainingLog(output_dir);
 }
-
-// The config resolved once for this world and job (in this order: the seed is a collective
-// under allreduce), and rank 0's log.
-struct TrainingRun {
-  TrainingRun(const Config& config, const TrainerSettings& settings, const dtrain::Placement& where,
-              TrainingDistribution& distribution)
-      : placement(where),
-        options(vision::config::to_model_options(config)),
-        steps(step_plan(config, where.size)),
-        seed(shared_seed(config.get<int64_t>("SEED"), distribution)),
-        schedule(schedule_options(config)),
-        clipper(config),
-        output_dir(output_directory(config, settings)),
-        test_data(test_data_of(config)),
-        log(open_log(where.rank, output_dir)),
-        elastic(config.get<bool>("SOLVER.ELASTIC.ENABLED")) {}
-
-  dtrain::Placement placement;
-  modeling::MaskRcnnOptions options;
-  StepPlan steps;
-  uint64_t seed;
-  vision::solver::WarmupLrSchedule schedule;
-  GradientClipper clipper;
-  fs::path output_dir;
-  EvaluationData test_data;
-  TrainingLog log;
-  bool elastic;  // SOLVER.ELASTIC.ENABLED: the world may change under the model
-};
 
 modeling::MaskRcnn build_model(const Config& config, const TrainingRun& run) {
   // The same initialisation everywhere; rank 0's weights are broadcast anyway.
@@ -394,26 +296,67 @@ std::optional<vision::solver::LossScaler> loss_scaler(const TrainingRun& run) {
   return vision::solver::LossScaler();
 }
 
-// The model, the SGD that steps its trainable parameters and float16's loss scaler.
-struct TrainableModel {
-  TrainableModel(const Config& config, const TrainingRun& run)
-      : model(build_model(config, run)),
-        trainable(trainable_parameters(*model)),
-        parameters(tensors_of(trainable)),
-        sgd(parameters, torch::optim::SGDOptions(run.schedule.lr(0))
-                            .momentum(config.get<double>("SOLVER.MOMENTUM"))
-                            .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY"))),
-        scaler(loss_scaler(run)) {}
+}  // namespace
 
-  at::Device device() const { return parameters.front().device(); }
-  const vision::solver::LossScaler* loss_scale() const { return scaler ? &*scaler : nullptr; }
+// ---- the structs and functions of training_run.h ----
 
-  modeling::MaskRcnn model;
-  libtorch::NamedTensors trainable;    // by name, for the optimizers and checkpoints
-  std::vector<at::Tensor> parameters;  // the same tensors, for SGD and clipping
-  vision::solver::MultiTensorSgd sgd;  // torch::optim::SGD's rule in a few kernel launches per step
-  std::optional<vision::solver::LossScaler> scaler;
-};
+TrainingRun::TrainingRun(const Config& config, const TrainerSettings& settings, const dtrain::Placement& where,
+              TrainingDistribution& distribution)
+    : placement(where),
+      options(vision::config::to_model_options(config)),
+      steps(step_plan(config, where.size)),
+      seed(shared_seed(config.get<int64_t>("SEED"), distribution)),
+      schedule(schedule_options(config)),
+      clipper(config),
+      output_dir(output_directory(config, settings)),
+      test_data(test_data_of(config)),
+      log(open_log(where.rank, output_dir)),
+      elastic(config.get<bool>("SOLVER.ELASTIC.ENABLED")) {}
+
+TrainableModel::TrainableModel(const Config& config, const TrainingRun& run)
+    : model(build_model(config, run)),
+      trainable(trainable_parameters(*model)),
+      parameters(tensors_of(trainable)),
+      sgd(parameters, torch::optim::SGDOptions(run.schedule.lr(0))
+                          .momentum(config.get<double>("SOLVER.MOMENTUM"))
+                          .weight_decay(config.get<double>("SOLVER.WEIGHT_DECAY"))),
+      scaler(loss_scaler(run)) {}
+
+bool has_data(const EvaluationData& data) { return !data.annotations.empty() && !data.images.empty(); }
+
+// With ordinary BatchNorm every rank keeps running statistics of its own
+// images. Before the model is evaluated or saved they are averaged over the
+// ranks (one allreduce of all of them), so every rank evaluates, and the
+// checkpoint holds, one model that has seen the whole global batch. Frozen
+// statistics are equal everywhere and stay so.
+void average_batch_norm_statistics(modeling::MaskRcnnImpl& model) {
+  if (dtrain::size() == 1) return;
+  std::vector<at::Tensor> statistics;
+  for (const auto& item : model.named_buffers()) {
+    const std::string& name = item.key();
+    if (name.ends_with("running_mean") || name.ends_with("running_var")) statistics.push_back(item.value());
+  }
+  if (statistics.empty()) return;
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& s : statistics) flat.push_back(s.reshape(-1));
+  const at::Tensor averaged = libtorch::allreduce(at::cat(flat), "trainer.batch_norm_statistics");
+  int64_t offset = 0;
+  torch::NoGradGuard no_grad;
+  for (at::Tensor& s : statistics) {
+    s.copy_(averaged.slice(0, offset, offset + s.numel()).view_as(s));
+    offset += s.numel();
+  }
+}
+
+// Every rank evaluates its shard; rank 0 logs the AP.
+void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir,
+              int64_t iteration, TrainingLog& log) {
+  const Scalars scalars =
+      evaluate_on_ranks(model, data, output_dir / "inference" / "coco_instances_results.json", iteration);
+  log.write(iteration, "eval", scalars);
+}
+
+namespace {
 
 // Every rank must scale alike (the averaged gradients are unscaled by each rank's own
 // scale): rank 0's scale, restored from a checkpoint or kept through a world change, goes to all.
@@ -536,168 +479,6 @@ modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, Gradien
   exchange.apply();
   return losses;
 }
-
-using Clock = std::chrono::steady_clock;
-
-// Every LOG_PERIOD iterations and at the end: the losses averaged over the ranks (the
-// numbers describe the global batch), the learning rate, images per second since the last
-// report and the time left, printed and logged by rank 0.
-class ProgressReport {
- public:
-  ProgressReport(const TrainingRun& run, int64_t start_iter)
-      : steps_(run.steps), rank_(run.placement.rank), start_iter_(start_iter) {}
-
-  Clock::time_point started() const { return start_; }
-  void step_done() { ++window_steps_; }
-  bool due(int64_t done) const { return done % steps_.log_period == 0 || done == steps_.max_iter; }
-
-  // `loss_scale`: float16 training's, logged with the steps it skipped so far (overflows).
-  void report(int64_t done, const modeling::LossDict& losses, double lr, const vision::solver::LossScaler* loss_scale,
-              TrainingLog& log) {
-    Scalars scalars = averaged_losses(losses);
-    if (loss_scale) {
-      scalars.emplace_back("loss_scale", loss_scale->scale());
-      scalars.emplace_back("skipped_steps", static_cast<double>(loss_scale->skipped_steps()));
-    }
-    const auto now = Clock::now();
-    const double window = std::chrono::duration<double>(now - window_start_).count();
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double images_per_s = static_cast<double>(window_steps_ * steps_.global_batch) / window;
-    const double eta = elapsed / static_cast<double>(done - start_iter_) * static_cast<double>(steps_.max_iter - done);
-    scalars.emplace_back("lr", lr);
-    scalars.emplace_back("images_per_s", images_per_s);
-    window_start_ = now;
-    window_steps_ = 0;
-    if (rank_ != 0) return;
-    print(done, scalars, lr, images_per_s, eta);
-    log.write(done, "train", scalars);
-  }
-
- private:
-  // Each loss averaged over the ranks, then their sum as total_loss.
-  static Scalars averaged_losses(const modeling::LossDict& losses) {
-    Scalars scalars;
-    double total_average = 0;
-    for (const auto& [name, value] : losses) {
-      const double average = libtorch::metric_average(value.item<double>(), "log." + name);
-      total_average += average;
-      scalars.emplace_back(name, average);
-    }
-    scalars.emplace_back("total_loss", total_average);
-    return scalars;
-  }
-
-  void print(int64_t done, const Scalars& scalars, double lr, double images_per_s, double eta) const {
-    std::string line = "iter: " + std::to_string(done) + "/" + std::to_string(steps_.max_iter);
-    for (const auto& [name, value] : scalars) {
-      if (name == "lr" || name == "images_per_s") continue;
-      char field[64];
-      std::snprintf(field, sizeof field, "  %s: %.4f", name.c_str(), value);
-      line += field;
-    }
-    std::printf("%s  lr: %.6g  images/s: %.2f  eta: %.0f s\n", line.c_str(), lr, images_per_s, eta);
-    std::fflush(stdout);
-  }
-
-  const StepPlan steps_;
-  const int rank_;
-  const int64_t start_iter_;
-  const Clock::time_point start_ = Clock::now();
-  Clock::time_point window_start_ = start_;
-  int64_t window_steps_ = 0;
-};
-
-// After iteration `done`: a checkpoint every CHECKPOINT_PERIOD and an evaluation every
-// EVAL_PERIOD (the last iteration's are the final model's, see finish_training).
-void checkpoint_and_evaluate(TrainableModel& m, TrainingRun& run, GradientExchange& exchange,
-                             const DivergenceWatch& watch, int64_t done) {
-  const StepPlan& steps = run.steps;
-  const bool save = steps.checkpoint_period > 0 && done % steps.checkpoint_period == 0 && done != steps.max_iter;
-  const bool eval =
-      steps.eval_period > 0 && done % steps.eval_period == 0 && done != steps.max_iter && has_data(run.test_data);
-  if (save || eval) watch.check();  // never a checkpoint of NaN weights
-  if (save || eval) average_batch_norm_statistics(*m.model);
-  if (run.placement.rank == 0 && save) {
-    exchange.before_checkpoint();
-    save_training_checkpoint(run.output_dir, checkpoint_name(done), *m.model, m.sgd, m.trainable, done,
-                             m.loss_scale());
-  }
-  if (eval && exchange.evaluates_during_training()) evaluate(*m.model, run.test_data, run.output_dir, done, run.log);
-}
-
-// ---- The hooks around train_step (training::Trainer runs them in this order) ----
-
-// SOLVER.BASE_LR, warm-up and decay steps: the step's learning rate, set before it.
-class LrScheduleHook : public training::Hook {
- public:
-  LrScheduleHook(const vision::solver::WarmupLrSchedule& schedule, vision::solver::MultiTensorSgd& sgd)
-      : schedule_(schedule), sgd_(sgd) {}
-  void before_step(int64_t iteration) override {
-    lr_ = schedule_.lr(iteration);
-    for (auto& group : sgd_.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr_);
-  }
-  double lr() const { return lr_; }
-
- private:
-  const vision::solver::WarmupLrSchedule& schedule_;
-  vision::solver::MultiTensorSgd& sgd_;
-  double lr_ = 0;
-};
-
-// Every LOG_PERIOD iterations and at the end: the losses checked for divergence, then
-// reported (ProgressReport).
-class ProgressHook : public training::Hook {
- public:
-  ProgressHook(ProgressReport& progress, DivergenceWatch& watch, const modeling::LossDict& losses,
-               const LrScheduleHook& lr, const TrainableModel& m, TrainingLog& log)
-      : progress_(progress), watch_(watch), losses_(losses), lr_(lr), m_(m), log_(log) {}
-  void after_step(int64_t done) override {
-    progress_.step_done();
-    if (!progress_.due(done)) return;
-    watch_.check();  // the last iteration is always due: the final model is checked too
-    progress_.report(done, losses_, lr_.lr(), m_.loss_scale(), log_);
-  }
-
- private:
-  ProgressReport& progress_;
-  DivergenceWatch& watch_;
-  const modeling::LossDict& losses_;
-  const LrScheduleHook& lr_;
-  const TrainableModel& m_;
-  TrainingLog& log_;
-};
-
-// A checkpoint every CHECKPOINT_PERIOD and an evaluation every EVAL_PERIOD.
-class CheckpointAndEvaluateHook : public training::Hook {
- public:
-  CheckpointAndEvaluateHook(TrainableModel& m, TrainingRun& run, GradientExchange& exchange,
-                            const DivergenceWatch& watch)
-      : m_(m), run_(run), exchange_(exchange), watch_(watch) {}
-  void after_step(int64_t done) override { checkpoint_and_evaluate(m_, run_, exchange_, watch_, done); }
-
- private:
-  TrainableModel& m_;
-  TrainingRun& run_;
-  GradientExchange& exchange_;
-  const DivergenceWatch& watch_;
-};
-
-// SOLVER.ELASTIC.COMMIT_PERIOD: the state an elastic job goes back to when a worker is lost.
-class ElasticCommitHook : public training::Hook {
- public:
-  ElasticCommitHook(libtorch::TorchState& state, DivergenceWatch& watch, int64_t period)
-      : state_(state), watch_(watch), period_(period) {}
-  void after_step(int64_t done) override {
-    if (!training::period_ends(done, period_)) return;
-    watch_.check();  // never a commit of NaN weights
-    state_.commit();
-  }
-
- private:
-  libtorch::TorchState& state_;
-  DivergenceWatch& watch_;
-  const int64_t period_;
-};
 
 // Rank 0: model_final.pth and, in a job, the model artifact `dtrain serve` loads.
 void save_final_model(TrainableModel& m, const Config& config, const TrainingRun& run,
