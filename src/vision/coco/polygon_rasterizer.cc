@@ -97,7 +97,8 @@ class Edge {
 
 // Sorts the crossings' positions. An outline crosses each pixel column a few
 // times, so they are placed by column first (a counting sort over the
-// columns the outline spans) and then put in order within each column.
+// columns the outline spans) and then sorted within each column. A column's
+// positions all lie below the next column's, so the whole is in order.
 void sort_by_column(std::vector<uint32_t>& starts, const std::vector<uint32_t>& columns) {
   if (starts.size() < 2) return;
   const auto [lowest, highest] = std::minmax_element(columns.begin(), columns.end());
@@ -106,13 +107,15 @@ void sort_by_column(std::vector<uint32_t>& starts, const std::vector<uint32_t>& 
   for (const uint32_t column : columns) ++offsets[column - first_column + 1];
   for (size_t c = 1; c < offsets.size(); ++c) offsets[c] += offsets[c - 1];
   std::vector<uint32_t> placed(starts.size());
-  for (size_t i = 0; i < starts.size(); ++i) placed[offsets[columns[i] - first_column]++] = starts[i];
-  // Insertion sort: only the few crossings of one column are out of order.
-  for (size_t i = 1; i < placed.size(); ++i) {
-    const uint32_t value = placed[i];
-    size_t j = i;
-    for (; j > 0 && placed[j - 1] > value; --j) placed[j] = placed[j - 1];
-    placed[j] = value;
+  std::vector<uint32_t> next(offsets.begin(), offsets.end() - 1);
+  for (size_t i = 0; i < starts.size(); ++i) placed[next[columns[i] - first_column]++] = starts[i];
+  for (size_t c = 0; c + 1 < offsets.size(); ++c) {
+    const auto begin = placed.begin() + offsets[c], end = placed.begin() + offsets[c + 1];
+    if (end - begin == 2) {
+      if (begin[1] < begin[0]) std::swap(begin[0], begin[1]);
+    } else if (end - begin > 2) {
+      std::sort(begin, end);
+    }
   }
   starts = std::move(placed);
 }

@@ -130,6 +130,17 @@ TEST(PolygonWalk, SteepFlatAndRepeatedEdgesMatchTheFullWalk) {
   }
 }
 
+TEST(PolygonWalk, ManyCrossingsOfOnePixelColumnMatchTheFullWalk) {
+  // A zigzag up and down across the centre of column 10: hundreds of crossings in one
+  // column, which the rasterizer sorts within the column.
+  std::vector<double> xy;
+  for (int i = 0; i < 600; ++i) {
+    xy.push_back(i % 2 ? 10.9 : 10.1);
+    xy.push_back(1 + (i * 37 % 461) * 0.1);
+  }
+  ASSERT_EQ(rle_from_polygon(xy, 48, 20), rle_from_polygon_by_walking(xy, 48, 20));
+}
+
 TEST(PolygonWalk, GoldenSetPolygonsMatchTheFullWalk) {
   // Every polygon of the 100 val2014 images, as numbers pulled from the JSON
   // text: "segmentation":[[...],[...]] lists, with each image's size.
