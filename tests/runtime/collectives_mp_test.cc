@@ -694,6 +694,10 @@ TEST(JobOnly, TimelineStartedReplacedAndStoppedAtRunTime) {
   allreduce("during.second", t.view, t.view);
   stop_timeline();
   stop_timeline();  // stopping what is stopped does nothing
+  // Rank 0's coordinator records what reaches it while its timeline is on: another rank's
+  // request sent before rank 0 has stopped would be in the file. The barrier completes only
+  // once rank 0 has stopped.
+  barrier();
   allreduce("after.timeline", t.view, t.view);
 }
 
