@@ -104,6 +104,9 @@ TEST(RendezvousClient, AStoreOfAnotherProtocolVersionIsAnErrorNamingBoth) {
   other_build.set_pre_routing_handler([](const httplib::Request&, httplib::Response& res) {
     res.status = 409;
     res.set_header("X-Dtrain-Rendezvous-Version", "2");
+    // Answered before the request's body is read: on a kept-alive connection the unread body
+    // would be parsed as the next request (a 400). A new connection for each request.
+    res.set_header("Connection", "close");
     return httplib::Server::HandlerResponse::Handled;
   });
   const int port = other_build.bind_to_any_port("127.0.0.1");
