@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <mutex>
-#include <numeric>
 #include <span>
 
 #include "dtrain/dtrain.h"
