@@ -11,8 +11,7 @@ inline void compute_for(double ms) {
   if (ms <= 0) return;
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + std::chrono::duration<double, std::milli>(ms);
-  while (Clock::now() < until) {
-  }
+  while (Clock::now() < until) {}
 }
 
 }  // namespace dtrain::bench

@@ -19,13 +19,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void write_report(const std::string& path, const std::string& gt, const std::string& dt,
-                  const vision::CocoSummary& summary, int threads,
-                  const nlohmann::ordered_json& timing) {
+                  const vision::CocoSummary& summary, int threads, const nlohmann::ordered_json& timing) {
   nlohmann::ordered_json report;
   report["iou_type"] = std::string(vision::iou_type_name(summary.iou_type));
   report["gt"] = gt;
@@ -60,20 +57,19 @@ Evaluation* kept_until_exit = nullptr;
 }  // namespace
 
 CocoEvalCommand::CocoEvalCommand(CLI::App& parent) {
-  app_ = parent.add_subcommand("coco-eval",
-                               "COCO box or mask evaluation (pycocotools' COCOeval, multithreaded)");
+  app_ = parent.add_subcommand("coco-eval", "COCO box or mask evaluation (pycocotools' COCOeval, multithreaded)");
   app_->add_option("--gt", gt_path_, "Ground truth in COCO format (instances_*.json)")
       ->required()
       ->type_name("GT.json");
-  app_->add_option("--dt", dt_path_, "Detection results: a JSON list of {image_id, category_id, "
-                                     "score, bbox and/or segmentation}")
+  app_->add_option("--dt", dt_path_,
+                   "Detection results: a JSON list of {image_id, category_id, "
+                   "score, bbox and/or segmentation}")
       ->required()
       ->type_name("RESULTS.json");
   app_->add_option("--iou-type", iou_type_, "bbox (boxes) or segm (masks)")
       ->required()
       ->check(CLI::IsMember({"bbox", "segm"}));
-  app_->add_option("--json", json_path_,
-                   "Also write the 12 statistics and per-category AP to this JSON file")
+  app_->add_option("--json", json_path_, "Also write the 12 statistics and per-category AP to this JSON file")
       ->type_name("OUT.json");
   app_->add_option("--report", report_dir_,
                    "Also write per-category tables (CSV, Markdown), precision/recall arrays (JSON), "
@@ -103,9 +99,8 @@ int CocoEvalCommand::execute() const {
     kept_until_exit->dt = vision::CocoDetections::read(gt, results.get(), threads_);
     const vision::CocoDetections& dt = kept_until_exit->dt;
     timing["load"] = seconds_since(start);
-    std::fprintf(stderr, "loaded %zu images, %zu annotations, %zu detections (t=%.2fs)\n",
-                 gt.images().size(), gt.annotations().size(), dt.detections().size(),
-                 timing["load"].get<double>());
+    std::fprintf(stderr, "loaded %zu images, %zu annotations, %zu detections (t=%.2fs)\n", gt.images().size(),
+                 gt.annotations().size(), dt.detections().size(), timing["load"].get<double>());
 
     vision::CocoEvaluator& evaluator = kept_until_exit->evaluator.emplace(gt, dt, type, threads_);
     start = Clock::now();
@@ -121,8 +116,7 @@ int CocoEvalCommand::execute() const {
     std::fputs(summary.text().c_str(), stdout);
     std::fflush(stdout);
     if (!json_path_.empty()) {
-      write_report(json_path_, gt_path_, dt_path_, summary, concurrency::resolve_thread_count(threads_),
-                   timing);
+      write_report(json_path_, gt_path_, dt_path_, summary, concurrency::resolve_thread_count(threads_), timing);
     }
     if (!report_dir_.empty()) {
       start = Clock::now();

@@ -11,11 +11,13 @@
 namespace dtrain::cli {
 
 DashboardCommand::DashboardCommand(CLI::App& parent) {
-  app_ = parent.add_subcommand("dashboard", "Serve the jobs under directories to a browser: curves, hosts, logs, timeline");
+  app_ = parent.add_subcommand("dashboard",
+                               "Serve the jobs under directories to a browser: curves, hosts, logs, timeline");
   app_->add_option("--jobs", jobs_, "Directories holding job directories (a spec's output_path; default ./dtrain-jobs)")
       ->type_name("DIR");
   app_->add_option("--port", port_, "Port (0: any free one)")->check(CLI::Range(0, 65535));
-  app_->add_option("--bind", bind_, "Address to listen on; anything but loopback requires a token")->type_name("ADDRESS");
+  app_->add_option("--bind", bind_, "Address to listen on; anything but loopback requires a token")
+      ->type_name("ADDRESS");
   app_->add_option("--token", token_, "The token required off loopback (default: a random one, printed in the address)")
       ->type_name("TOKEN");
 }

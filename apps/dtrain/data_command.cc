@@ -11,9 +11,7 @@ namespace dtrain::cli {
 namespace {
 
 void add_spec_options(CLI::App* app, vision::SyntheticSpec& spec) {
-  app->add_option("--out", spec.out_dir, "Output directory (created if missing)")
-      ->required()
-      ->type_name("DIR");
+  app->add_option("--out", spec.out_dir, "Output directory (created if missing)")->required()->type_name("DIR");
   app->add_option("--train", spec.train, "Number of training images")
       ->required()
       ->check(CLI::NonNegativeNumber)
@@ -45,12 +43,11 @@ void add_spec_options(CLI::App* app, vision::SyntheticSpec& spec) {
 DataCommand::DataCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("data", "Synthetic COCO-format instance-segmentation datasets");
   app_->require_subcommand(1);
-  shapes_ = app_->add_subcommand(
-      "make-shapes",
-      "Squares, circles and triangles on random backgrounds; polygon masks with occlusion");
+  shapes_ = app_->add_subcommand("make-shapes",
+                                 "Squares, circles and triangles on random backgrounds; polygon masks with occlusion");
   add_spec_options(shapes_, shapes_spec_);
-  mnist_ = app_->add_subcommand(
-      "make-mnist-instances", "MNIST digits scattered on a canvas; stroke masks as compressed RLE");
+  mnist_ = app_->add_subcommand("make-mnist-instances",
+                                "MNIST digits scattered on a canvas; stroke masks as compressed RLE");
   add_spec_options(mnist_, mnist_spec_);
   mnist_->add_option("--mnist", mnist_dir_, "Directory with MNIST's idx files (scripts/setup)")
       ->default_val("data/mnist")

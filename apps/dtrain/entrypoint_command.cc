@@ -11,8 +11,8 @@
 namespace dtrain::cli {
 
 EntrypointCommand::EntrypointCommand(CLI::App& parent) {
-  app_ = parent.add_subcommand(
-      "entrypoint", "Training container entry point (SageMaker's contract); every host runs it");
+  app_ =
+      parent.add_subcommand("entrypoint", "Training container entry point (SageMaker's contract); every host runs it");
   app_->add_option("--base-dir", base_dir_, "The container's /opt/ml (default: SAGEMAKER_BASE_DIR or /opt/ml)")
       ->type_name("DIR");
   app_->add_flag("--as-rank", as_rank_, "Export SM_* and run the command with the hyperparameters (one rank)");

@@ -76,17 +76,20 @@ JobCommand::JobCommand(CLI::App& parent) {
 
   render_ = app_->add_subcommand("render", "Write the job as a Kubernetes manifest");
   add_spec_options(render_, spec_path_, overrides_);
-  render_->add_option("--target", target_,
-                      "What to render: kubeflow (an MPIJob, kubeflow.org/v2beta1) or slurm (a batch script)")
+  render_
+      ->add_option("--target", target_,
+                   "What to render: kubeflow (an MPIJob, kubeflow.org/v2beta1) or slurm (a batch script)")
       ->default_val("kubeflow");
-  render_->add_option("--hosts-dir", hosts_dir_,
-                      "slurm: the shared directory of the hosts' /opt/ml (default OUTPUT_PATH/NAME/slurm-work/hosts)")
+  render_
+      ->add_option("--hosts-dir", hosts_dir_,
+                   "slurm: the shared directory of the hosts' /opt/ml (default OUTPUT_PATH/NAME/slurm-work/hosts)")
       ->type_name("DIR");
   render_->add_option("--partition", partition_, "slurm: the partition")->type_name("NAME");
   render_->add_option("-o,--output", output_file_, "Write to FILE instead of stdout")->type_name("FILE");
   render_->add_option("--image", kubeflow_.image, "Training image")->default_val("dtrain:latest");
   render_->add_option("--namespace", namespace_, "Kubernetes namespace");
-  render_->add_option("--data-claim", kubeflow_.data_claim, "PersistentVolumeClaim with channels and outputs (default NAME-data)");
+  render_->add_option("--data-claim", kubeflow_.data_claim,
+                      "PersistentVolumeClaim with channels and outputs (default NAME-data)");
   render_->add_option("--cpu", kubeflow_.cpu, "CPU per worker")->default_val("2");
   render_->add_option("--memory", kubeflow_.memory, "Memory per worker")->default_val("4Gi");
   render_->add_option("--gpus", kubeflow_.gpus_per_worker, "GPUs per worker")->default_val(0);
@@ -94,13 +97,15 @@ JobCommand::JobCommand(CLI::App& parent) {
   // Called as ssh would be: `host-exec --table FILE HOST WORDS...`, the words joined with
   // spaces into one shell command (the launcher passes one word, Open MPI's rsh launcher the
   // orted command line word by word, options included).
-  host_exec_ = app_->add_subcommand("host-exec", "Run a shell command on a local job's host (used by the entry point and mpirun)");
-  host_exec_->group("");  // internal: not listed in help
+  host_exec_ = app_->add_subcommand("host-exec",
+                                    "Run a shell command on a local job's host (used by the entry point and mpirun)");
+  host_exec_->group("");         // internal: not listed in help
   host_exec_->prefix_command();  // everything after the host is the command
   host_exec_->add_option("--table", table_file_, "The job's host table")->required();
   host_exec_->add_option("host", exec_host_, "Host name")->required();
 
-  slurm_host_ = app_->add_subcommand("slurm-host", "Run one node's entry point in a Slurm job (used by its batch script)");
+  slurm_host_ =
+      app_->add_subcommand("slurm-host", "Run one node's entry point in a Slurm job (used by its batch script)");
   slurm_host_->group("");  // internal: not listed in help
   slurm_host_->add_option("--hosts-dir", hosts_dir_, "The shared directory of the hosts' /opt/ml")->required();
 }
@@ -203,10 +208,9 @@ void JobCommand::linger_for_open_pages(const dashboard::DashboardServer& server)
 
 int JobCommand::validate() const {
   job::JobSpec spec = job::load_job_spec(spec_path_, overrides_);
-  std::printf("%s: valid job %s (%d host%s x %d process%s, %zu channel%s)\n", spec_path_.c_str(),
-              spec.name.c_str(), spec.instance_count, spec.instance_count == 1 ? "" : "s",
-              spec.processes_per_host, spec.processes_per_host == 1 ? "" : "es",
-              spec.channels.size(), spec.channels.size() == 1 ? "" : "s");
+  std::printf("%s: valid job %s (%d host%s x %d process%s, %zu channel%s)\n", spec_path_.c_str(), spec.name.c_str(),
+              spec.instance_count, spec.instance_count == 1 ? "" : "s", spec.processes_per_host,
+              spec.processes_per_host == 1 ? "" : "es", spec.channels.size(), spec.channels.size() == 1 ? "" : "s");
   // A spec is valid without its channel sources on this machine (a rendered job reads its
   // channels from its own volume), but a local run stages them from here: say so now.
   for (const auto& missing : job::missing_channel_sources(spec)) {

@@ -8,8 +8,11 @@
 namespace dtrain::cli {
 
 PsServerCommand::PsServerCommand(CLI::App& parent) {
-  app_ = parent.add_subcommand("ps-server", "One parameter server of a `dtrain run --ps` job (started by the launcher)");
-  app_->add_option("--index", index_, "This server's index among the job's servers")->required()->check(CLI::NonNegativeNumber);
+  app_ =
+      parent.add_subcommand("ps-server", "One parameter server of a `dtrain run --ps` job (started by the launcher)");
+  app_->add_option("--index", index_, "This server's index among the job's servers")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
   app_->add_option("--mode", mode_, "async: apply each push at once; sync: average a step's pushes first")
       ->check(CLI::IsMember({"async", "sync"}));
   app_->add_option("--staleness", staleness_, "async: how many steps a worker may run ahead of the slowest (-1: any)")

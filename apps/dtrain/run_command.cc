@@ -30,18 +30,14 @@ RunCommand::RunCommand(CLI::App& parent) {
   };
 
   value("--np", np_, "Number of ranks (also -np); default: all slots, or 1")->type_name("N");
-  value("-H,--hosts", host_list_, "Hosts and slots: host1:2,host2:4 (default localhost:N)")
-      ->type_name("HOSTS");
+  value("-H,--hosts", host_list_, "Hosts and slots: host1:2,host2:4 (default localhost:N)")->type_name("HOSTS");
   value("--hostfile", hostfile_, "File with one 'host slots=N' per line")->type_name("FILE");
-  value("--network-interface", iface_,
-        "Interface for rendezvous and collectives (exported as DTRAIN_IFACE)")
+  value("--network-interface", iface_, "Interface for rendezvous and collectives (exported as DTRAIN_IFACE)")
       ->type_name("IFACE");
-  value("--start-timeout", options_.start_timeout_s,
-        "Seconds a rank may take to reach rendezvous (0: no limit)")
+  value("--start-timeout", options_.start_timeout_s, "Seconds a rank may take to reach rendezvous (0: no limit)")
       ->type_name("S")
       ->default_val(30);
-  value("--output-filename", output_dir_, "Also write raw output to DIR/rank.N/{stdout,stderr}")
-      ->type_name("DIR");
+  value("--output-filename", output_dir_, "Also write raw output to DIR/rank.N/{stdout,stderr}")->type_name("DIR");
   value("--rank-status-file", rank_status_file_,
         "Keep each rank's state (pid, rendezvous, exit code or signal) in this JSON file while the job runs "
         "(ranks dtrain starts itself: not with --mpi or --slurm, whose ranks mpirun or srun start)")
@@ -51,21 +47,16 @@ RunCommand::RunCommand(CLI::App& parent) {
                  "Mark each negotiation cycle that had work in the timeline (DTRAIN_TIMELINE_MARK_CYCLES)");
   app_->add_flag("--autotune", options_.autotune,
                  "Tune the fusion threshold and cycle time while training runs, then keep the best (DTRAIN_AUTOTUNE)");
-  value("--autotune-log-file", autotune_log_, "CSV of every autotuning sample (DTRAIN_AUTOTUNE_LOG)")->type_name("PATH");
-  value("--fusion-threshold-mb", fusion_mb_, "Tensor fusion buffer size (DTRAIN_FUSION_THRESHOLD)")
-      ->type_name("MB");
-  value("--cycle-time-ms", cycle_ms_, "Background cycle time (DTRAIN_CYCLE_TIME_MS)")
-      ->type_name("MS");
-  value("--stall-warning-s", stall_warning_, "Stall warning after S seconds (DTRAIN_STALL_WARNING_S)")
-      ->type_name("S");
-  value("--stall-shutdown-s", stall_shutdown_,
-        "Shut down after a stall of S seconds (DTRAIN_STALL_SHUTDOWN_S)")
+  value("--autotune-log-file", autotune_log_, "CSV of every autotuning sample (DTRAIN_AUTOTUNE_LOG)")
+      ->type_name("PATH");
+  value("--fusion-threshold-mb", fusion_mb_, "Tensor fusion buffer size (DTRAIN_FUSION_THRESHOLD)")->type_name("MB");
+  value("--cycle-time-ms", cycle_ms_, "Background cycle time (DTRAIN_CYCLE_TIME_MS)")->type_name("MS");
+  value("--stall-warning-s", stall_warning_, "Stall warning after S seconds (DTRAIN_STALL_WARNING_S)")->type_name("S");
+  value("--stall-shutdown-s", stall_shutdown_, "Shut down after a stall of S seconds (DTRAIN_STALL_SHUTDOWN_S)")
       ->type_name("S");
   value("-p,--ssh-port", ssh_port_, "ssh port for remote hosts")->type_name("PORT");
-  value("-i,--ssh-identity-file", identity_file_, "ssh identity file for remote hosts")
-      ->type_name("KEYFILE");
-  value("--kill-grace-s", options_.kill_grace_s,
-        "Seconds between SIGTERM and SIGKILL when stopping workers")
+  value("-i,--ssh-identity-file", identity_file_, "ssh identity file for remote hosts")->type_name("KEYFILE");
+  value("--kill-grace-s", options_.kill_grace_s, "Seconds between SIGTERM and SIGKILL when stopping workers")
       ->type_name("S")
       ->default_val(5);
   app_->add_flag("--verbose", options_.verbose, "Debug logging in the launcher and the workers");
@@ -97,14 +88,14 @@ RunCommand::RunCommand(CLI::App& parent) {
   auto* ps = app_->add_flag("--ps", options_.ps.enabled,
                             "Parameter-server training: also start one `dtrain ps-server` per host");
   ps->excludes(mpi);
-  value("--ps-mode", options_.ps.mode, "async (default): servers apply each push at once; sync: they average "
-                                       "every worker's gradient of a step first")
+  value("--ps-mode", options_.ps.mode,
+        "async (default): servers apply each push at once; sync: they average "
+        "every worker's gradient of a step first")
       ->type_name("MODE");
   value("--ps-staleness", options_.ps.staleness,
         "async: a worker may run at most S steps ahead of the slowest (default -1: unbounded)")
       ->type_name("S");
-  value("--ps-worker-timeout", options_.ps.worker_timeout_s,
-        "Servers drop a worker silent this long (default 15)")
+  value("--ps-worker-timeout", options_.ps.worker_timeout_s, "Servers drop a worker silent this long (default 15)")
       ->type_name("S");
 }
 
@@ -151,8 +142,8 @@ int RunCommand::execute(const std::vector<std::string>& trailing, bool had_separ
   if (app_->count("--cycle-time-ms")) options_.cycle_time_ms = cycle_ms_;
   if (app_->count("--stall-warning-s")) options_.stall_warning_s = stall_warning_;
   if (app_->count("--stall-shutdown-s")) options_.stall_shutdown_s = stall_shutdown_;
-  if (!options_.ps.enabled && (app_->count("--ps-mode") || app_->count("--ps-staleness") ||
-                                app_->count("--ps-worker-timeout"))) {
+  if (!options_.ps.enabled &&
+      (app_->count("--ps-mode") || app_->count("--ps-staleness") || app_->count("--ps-worker-timeout"))) {
     return usage_error("--ps-mode, --ps-staleness and --ps-worker-timeout need --ps");
   }
   if (app_->count("--min-np")) options_.elastic.min_np = min_np_;

@@ -10,9 +10,10 @@
 namespace dtrain::cli {
 
 ServeCommand::ServeCommand(CLI::App& parent) {
-  parent.add_subcommand("serve",
-                        "Serve a trained model over HTTP with SageMaker's inference contract "
-                        "(runs dtrain-serve; `dtrain serve --help` for its options)")
+  parent
+      .add_subcommand("serve",
+                      "Serve a trained model over HTTP with SageMaker's inference contract "
+                      "(runs dtrain-serve; `dtrain serve --help` for its options)")
       ->allow_extras();
 }
 
@@ -29,8 +30,8 @@ int ServeCommand::execute(const std::vector<std::string>& arguments) {
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
   ::execv(program.c_str(), argv.data());
-  std::fprintf(stderr, "dtrain serve: cannot run %s: %s (dtrain-serve is installed next to dtrain)\n",
-               program.c_str(), std::strerror(errno));
+  std::fprintf(stderr, "dtrain serve: cannot run %s: %s (dtrain-serve is installed next to dtrain)\n", program.c_str(),
+               std::strerror(errno));
   return 1;
 }
 

@@ -78,8 +78,8 @@ int show_every_collective() {
   // reducescatter: every rank contributes [0, 1, ..., 2*size-1]; rank r keeps rows 2r, 2r+1 summed.
   std::vector<double> all(2 * size);
   std::iota(all.begin(), all.end(), 0.0);
-  auto scattered = dtrain::reducescatter("shards", {all.data(), dtrain::DataType::kFloat64, {2 * size}},
-                                         {dtrain::ReduceOp::kSum});
+  auto scattered =
+      dtrain::reducescatter("shards", {all.data(), dtrain::DataType::kFloat64, {2 * size}}, {dtrain::ReduceOp::kSum});
   const auto* shard = static_cast<const double*>(scattered.output().data);
   expect(shard[0] == 2.0 * rank * size && shard[1] == (2.0 * rank + 1) * size, "reducescatter");
   std::printf("rank %d: reducescatter shard %s\n", rank, join(shard, scattered.output().shape[0]).c_str());

@@ -63,7 +63,7 @@ class BatchFeeder {
 
   HostBatch collate_next();  // the loader's next batch, the epoch turned over when it ends
   ModelInputs to_device(HostBatch batch) const;
-  void prefetch();           // the thread's loop
+  void prefetch();  // the thread's loop
 
   vision::DataLoader& loader_;
   const FeederOptions options_;

@@ -50,7 +50,8 @@ void create_output_directory(const fs::path& output) {
     throw std::runtime_error("--output " + output.string() + ": exists and is not a directory");
   }
   fs::create_directories(output, error);
-  if (error) throw std::runtime_error("--output " + output.string() + ": cannot create the directory: " + error.message());
+  if (error)
+    throw std::runtime_error("--output " + output.string() + ": cannot create the directory: " + error.message());
 }
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -61,7 +62,8 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 // The model's own errors (an image too thin to resize, say) do not know the file.
-vision::inference::ImageDetections detect_naming_image(vision::inference::Predictor& predictor, const vision::RgbImage& pixels, const InputImage& image) {
+vision::inference::ImageDetections detect_naming_image(vision::inference::Predictor& predictor,
+                                                       const vision::RgbImage& pixels, const InputImage& image) {
   try {
     return predictor.detect(pixels);
   } catch (const std::exception& e) {
@@ -100,8 +102,7 @@ PredictCommand::PredictCommand(CLI::App& parent) {
   app_->add_option("--config-file", config_file_, "Model config (YAML, e.g. configs/mask_rcnn_R_50_FPN_coco.yaml)")
       ->required()
       ->type_name("C");
-  app_->add_option("--weights", weights_, "Weights (torch.save state dict); overrides MODEL.WEIGHTS")
-      ->type_name("W");
+  app_->add_option("--weights", weights_, "Weights (torch.save state dict); overrides MODEL.WEIGHTS")->type_name("W");
   app_->add_option("--input", input_, "An image, or a directory of *.jpg, *.jpeg, *.png (not recursive)")
       ->required()
       ->type_name("IMAGE_OR_DIR");
@@ -155,7 +156,8 @@ int PredictCommand::execute() const {
     for (const InputImage& image : images) {
       const vision::RgbImage pixels = vision::read_image(image.path.string());
       const vision::inference::ImageDetections detections = detect_naming_image(predictor, pixels, image);
-      write_text(fs::path(output_) / (image.stem + ".json"), vision::inference::coco_results(detections, image.image_id).dump() + "\n");
+      write_text(fs::path(output_) / (image.stem + ".json"),
+                 vision::inference::coco_results(detections, image.image_id).dump() + "\n");
       if (visualize_) {
         const std::vector<uint8_t> png = vision::encode_png(draw_detections(pixels, detections));
         vision::write_file_bytes((fs::path(output_) / (image.stem + ".png")).string(), png);

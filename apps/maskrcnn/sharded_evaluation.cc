@@ -38,7 +38,8 @@ std::string detect_shard(vision::modeling::MaskRcnnImpl& model, const vision::Co
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ": " + e.what());
     }
-    for (vision::inference::DetectedInstance& instance : detections.instances) instance.label = dataset.category_id(instance.label);
+    for (vision::inference::DetectedInstance& instance : detections.instances)
+      instance.label = dataset.category_id(instance.label);
     for (auto& result : vision::inference::coco_results(detections, image.id)) results.push_back(std::move(result));
   }
   return results.dump();
@@ -115,8 +116,8 @@ EvaluationScalars evaluate_on_ranks(vision::modeling::MaskRcnnImpl& model, const
   const bool masks = model.options().roi_heads.mask_on;
   EvaluationScalars scalars, per_category;
   std::printf("Evaluation at iteration %lld: %zu images, %zu detections, inference %.1f s on %d rank(s)\n",
-              static_cast<long long>(iteration), dataset.all_indices().size(), dt.detections().size(),
-              inference_s, dtrain::size());
+              static_cast<long long>(iteration), dataset.all_indices().size(), dt.detections().size(), inference_s,
+              dtrain::size());
   for (const vision::IouType type : {vision::IouType::kBbox, vision::IouType::kSegm}) {
     if (type == vision::IouType::kSegm && !masks) continue;
     const std::string name(vision::iou_type_name(type));

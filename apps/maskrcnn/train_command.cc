@@ -16,7 +16,8 @@ std::vector<std::string> override_pairs(const std::vector<std::string>& extras) 
     const std::string& item = extras[i];
     // Keys are in position 0, 2, 4, ...; only a key loses its dashes, so a
     // negative number or a "--" inside a value stays as it is.
-    if (pairs.size() % 2 == 0 && item.starts_with("--") && item.size() > 2 && std::isupper(static_cast<unsigned char>(item[2]))) {
+    if (pairs.size() % 2 == 0 && item.starts_with("--") && item.size() > 2 &&
+        std::isupper(static_cast<unsigned char>(item[2]))) {
       pairs.push_back(item.substr(2));
     } else {
       pairs.push_back(item);
@@ -28,7 +29,8 @@ std::vector<std::string> override_pairs(const std::vector<std::string>& extras) 
 TrainCommand::TrainCommand(CLI::App& parent, Mode mode) : mode_(mode) {
   app_ = mode == Mode::kTrain
              ? parent.add_subcommand("train", "Train Mask R-CNN, data-parallel under `dtrain run`")
-             : parent.add_subcommand("eval", "COCO bbox/segm AP of MODEL.WEIGHTS on DATASETS.TEST_*, sharded over the ranks");
+             : parent.add_subcommand("eval",
+                                     "COCO bbox/segm AP of MODEL.WEIGHTS on DATASETS.TEST_*, sharded over the ranks");
   app_->add_option("--config-file", config_file_, "Config (YAML, e.g. configs/mask_rcnn_R_18_FPN_cpu_shapes.yaml)")
       ->required()
       ->type_name("C");
@@ -37,8 +39,9 @@ TrainCommand::TrainCommand(CLI::App& parent, Mode mode) : mode_(mode) {
       ->default_val(0)
       ->type_name("N");
   app_->add_flag("--resume", resume_,
-                 mode == Mode::kTrain ? "Continue from OUTPUT_DIR/last_checkpoint (model, momentum, iteration) if there is one"
-                                      : "Evaluate OUTPUT_DIR/last_checkpoint instead of MODEL.WEIGHTS");
+                 mode == Mode::kTrain
+                     ? "Continue from OUTPUT_DIR/last_checkpoint (model, momentum, iteration) if there is one"
+                     : "Evaluate OUTPUT_DIR/last_checkpoint instead of MODEL.WEIGHTS");
   if (mode == Mode::kTrain) {
     app_->add_flag("--eval-only", eval_only_, "Only evaluate (what `eval` does)");
     app_->add_option("--distribution", distribution_,

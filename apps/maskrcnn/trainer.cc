@@ -42,7 +42,6 @@
 namespace dtrain::maskrcnn {
 namespace {
 
-
 const char* environment(const char* name) {
   const char* value = std::getenv(name);
   return value && *value ? value : nullptr;
@@ -201,8 +200,9 @@ at::Device model_device(const Config& config) {
   if (device != "cuda") throw std::invalid_argument("MODEL.DEVICE must be cpu or cuda, got '" + device + "'");
   const at::Device gpu = libtorch::pin_device();
   if (!gpu.is_cuda()) {
-    throw std::invalid_argument("MODEL.DEVICE cuda, but LibTorch sees no CUDA device (a LibTorch built without CUDA, "
-                                "such as Debian's, never does)");
+    throw std::invalid_argument(
+        "MODEL.DEVICE cuda, but LibTorch sees no CUDA device (a LibTorch built without CUDA, "
+        "such as Debian's, never does)");
   }
   // PyTorch's defaults (TF32 in cuDNN's convolutions, not in matrix products) unless the
   // config asks for float32 throughout, as torch.backends.cudnn.allow_tf32 = False does.
@@ -301,7 +301,7 @@ std::optional<vision::solver::LossScaler> loss_scaler(const TrainingRun& run) {
 // ---- the structs and functions of training_run.h ----
 
 TrainingRun::TrainingRun(const Config& config, const TrainerSettings& settings, const dtrain::Placement& where,
-              TrainingDistribution& distribution)
+                         TrainingDistribution& distribution)
     : placement(where),
       options(vision::config::to_model_options(config)),
       steps(step_plan(config, where.size)),
@@ -349,8 +349,8 @@ void average_batch_norm_statistics(modeling::MaskRcnnImpl& model) {
 }
 
 // Every rank evaluates its shard; rank 0 logs the AP.
-void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir,
-              int64_t iteration, TrainingLog& log) {
+void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir, int64_t iteration,
+              TrainingLog& log) {
   const Scalars scalars =
       evaluate_on_ranks(model, data, output_dir / "inference" / "coco_instances_results.json", iteration);
   log.write(iteration, "eval", scalars);
@@ -432,11 +432,12 @@ TrainingSet load_training_set(const Config& config, const modeling::MaskRcnnOpti
 
 void announce_training(const TrainingRun& run, size_t images) {
   if (run.placement.rank != 0) return;
-  std::printf("Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
-              "%zu images, seed %llu, output %s\n",
-              run.placement.size, static_cast<long long>(run.steps.global_batch),
-              static_cast<long long>(run.steps.per_rank), static_cast<long long>(run.steps.max_iter), images,
-              static_cast<unsigned long long>(run.seed), run.output_dir.c_str());
+  std::printf(
+      "Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
+      "%zu images, seed %llu, output %s\n",
+      run.placement.size, static_cast<long long>(run.steps.global_batch), static_cast<long long>(run.steps.per_rank),
+      static_cast<long long>(run.steps.max_iter), images, static_cast<unsigned long long>(run.seed),
+      run.output_dir.c_str());
   std::fflush(stdout);
 }
 
@@ -445,16 +446,16 @@ FeederOptions feeder_options(const vision::DataLoader& loader, const TrainingRun
                              const std::string& annotations, const at::Device& device) {
   FeederOptions o;
   o.start_iteration = start_iter;
-  o.batches_per_epoch = loader.items().size() / static_cast<size_t>(run.placement.size) /
-                        static_cast<size_t>(run.steps.per_rank);
+  o.batches_per_epoch =
+      loader.items().size() / static_cast<size_t>(run.placement.size) / static_cast<size_t>(run.steps.per_rank);
   o.size_divisible = run.options.transform.size_divisible;
   o.device = device;
   o.annotations = annotations;
   return o;
 }
 
-// One iteration (the learning rate is set by LrScheduleHook): this rank's losses (rescaled for the global batch), backward (of the scaled
-// loss under float16), the gradients combined as the distribution does, unscaled, clipped and
+// One iteration (the learning rate is set by LrScheduleHook): this rank's losses (rescaled for the global batch),
+// backward (of the scaled loss under float16), the gradients combined as the distribution does, unscaled, clipped and
 // applied; or, when float16 overflowed, dropped and the scale backed off (every rank alike:
 // they see the same averaged gradients). Returns the losses.
 modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, GradientExchange& exchange,
@@ -520,8 +521,8 @@ void finish_training(TrainableModel& m, const Config& config, TrainingRun& run, 
 // ---- SOLVER.ELASTIC: an elastic job ----
 
 dtrain::Placement current_placement() {
-  return {dtrain::rank(), dtrain::size(), dtrain::local_rank(), dtrain::local_size(), dtrain::cross_rank(),
-          dtrain::cross_size()};
+  return {dtrain::rank(),       dtrain::size(),       dtrain::local_rank(),
+          dtrain::local_size(), dtrain::cross_rank(), dtrain::cross_size()};
 }
 
 // One seed for every world of the job, new workers included: SEED, or else drawn from the
@@ -545,8 +546,9 @@ void train_elastic(Config config, const TrainerSettings& settings) {
         "or --resume)");
   }
   if (config.get<int64_t>("SOLVER.REFERENCE_WORLD_SIZE") > 0) {
-    throw std::invalid_argument("SOLVER.ELASTIC.ENABLED keeps the solver keys as they are for every world; "
-                                "set SOLVER.REFERENCE_WORLD_SIZE 0");
+    throw std::invalid_argument(
+        "SOLVER.ELASTIC.ENABLED keeps the solver keys as they are for every world; "
+        "set SOLVER.REFERENCE_WORLD_SIZE 0");
   }
   const int64_t commit_period = config.get<int64_t>("SOLVER.ELASTIC.COMMIT_PERIOD");
   if (commit_period < 1) throw std::invalid_argument("SOLVER.ELASTIC.COMMIT_PERIOD must be at least 1");
@@ -568,8 +570,9 @@ void train_elastic(Config config, const TrainerSettings& settings) {
   state.on_reset([&](const dtrain::elastic::WorldChange& change) {
     if (dtrain::rank() != 0) return;
     std::printf("World changed: %d -> %d ranks (round %d, %s); resuming at iteration %lld, redoing %lld\n",
-                change.previous_size, change.size, change.round, change.restored ? "a worker was lost" : "workers joined",
-                static_cast<long long>(iteration), static_cast<long long>(change.restored ? furthest - iteration : 0));
+                change.previous_size, change.size, change.round,
+                change.restored ? "a worker was lost" : "workers joined", static_cast<long long>(iteration),
+                static_cast<long long>(change.restored ? furthest - iteration : 0));
     std::fflush(stdout);
   });
   std::optional<TrainingRun> run;  // this world's
@@ -604,17 +607,20 @@ void train_elastic(Config config, const TrainerSettings& settings) {
 }  // namespace
 
 void train(Config config, const TrainerSettings& settings) {
-  const bool float16 = config.get<bool>("SOLVER.AMP.ENABLED") && config.get<std::string>("SOLVER.AMP.DTYPE") == "float16";
+  const bool float16 =
+      config.get<bool>("SOLVER.AMP.ENABLED") && config.get<std::string>("SOLVER.AMP.DTYPE") == "float16";
   if (float16 && config.get<std::string>("MODEL.DEVICE") != "cuda") {
-    throw std::invalid_argument("SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda; on the CPU, autocast computes in bfloat16");
+    throw std::invalid_argument(
+        "SOLVER.AMP.DTYPE float16 needs MODEL.DEVICE cuda; on the CPU, autocast computes in bfloat16");
   }
   if (config.get<bool>("SOLVER.ELASTIC.ENABLED")) {
     train_elastic(std::move(config), settings);
     return;
   }
   if (settings.distribution == "ps" && float16) {
-    throw std::invalid_argument("SOLVER.AMP.DTYPE float16 trains through allreduce: --distribution ps pushes gradients "
-                                "before they could be unscaled (use bfloat16 there)");
+    throw std::invalid_argument(
+        "SOLVER.AMP.DTYPE float16 trains through allreduce: --distribution ps pushes gradients "
+        "before they could be unscaled (use bfloat16 there)");
   }
   const std::unique_ptr<TrainingDistribution> distribution = choose_distribution(settings);
   const dtrain::Placement placement = distribution->start();

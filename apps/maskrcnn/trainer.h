@@ -14,9 +14,9 @@
 namespace dtrain::maskrcnn {
 
 struct TrainerSettings {
-  int threads = 0;          // 0: the host's cores shared among its ranks
-  bool resume = false;      // continue from OUTPUT_DIR/last_checkpoint when there is one
-  bool eval_only = false;   // evaluate MODEL.WEIGHTS (or, with resume, the last checkpoint)
+  int threads = 0;                // 0: the host's cores shared among its ranks
+  bool resume = false;            // continue from OUTPUT_DIR/last_checkpoint when there is one
+  bool eval_only = false;         // evaluate MODEL.WEIGHTS (or, with resume, the last checkpoint)
   bool output_dir_given = false;  // OUTPUT_DIR came from the command line, not a file
   // "ps": train through parameter servers (under `dtrain run --ps`) instead of allreduce.
   std::string distribution = "allreduce";

@@ -62,7 +62,7 @@ class ParameterServerExchange final : public GradientExchange {
   // The chief's weights (checkpoint or MODEL.WEIGHTS) and iteration went to every worker.
   int64_t start_iteration() const override { return servers_.start_step(); }
   void zero_grad() override { servers_.zero_grad(); }
-  void wait_for_gradients() override {}  // each worker clips its own gradient
+  void wait_for_gradients() override {}       // each worker clips its own gradient
   void apply() override { servers_.step(); }  // the servers apply SGD; the fresh weights are installed
   void before_checkpoint() override { servers_.pull_parameters(); }  // every shard, as the servers hold it now
   bool evaluates_during_training() const override { return rank_ == 0; }

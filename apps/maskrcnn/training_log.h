@@ -23,8 +23,7 @@ class TrainingLog {
 
   // One line {"iteration": N, "<name>": value, ...} and the same scalars at
   // step N in TensorBoard, tagged "<group>/<name>" (group "train" or "eval").
-  void write(int64_t iteration, const std::string& group,
-             const std::vector<std::pair<std::string, double>>& scalars);
+  void write(int64_t iteration, const std::string& group, const std::vector<std::pair<std::string, double>>& scalars);
 
   bool active() const { return events_ != nullptr; }
   std::string events_path() const { return events_ ? events_->path() : std::string(); }

@@ -105,7 +105,7 @@ bool has_data(const EvaluationData& data);
 void average_batch_norm_statistics(modeling::MaskRcnnImpl& model);
 
 // Every rank evaluates its shard; rank 0 logs the AP.
-void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir,
-              int64_t iteration, TrainingLog& log);
+void evaluate(modeling::MaskRcnnImpl& model, const EvaluationData& data, const fs::path& output_dir, int64_t iteration,
+              TrainingLog& log);
 
 }  // namespace dtrain::maskrcnn

@@ -117,8 +117,9 @@ int train_elastic(const Options& options) {
     steps_redone += redo;
     if (dtrain::rank() != 0) return;
     std::printf("World changed: %d -> %d ranks (round %d, %s); resuming at step %lld, redoing %lld steps\n",
-                change.previous_size, change.size, change.round, change.restored ? "a worker was lost" : "workers joined",
-                static_cast<long long>(step), static_cast<long long>(redo));
+                change.previous_size, change.size, change.round,
+                change.restored ? "a worker was lost" : "workers joined", static_cast<long long>(step),
+                static_cast<long long>(redo));
     std::fflush(stdout);
   });
 

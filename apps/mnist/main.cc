@@ -39,8 +39,8 @@ namespace {
 
 namespace dt = dtrain::libtorch;
 using Clock = std::chrono::steady_clock;
-using dtrain::mnist_app::Options;
 using dtrain::mnist_app::make_optimizer;
+using dtrain::mnist_app::Options;
 using dtrain::mnist_app::test_accuracy;
 using dtrain::mnist_app::write_model;
 
@@ -68,8 +68,9 @@ dt::TrainingProgress restore(const Options& options, const std::optional<dt::Che
   if (!options.resume) return {};
   if (!checkpointer) throw dtrain::Error("dtrain-mnist: --resume needs --checkpoint-dir");
   if (auto restored = checkpointer->restore(*model, optimizer)) {
-    if (rank == 0) std::printf("Resumed from step %lld (epoch %lld)\n", static_cast<long long>(restored->step),
-                               static_cast<long long>(restored->epoch));
+    if (rank == 0)
+      std::printf("Resumed from step %lld (epoch %lld)\n", static_cast<long long>(restored->step),
+                  static_cast<long long>(restored->epoch));
     return *restored;
   }
   if (rank == 0) std::printf("No checkpoint in %s; starting fresh\n", options.checkpoint_dir.c_str());
@@ -81,8 +82,8 @@ dt::TrainingProgress restore(const Options& options, const std::optional<dt::Che
 // their fresh weights.
 class GradientExchange {
  public:
-  GradientExchange(bool ps, torch::optim::Optimizer& optimizer, dtrain::mnist::MnistNet& model, std::int64_t restored_step,
-                   int rank)
+  GradientExchange(bool ps, torch::optim::Optimizer& optimizer, dtrain::mnist::MnistNet& model,
+                   std::int64_t restored_step, int rank)
       : rank_(rank), start_step_(restored_step) {
     if (ps) {
       servers_.emplace(optimizer, model->named_parameters().pairs(), restored_step);
@@ -139,8 +140,7 @@ StepPlan step_plan(const Options& options, const dt::DistributedSampler& sampler
 // and the time left, printed by rank 0.
 class ProgressLog {
  public:
-  ProgressLog(const Options& options, const dtrain::Placement& placement, std::int64_t first_step,
-              const StepPlan& plan)
+  ProgressLog(const Options& options, const dtrain::Placement& placement, std::int64_t first_step, const StepPlan& plan)
       : options_(options), rank_(placement.rank), size_(placement.size), first_step_(first_step), total_(plan.total) {}
 
   std::int64_t first_step() const { return first_step_; }
@@ -307,8 +307,8 @@ int train(const Options& options) {
   EpochBatches batches(sampler, plan);
   at::Tensor loss;
   dtrain::training::Trainer trainer([&](std::int64_t step) {
-    loss = train_batch(model, train_set, batches.indices_for(step), step % plan.per_epoch, options.batch_size,
-                       exchange);
+    loss =
+        train_batch(model, train_set, batches.indices_for(step), step % plan.per_epoch, options.batch_size, exchange);
     progress.epoch = (step + 1) / plan.per_epoch;
   });
   trainer.emplace<ProgressHook>(log, loss, exchange);

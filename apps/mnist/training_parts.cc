@@ -29,10 +29,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Options& options, 
   return std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
 }
 
-
 void use_cores(const Options& options, int local_size) {
-  const int threads =
-      options.threads > 0 ? options.threads
+  const int threads = options.threads > 0
+                          ? options.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local_size);
   dt::set_num_threads(threads);
   dt::pin_device();
@@ -52,8 +51,9 @@ dtrain::mnist::MnistTensors on_device(dtrain::mnist::MnistTensors set, const at:
   return {set.images.to(device), set.labels.to(device)};
 }
 
-std::pair<at::Tensor, at::Tensor> batch_of(const dtrain::mnist::MnistTensors& set, const std::vector<std::size_t>& indices,
-                                           std::int64_t b, std::int64_t batch_size) {
+std::pair<at::Tensor, at::Tensor> batch_of(const dtrain::mnist::MnistTensors& set,
+                                           const std::vector<std::size_t>& indices, std::int64_t b,
+                                           std::int64_t batch_size) {
   const std::size_t begin = static_cast<std::size_t>(b * batch_size);
   const std::size_t end = std::min(indices.size(), begin + static_cast<std::size_t>(batch_size));
   std::vector<std::int64_t> batch(indices.begin() + begin, indices.begin() + end);
@@ -66,7 +66,6 @@ std::pair<at::Tensor, at::Tensor> batch_of(const dtrain::mnist::MnistTensors& se
 // memory at every chunk), 12 s with freed blocks kept (retain_freed_memory), 6 s in chunks
 // of 200 with blocks kept.
 constexpr std::int64_t kScoringChunk = 200;
-
 
 double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistTensors& test, bool collective) {
   model->eval();
@@ -81,8 +80,9 @@ double test_accuracy(dtrain::mnist::MnistNet& model, const dtrain::mnist::MnistT
     correct += predicted.eq(test.labels.slice(0, i, j)).sum().item<std::int64_t>();
   }
   std::int64_t counts[2] = {correct, end - begin};
-  if (collective) dtrain::allreduce("test.counts", {counts, dtrain::DataType::kInt64, {2}}, {counts, dtrain::DataType::kInt64, {2}},
-                    {dtrain::ReduceOp::kSum});
+  if (collective)
+    dtrain::allreduce("test.counts", {counts, dtrain::DataType::kInt64, {2}}, {counts, dtrain::DataType::kInt64, {2}},
+                      {dtrain::ReduceOp::kSum});
   model->train();
   return static_cast<double>(counts[0]) / static_cast<double>(counts[1]);
 }

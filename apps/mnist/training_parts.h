@@ -22,7 +22,7 @@ struct Options {
   std::int64_t max_steps = 0;  // 0: run every epoch to the end
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";  // or "sgd" (momentum 0.5, Horovod's PyTorch example)
-  double learning_rate = 0;  // 0: 0.000125 * size for Adam (the Keras tutorial), 0.01 * size for SGD
+  double learning_rate = 0;        // 0: 0.000125 * size for Adam (the Keras tutorial), 0.01 * size for SGD
   std::string data_dir = "data/mnist";
   std::string model_dir;
   std::string checkpoint_dir;
@@ -32,9 +32,9 @@ struct Options {
   int threads = 0;  // 0: the cores divided among this host's ranks
   std::int64_t log_every = 50;
   std::string distribution = "allreduce";  // or "ps"
-  bool elastic = false;               // --elastic: under `dtrain run --min-np`, go on when workers change
-  std::int64_t commit_every = 10;     // --commit-every: steps between elastic commits
-  std::string device = "cpu";         // --device: cpu, or cuda (this rank's GPU, cuda:local_rank)
+  bool elastic = false;                    // --elastic: under `dtrain run --min-np`, go on when workers change
+  std::int64_t commit_every = 10;          // --commit-every: steps between elastic commits
+  std::string device = "cpu";              // --device: cpu, or cuda (this rank's GPU, cuda:local_rank)
 };
 
 // Adam (the Keras tutorial) or SGD with momentum 0.5 (Horovod's PyTorch example); the default
@@ -55,8 +55,9 @@ dtrain::mnist::MnistTensors on_device(dtrain::mnist::MnistTensors set, const at:
 void use_cores(const Options& options, int local_size);
 
 // The images and labels at positions [b * batch, (b + 1) * batch) of `indices`.
-std::pair<at::Tensor, at::Tensor> batch_of(const dtrain::mnist::MnistTensors& set, const std::vector<std::size_t>& indices,
-                                           std::int64_t b, std::int64_t batch_size);
+std::pair<at::Tensor, at::Tensor> batch_of(const dtrain::mnist::MnistTensors& set,
+                                           const std::vector<std::size_t>& indices, std::int64_t b,
+                                           std::int64_t batch_size);
 
 // `collective`: every rank scores a contiguous slice and the counts are summed; otherwise
 // this process scores the whole set.

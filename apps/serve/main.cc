@@ -101,8 +101,7 @@ void install_signal_forwarding() {
 // The signal number, or 0 when woken by the program itself.
 int wait_for_signal() {
   char number = 0;
-  while (read(signal_pipe[0], &number, 1) < 0 && errno == EINTR) {
-  }
+  while (read(signal_pipe[0], &number, 1) < 0 && errno == EINTR) {}
   return number;
 }
 
@@ -187,9 +186,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dtrain serve: %s\n", e.what());
     return 2;
   }
-  CLI::App app{"dtrain serve: a model from a dtrain job behind SageMaker's inference contract "
-               "(GET /ping, POST /invocations, GET /metrics)",
-               "dtrain serve"};
+  CLI::App app{
+      "dtrain serve: a model from a dtrain job behind SageMaker's inference contract "
+      "(GET /ping, POST /invocations, GET /metrics)",
+      "dtrain serve"};
   // SageMaker starts hosting containers as `<image> serve`; accept the word.
   std::string verb;
   app.add_option("verb", verb, "optional 'serve' (how SageMaker starts the container)")

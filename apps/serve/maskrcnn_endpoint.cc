@@ -51,7 +51,8 @@ class MaskRcnnEndpoint : public serving::Endpoint {
 
   // The images that decode run as one call of detect_batch; a request that
   // does not decode fails alone, before the model runs.
-  std::vector<serving::InvocationOutcome> invoke_batch(const std::vector<serving::InvocationRequest>& requests) override {
+  std::vector<serving::InvocationOutcome> invoke_batch(
+      const std::vector<serving::InvocationRequest>& requests) override {
     std::vector<serving::InvocationOutcome> outcomes(requests.size());
     std::vector<size_t> owners;  // the request of each image
     std::vector<vision::RgbImage> images;

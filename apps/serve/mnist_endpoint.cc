@@ -19,8 +19,8 @@ class MnistEndpoint : public serving::Endpoint {
       torch::load(net_, model.weights.string(), torch::Device(torch::kCPU));
     } catch (const c10::Error& e) {
       const std::string message = e.what_without_backtrace();
-      throw serving::ModelError(model.weights.string() + ": not the MNIST network's weights: " +
-                                message.substr(0, message.find('\n')));
+      throw serving::ModelError(model.weights.string() +
+                                ": not the MNIST network's weights: " + message.substr(0, message.find('\n')));
     }
     net_->to(device_);
     net_->eval();  // dropout off

@@ -69,8 +69,8 @@ MnistBatch decode_json(const std::string& body) {
   // One image is 784 numbers or 28 rows of 28; a batch is a list of images.
   // The first element tells which: a number, a row of 28, or an image.
   const json& first = document[0];
-  const bool single = first.is_number() || (first.is_array() && first.size() == kMnistSide &&
-                                            !first.empty() && first[0].is_number());
+  const bool single =
+      first.is_number() || (first.is_array() && first.size() == kMnistSide && !first.empty() && first[0].is_number());
   MnistBatch batch;
   if (single) {
     append_image(document, where, batch.pixels);
@@ -116,8 +116,8 @@ MnistBatch decode_mnist_request(const serving::InvocationRequest& request) {
   if (request.body.empty()) throw InvocationError(400, "empty body: send an image or JSON");
   if (type == "application/json") return decode_json(request.body);
   if (type == "image/png" || type == "image/jpeg") return decode_picture(request.body, type);
-  throw InvocationError(415, "unsupported content type '" + type +
-                                 "': the MNIST model takes image/png, image/jpeg or application/json");
+  throw InvocationError(
+      415, "unsupported content type '" + type + "': the MNIST model takes image/png, image/jpeg or application/json");
 }
 
 std::string encode_mnist_response(const std::vector<float>& probabilities, size_t count) {

@@ -87,8 +87,8 @@ double time_per_op(const std::function<void()>& op, double budget_s, int min_ite
   const auto start = Clock::now();
   for (std::int64_t i = 0; i < iterations; ++i) op();
   double per_op = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(iterations);
-  dtrain::allreduce("bench.slowest", {&per_op, dtrain::DataType::kFloat64, {1}}, {&per_op, dtrain::DataType::kFloat64, {1}},
-                    {dtrain::ReduceOp::kMax});
+  dtrain::allreduce("bench.slowest", {&per_op, dtrain::DataType::kFloat64, {1}},
+                    {&per_op, dtrain::DataType::kFloat64, {1}}, {dtrain::ReduceOp::kMax});
   return per_op;
 }
 
@@ -294,10 +294,11 @@ void barriers(int rank, int n, bool with_mpi, dtrain::runtime::Transport& data_p
     if (with_mpi) std::printf(", Open MPI %.1f us", b_mpi * 1e6);
     std::printf("\n");
     char line[256];
-    std::snprintf(line, sizeof(line),
-                  "{\"bench\":\"barrier_last_arrival\",\"ranks\":%d,\"dtrain_runtime_s\":%.9g,\"dtrain_transport_s\":%.9g,"
-                  "\"mpi_s\":%.9g,\"gloo_s\":%.9g}",
-                  n, b_runtime, b_data, b_mpi, b_gloo);
+    std::snprintf(
+        line, sizeof(line),
+        "{\"bench\":\"barrier_last_arrival\",\"ranks\":%d,\"dtrain_runtime_s\":%.9g,\"dtrain_transport_s\":%.9g,"
+        "\"mpi_s\":%.9g,\"gloo_s\":%.9g}",
+        n, b_runtime, b_data, b_mpi, b_gloo);
     emit(line);
   }
 }
@@ -310,17 +311,17 @@ int run(const Options& options) {
   // The data path alone: the transport dtrain::init() chose, connected a second time.
   dtrain::runtime::RuntimeConfig config = dtrain::runtime::read_config_from_environment();
   auto data_path = dtrain::runtime::connect_transport(config, 1000);
-  const std::string gloo_dir =
-      !options.gloo_dir.empty() ? options.gloo_dir
-      : std::getenv("DTRAIN_JOB_ID") ? std::string("/tmp/dtrain-bench-gloo-") + std::getenv("DTRAIN_JOB_ID")
-                                     : "/tmp/dtrain-bench-gloo-" + std::to_string(getppid());  // mpirun: the local daemon
+  const std::string gloo_dir = !options.gloo_dir.empty() ? options.gloo_dir
+                               : std::getenv("DTRAIN_JOB_ID")
+                                   ? std::string("/tmp/dtrain-bench-gloo-") + std::getenv("DTRAIN_JOB_ID")
+                                   : "/tmp/dtrain-bench-gloo-" + std::to_string(getppid());  // mpirun: the local daemon
   auto gloo = gloo_context(gloo_dir, config.iface);
   const bool with_mpi = config.launched_by_mpirun;
 
-  const double round_trip_s = n > 1 ? tcp_round_trip(config.iface.empty() ? "127.0.0.1"
-                                                                         : dtrain::runtime::bind_address(config.iface, ""),
-                                                       4096, options.seconds_per_size, rank)
-                                    : 0.0;
+  const double round_trip_s =
+      n > 1 ? tcp_round_trip(config.iface.empty() ? "127.0.0.1" : dtrain::runtime::bind_address(config.iface, ""), 4096,
+                             options.seconds_per_size, rank)
+            : 0.0;
   double memcpy_bps = 0;
   if (rank == 0) memcpy_bps = memcpy_bandwidth();
   dtrain::broadcast("bench.memcpy", {&memcpy_bps, dtrain::DataType::kFloat64, {1}}, 0);
@@ -331,16 +332,18 @@ int run(const Options& options) {
     if (json) std::fprintf(json, "%s\n", line.c_str());
   };
   if (rank == 0) {
-    std::printf("allreduce float32 on %d ranks, %d host(s) (%s); single-core memcpy %.2f GB/s; busbw = algbw * 2(n-1)/n\n",
-                n, config.cross_size, with_mpi ? "mpirun" : "dtrain run: no Open MPI peer", memcpy_bps / 1e9);
+    std::printf(
+        "allreduce float32 on %d ranks, %d host(s) (%s); single-core memcpy %.2f GB/s; busbw = algbw * 2(n-1)/n\n", n,
+        config.cross_size, with_mpi ? "mpirun" : "dtrain run: no Open MPI peer", memcpy_bps / 1e9);
     std::printf("TCP round trip of 4 KiB, rank 0 to rank 1 and back (blocking sockets, TCP_NODELAY): %.1f us\n",
                 round_trip_s * 1e6);
     char line[160];
-    std::snprintf(line, sizeof(line), "{\"bench\":\"tcp_round_trip\",\"ranks\":%d,\"hosts\":%d,\"bytes\":4096,\"seconds\":%.9g}",
-                  n, config.cross_size, round_trip_s);
+    std::snprintf(line, sizeof(line),
+                  "{\"bench\":\"tcp_round_trip\",\"ranks\":%d,\"hosts\":%d,\"bytes\":4096,\"seconds\":%.9g}", n,
+                  config.cross_size, round_trip_s);
     emit(line);
-    std::printf("%9s | %-22s | %-22s | %-22s | %-22s | %s\n", "size", "dtrain runtime", "dtrain data path",
-                "Open MPI", "Gloo ring", "data path busbw vs MPI, Gloo, memcpy");
+    std::printf("%9s | %-22s | %-22s | %-22s | %-22s | %s\n", "size", "dtrain runtime", "dtrain data path", "Open MPI",
+                "Gloo ring", "data path busbw vs MPI, Gloo, memcpy");
     std::printf("%9s | %-22s | %-22s | %-22s | %-22s |\n", "", "time  busbw", "time  busbw", "time  busbw",
                 "time  busbw");
   }
@@ -361,18 +364,20 @@ int run(const Options& options) {
                                                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
                                          },
                                          options.seconds_per_size);
-    const double t_gloo = time_per_op([&] { gloo_ring_allreduce(gloo, buffer.data(), count); }, options.seconds_per_size);
+    const double t_gloo =
+        time_per_op([&] { gloo_ring_allreduce(gloo, buffer.data(), count); }, options.seconds_per_size);
     if (bytes == 4096) {
       runtime_4k_s = t_runtime;
       data_path_4k_s = t_data;
     }
     auto busbw = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t * bus_factor : 0.0; };
     if (rank == 0) {
-      std::printf("%9s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | "
-                  "%5.2fx %5.2fx %4.0f%%\n",
-                  human_bytes(bytes).c_str(), t_runtime * 1e6, busbw(t_runtime) / 1e9, t_data * 1e6,
-                  busbw(t_data) / 1e9, t_mpi * 1e6, busbw(t_mpi) / 1e9, t_gloo * 1e6, busbw(t_gloo) / 1e9,
-                  with_mpi ? t_mpi / t_data : 0.0, t_gloo / t_data, 100 * busbw(t_data) / memcpy_bps);
+      std::printf(
+          "%9s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | %8.1f us %7.3f GB/s | "
+          "%5.2fx %5.2fx %4.0f%%\n",
+          human_bytes(bytes).c_str(), t_runtime * 1e6, busbw(t_runtime) / 1e9, t_data * 1e6, busbw(t_data) / 1e9,
+          t_mpi * 1e6, busbw(t_mpi) / 1e9, t_gloo * 1e6, busbw(t_gloo) / 1e9, with_mpi ? t_mpi / t_data : 0.0,
+          t_gloo / t_data, 100 * busbw(t_data) / memcpy_bps);
       std::fflush(stdout);
       char line[512];
       std::snprintf(line, sizeof(line),
@@ -404,7 +409,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dtrain-bench: dtrain's benchmarks"};
   app.require_subcommand(1);
   Options options;
-  auto* allreduce = app.add_subcommand("allreduce", "allreduce against Open MPI and Gloo (run under dtrain run [--mpi])");
+  auto* allreduce =
+      app.add_subcommand("allreduce", "allreduce against Open MPI and Gloo (run under dtrain run [--mpi])");
   allreduce->add_option("--json", options.json, "Append results as JSON lines to this file");
   allreduce->add_option("--gloo-dir", options.gloo_dir, "Directory every rank sees, for Gloo's rendezvous");
   allreduce->add_option("--max-bytes", options.max_bytes, "Largest size (default 256 MiB)");

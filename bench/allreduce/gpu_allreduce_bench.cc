@@ -44,9 +44,7 @@ void check(ncclResult_t result, const char* call) {
 
 // Iterations for a size: about 1 GiB moved per measurement, between 5 and 500. Every rank
 // computes the same count, so the timed loops need no agreement.
-int iterations_for(std::size_t bytes) {
-  return static_cast<int>(std::clamp<std::size_t>((1u << 30) / bytes, 5, 500));
-}
+int iterations_for(std::size_t bytes) { return static_cast<int>(std::clamp<std::size_t>((1u << 30) / bytes, 5, 500)); }
 
 // Seconds per call of `op` (which queues work on `stream`), the slowest rank's view.
 double time_per_op(const std::function<void()>& op, int iterations, cudaStream_t stream) {
@@ -57,8 +55,8 @@ double time_per_op(const std::function<void()>& op, int iterations, cudaStream_t
   for (int i = 0; i < iterations; ++i) op();
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   double per_op = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
-  dtrain::allreduce("bench.slowest", {&per_op, dtrain::DataType::kFloat64, {1}}, {&per_op, dtrain::DataType::kFloat64, {1}},
-                    {dtrain::ReduceOp::kMax});
+  dtrain::allreduce("bench.slowest", {&per_op, dtrain::DataType::kFloat64, {1}},
+                    {&per_op, dtrain::DataType::kFloat64, {1}}, {dtrain::ReduceOp::kMax});
   return per_op;
 }
 
@@ -133,7 +131,10 @@ int run(const Options& options) {
   for (std::size_t bytes : sizes(options)) {
     const std::size_t elements = bytes / 4;
     t_raw.push_back(time_per_op(
-        [&] { check(ncclAllReduce(gpu.buffer, gpu.buffer, elements, ncclFloat32, ncclSum, comm, gpu.stream), "ncclAllReduce"); },
+        [&] {
+          check(ncclAllReduce(gpu.buffer, gpu.buffer, elements, ncclFloat32, ncclSum, comm, gpu.stream),
+                "ncclAllReduce");
+        },
         iterations_for(bytes), gpu.stream));
     const dtrain::TensorView view{host.data(), dtrain::DataType::kFloat32, {static_cast<std::int64_t>(elements)}};
     t_host.push_back(time_per_op([&] { dtrain::allreduce("bench.host", view, view, {dtrain::ReduceOp::kSum}); },
@@ -176,7 +177,8 @@ int run(const Options& options) {
   std::size_t total = 0;
   for (const auto& shape : shapes) {
     offsets.push_back(total);
-    total += static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
+    total +=
+        static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
   }
   float* gradients = nullptr;
   check(cudaMalloc(&gradients, total * 4), "cudaMalloc");
@@ -186,14 +188,15 @@ int run(const Options& options) {
         std::vector<dtrain::Handle> handles;
         for (std::size_t k = 0; k < shapes.size(); ++k) {
           const auto view = cuda_view(gpu, gradients + offsets[k], shapes[k]);
-          handles.push_back(dtrain::allreduce_async("resnet50." + std::to_string(k), view, view, {dtrain::ReduceOp::kSum}));
+          handles.push_back(
+              dtrain::allreduce_async("resnet50." + std::to_string(k), view, view, {dtrain::ReduceOp::kSum}));
         }
         for (auto& h : handles) h.wait();
       },
       20, gpu.stream);
   const auto flat = cuda_view(gpu, gradients, {static_cast<std::int64_t>(total)});
-  const double t_single = time_per_op([&] { dtrain::allreduce("resnet50.flat", flat, flat, {dtrain::ReduceOp::kSum}); }, 20,
-                                      gpu.stream);
+  const double t_single =
+      time_per_op([&] { dtrain::allreduce("resnet50.flat", flat, flat, {dtrain::ReduceOp::kSum}); }, 20, gpu.stream);
   if (rank == 0) {
     std::printf("\nResNet-50 gradients on the GPU (NCCL engine): %zu tensors, %.1f MiB\n", shapes.size(),
                 total * 4.0 / (1 << 20));

@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int steps = 20;
   int warmup = 3;
-  double compute_ms = 0;   // per step: a third before the gradients (forward), the rest between them
+  double compute_ms = 0;  // per step: a third before the gradients (forward), the rest between them
   int steps_per_sample = 5;
   int rounds = 3;
   int final_rounds = 5;
@@ -61,10 +61,9 @@ class GradientSteps {
     std::vector<dtrain::Handle> handles;
     for (std::size_t k = shapes_.size(); k-- > 0;) {
       dtrain::bench::compute_for(per_layer);
-      handles.push_back(dtrain::allreduce_async("grad." + std::to_string(k),
-                                                {gradients_[k].data(), dtrain::DataType::kFloat32, shapes_[k]},
-                                                {gradients_[k].data(), dtrain::DataType::kFloat32, shapes_[k]},
-                                                {dtrain::ReduceOp::kAverage}));
+      handles.push_back(dtrain::allreduce_async(
+          "grad." + std::to_string(k), {gradients_[k].data(), dtrain::DataType::kFloat32, shapes_[k]},
+          {gradients_[k].data(), dtrain::DataType::kFloat32, shapes_[k]}, {dtrain::ReduceOp::kAverage}));
     }
     for (auto& h : handles) h.wait();
   }
@@ -115,7 +114,8 @@ int main(int argc, char** argv) {
   app.add_option("--compute-ms", options.compute_ms, "Compute per step around the gradients (0: communication only)");
   app.add_option("--steps-per-sample", options.steps_per_sample, "DTRAIN_AUTOTUNE_STEPS_PER_SAMPLE");
   app.add_option("--rounds", options.rounds, "Rounds of timing the grid; each figure is the median");
-  app.add_option("--final-rounds", options.final_rounds, "Rounds of the defaults, the tuned and the grid's best head to head");
+  app.add_option("--final-rounds", options.final_rounds,
+                 "Rounds of the defaults, the tuned and the grid's best head to head");
   app.add_option("--json", options.json, "Append the results as a JSON line");
   CLI11_PARSE(app, argc, argv);
 
@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
   // Every rank needs the tuned knobs to time them; rank 0 has the log.
   Knobs tuned = rank == 0 ? tuned_knobs(log) : Knobs{0, 0};
   if (rank == 0) {
-    std::printf("the tuner's samples (%s):\n%s\n", log.c_str(), std::string(std::istreambuf_iterator<char>(std::ifstream(log).rdbuf()), {}).c_str());
+    std::printf("the tuner's samples (%s):\n%s\n", log.c_str(),
+                std::string(std::istreambuf_iterator<char>(std::ifstream(log).rdbuf()), {}).c_str());
     std::filesystem::remove(log);
   }
   dtrain::init();
@@ -195,21 +196,24 @@ int main(int argc, char** argv) {
       std::printf("grid  fusion %4lld MiB  cycle %4.1f ms  %8.2f ms/step\n", settings[i].fusion_bytes >> 20,
                   settings[i].cycle_ms, median(times[i]) * 1e3);
     }
-    std::printf("\nResNet-50 gradients, %d ranks, %.0f ms of compute per step (head to head: medians of %d rounds of "
-                "%d steps):\n",
-                dtrain::placement_from_environment().size, options.compute_ms, options.final_rounds, options.steps);
+    std::printf(
+        "\nResNet-50 gradients, %d ranks, %.0f ms of compute per step (head to head: medians of %d rounds of "
+        "%d steps):\n",
+        dtrain::placement_from_environment().size, options.compute_ms, options.final_rounds, options.steps);
     std::printf("  defaults (64 MiB, 1 ms):            %8.2f ms/step\n", t_defaults * 1e3);
     std::printf("  best of the grid (%lld MiB, %g ms):  %8.2f ms/step\n", settings[best].fusion_bytes >> 20,
                 settings[best].cycle_ms, t_best * 1e3);
-    std::printf("  autotuned (%lld MiB, %g ms):         %8.2f ms/step  (%.3fx the best's time, %.3fx the defaults'; "
-                "tuning took %.1f s)\n",
-                tuned.fusion_bytes >> 20, tuned.cycle_ms, t_tuned * 1e3, t_tuned / t_best, t_tuned / t_defaults, tuning_s);
+    std::printf(
+        "  autotuned (%lld MiB, %g ms):         %8.2f ms/step  (%.3fx the best's time, %.3fx the defaults'; "
+        "tuning took %.1f s)\n",
+        tuned.fusion_bytes >> 20, tuned.cycle_ms, t_tuned * 1e3, t_tuned / t_best, t_tuned / t_defaults, tuning_s);
     if (!options.json.empty()) {
       std::ofstream out(options.json, std::ios::app);
-      out << "{\"bench\":\"autotune_resnet50\",\"compute_ms\":" << options.compute_ms << ",\"defaults_s\":" << t_defaults
-          << ",\"best_s\":" << t_best << ",\"best_fusion\":" << settings[best].fusion_bytes
-          << ",\"best_cycle_ms\":" << settings[best].cycle_ms << ",\"tuned_s\":" << t_tuned
-          << ",\"tuned_fusion\":" << tuned.fusion_bytes << ",\"tuned_cycle_ms\":" << tuned.cycle_ms << "}\n";
+      out << "{\"bench\":\"autotune_resnet50\",\"compute_ms\":" << options.compute_ms
+          << ",\"defaults_s\":" << t_defaults << ",\"best_s\":" << t_best
+          << ",\"best_fusion\":" << settings[best].fusion_bytes << ",\"best_cycle_ms\":" << settings[best].cycle_ms
+          << ",\"tuned_s\":" << t_tuned << ",\"tuned_fusion\":" << tuned.fusion_bytes
+          << ",\"tuned_cycle_ms\":" << tuned.cycle_ms << "}\n";
     }
   }
   return 0;

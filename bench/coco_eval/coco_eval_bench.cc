@@ -55,9 +55,7 @@ struct Targets {
 constexpr Targets kSyntheticTargets{50, 40};
 constexpr Targets kRealAnnotationTargets{0, 25};
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
@@ -131,8 +129,8 @@ int measure_child(int argc, char** argv) {
 
 ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log) {
   const fs::path result = log.string() + ".rusage";
-  std::vector<std::string> full = {fs::read_symlink("/proc/self/exe").string(), kMeasureMode,
-                                   result.string(), log.string()};
+  std::vector<std::string> full = {fs::read_symlink("/proc/self/exe").string(), kMeasureMode, result.string(),
+                                   log.string()};
   full.insert(full.end(), argv.begin(), argv.end());
   std::vector<char*> args;
   for (const std::string& a : full) args.push_back(const_cast<char*>(a.c_str()));
@@ -143,8 +141,7 @@ ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log) {
     throw vision::CocoError(fmt::format("cannot start {}: {}", full[0], std::strerror(spawned)));
   }
   int helper_status = 0;
-  if (waitpid(pid, &helper_status, 0) != pid || !WIFEXITED(helper_status) ||
-      WEXITSTATUS(helper_status) != 0) {
+  if (waitpid(pid, &helper_status, 0) != pid || !WIFEXITED(helper_status) || WEXITSTATUS(helper_status) != 0) {
     throw vision::CocoError(fmt::format("measuring {} failed (helper status {})", argv[0], helper_status));
   }
   int status = -1;
@@ -154,8 +151,7 @@ ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string command;
     for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
-    throw vision::CocoError(fmt::format("{} failed (status {}); its output:\n{}", command, status,
-                                        read_text(log)));
+    throw vision::CocoError(fmt::format("{} failed (status {}); its output:\n{}", command, status, read_text(log)));
   }
   return {seconds, peak_kib / 1024.0};  // ru_maxrss: KiB
 }
@@ -207,20 +203,19 @@ struct Outcome {
   double max_stat_diff = -1;  // dtrain vs pycocotools
 };
 
-Phases dtrain_phases(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type,
-                     const Options& options, const fs::path& work) {
+Phases dtrain_phases(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type, const Options& options,
+                     const fs::path& work) {
   const std::string name(vision::iou_type_name(type));
   Phases d = dtrain_in_process(gt_path, dt_path, type, options.threads);
   const fs::path report = work / ("dtrain_" + name + ".json");
-  const ChildRun command = run_child({options.dtrain, "coco-eval", "--gt", gt_path.string(), "--dt",
-                                      dt_path.string(), "--iou-type", name, "--threads",
-                                      std::to_string(options.threads), "--json", report.string()},
-                                     work / ("dtrain_" + name + ".log"));
+  const ChildRun command =
+      run_child({options.dtrain, "coco-eval", "--gt", gt_path.string(), "--dt", dt_path.string(), "--iou-type", name,
+                 "--threads", std::to_string(options.threads), "--json", report.string()},
+                work / ("dtrain_" + name + ".log"));
   d.whole_command = command.seconds;
   d.peak_rss_mb = command.peak_rss_mb;
   if (stats_of(nlohmann::ordered_json::parse(read_text(report))) != d.stats) {
-    throw vision::CocoError("dtrain coco-eval and the library in this process disagree on " +
-                            dt_path.string());
+    throw vision::CocoError("dtrain coco-eval and the library in this process disagree on " + dt_path.string());
   }
   return d;
 }
@@ -229,11 +224,11 @@ Phases pycocotools_phases(const fs::path& gt_path, const fs::path& dt_path, visi
                           const Options& options, const fs::path& work) {
   const std::string name(vision::iou_type_name(type));
   const fs::path report = work / ("pycocotools_" + name + ".json");
-  const ChildRun run = run_child(
-      {options.python, std::string(DTRAIN_SOURCE_DIR) + "/bench/coco_eval/pycocotools_phases.py",
-       "--pycocotools", options.pycocotools, "--gt", gt_path.string(), "--dt", dt_path.string(),
-       "--iou-type", name, "--out", report.string()},
-      work / ("pycocotools_" + name + ".log"));
+  const ChildRun run =
+      run_child({options.python, std::string(DTRAIN_SOURCE_DIR) + "/bench/coco_eval/pycocotools_phases.py",
+                 "--pycocotools", options.pycocotools, "--gt", gt_path.string(), "--dt", dt_path.string(), "--iou-type",
+                 name, "--out", report.string()},
+                work / ("pycocotools_" + name + ".log"));
   const auto json = nlohmann::ordered_json::parse(read_text(report));
   Phases p;
   const auto& s = json["seconds"];
@@ -267,8 +262,8 @@ Phases median(const std::vector<Phases>& runs) {
 
 // dtrain and (when given) pycocotools on one pair of files, `repeat` times in
 // turn so that both see the same background load; medians.
-Outcome measure(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type,
-                const Options& options, const fs::path& work) {
+Outcome measure(const fs::path& gt_path, const fs::path& dt_path, vision::IouType type, const Options& options,
+                const fs::path& work) {
   std::vector<Phases> ours, theirs;
   for (int r = 0; r < options.repeat; ++r) {
     ours.push_back(dtrain_phases(gt_path, dt_path, type, options, work));
@@ -317,9 +312,8 @@ void print_outcome(const std::string& title, const Outcome& o, const std::option
   std::printf("\n%s\n", title.c_str());
   std::printf("  %-44s %12s %12s %9s\n", "phase", "dtrain", p ? "pycocotools" : "", p ? "ratio" : "");
   const auto row = [&](const char* name, double ours, double theirs, const std::string& note) {
-    std::printf("  %-44s %12s %12s %9s%s\n", name, seconds_text(ours).c_str(),
-                p ? seconds_text(theirs).c_str() : "", p ? ratio_text(theirs, ours).c_str() : "",
-                note.c_str());
+    std::printf("  %-44s %12s %12s %9s%s\n", name, seconds_text(ours).c_str(), p ? seconds_text(theirs).c_str() : "",
+                p ? ratio_text(theirs, ours).c_str() : "", note.c_str());
   };
   row("ground truth load", d.load_gt, p ? p->load_gt : -1, "");
   row("results load", d.load_results, p ? p->load_results : -1, "");
@@ -328,11 +322,10 @@ void print_outcome(const std::string& title, const Outcome& o, const std::option
   row("summarize", d.summarize, p ? p->summarize : -1, "");
   const auto verdict = [&](double ratio, double target) {
     return target > 0 ? fmt::format("  target >= {:.0f}x: {}", target, ratio >= target ? "reached" : "NOT reached")
-                   : std::string();
+                      : std::string();
   };
   row("evaluate + accumulate", d.evaluate_accumulate(), p ? p->evaluate_accumulate() : -1,
-      p && targets ? verdict(p->evaluate_accumulate() / d.evaluate_accumulate(), targets->evaluate_accumulate)
-                   : "");
+      p && targets ? verdict(p->evaluate_accumulate() / d.evaluate_accumulate(), targets->evaluate_accumulate) : "");
   row("loadRes + evaluate + accumulate + summarize", d.after_ground_truth(), p ? p->after_ground_truth() : -1, "");
   row("whole command (process start to exit)", d.whole_command, p ? p->whole_command : -1, "");
   if (p) {
@@ -343,15 +336,14 @@ void print_outcome(const std::string& title, const Outcome& o, const std::option
               p ? fmt::format("{:.0f} MB", p->peak_rss_mb).c_str() : "",
               p ? fmt::format("{:.2f}x", d.peak_rss_mb / p->peak_rss_mb).c_str() : "",
               p && targets.has_value() ? (d.peak_rss_mb <= p->peak_rss_mb ? "  target <= pycocotools: reached"
-                                                              : "  target <= pycocotools: NOT reached")
-                           : "");
+                                                                          : "  target <= pycocotools: NOT reached")
+                                       : "");
   std::printf("  AP %.4f", d.stats.empty() ? 0.0 : d.stats[0]);
   if (p) std::printf("; 12 statistics, max |dtrain - pycocotools| = %.3g", o.max_stat_diff);
   std::printf("\n");
 }
 
-void append_json(FILE* json, const std::string& set, vision::IouType type, int threads,
-                 const Outcome& o) {
+void append_json(FILE* json, const std::string& set, vision::IouType type, int threads, const Outcome& o) {
   if (json == nullptr) return;
   nlohmann::ordered_json line;
   line["bench"] = "coco_eval";
@@ -379,7 +371,6 @@ void append_json(FILE* json, const std::string& set, vision::IouType type, int t
   std::fprintf(json, "%s\n", line.dump().c_str());
 }
 
-
 // A generated set written to `dir` and measured for bbox and segm; whether
 // its targets were reached.
 bool measure_generated_set(const std::string& set, const std::string& description,
@@ -391,16 +382,16 @@ bool measure_generated_set(const std::string& set, const std::string& descriptio
   write_file(gt_path, data.ground_truth);
   write_file(box_path, data.box_results);
   write_file(mask_path, data.mask_results);
-  std::printf("\n%s set: %zu annotations, %zu detections (gt %.0f MB, bbox results %.0f MB, segm results "
-              "%.0f MB) in %s\n",
-              set.c_str(), data.annotations, data.detections, data.ground_truth.size() / 1e6,
-              data.box_results.size() / 1e6, data.mask_results.size() / 1e6, dir.string().c_str());
+  std::printf(
+      "\n%s set: %zu annotations, %zu detections (gt %.0f MB, bbox results %.0f MB, segm results "
+      "%.0f MB) in %s\n",
+      set.c_str(), data.annotations, data.detections, data.ground_truth.size() / 1e6, data.box_results.size() / 1e6,
+      data.mask_results.size() / 1e6, dir.string().c_str());
   bool all_reached = true;
   for (const vision::IouType type : {vision::IouType::kBbox, vision::IouType::kSegm}) {
     const std::string name(vision::iou_type_name(type));
     const Outcome o = measure(gt_path, type == vision::IouType::kBbox ? box_path : mask_path, type, options, dir);
-    print_outcome(fmt::format("{}, {}: {} (load average {})", set, name, description, load_average()), o,
-                  targets);
+    print_outcome(fmt::format("{}, {}: {} (load average {})", set, name, description, load_average()), o, targets);
     append_json(json, set, type, options.threads, o);
     all_reached &= reached(o, targets.value_or(Targets{}));
   }
@@ -411,9 +402,10 @@ bool measure_generated_set(const std::string& set, const std::string& descriptio
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == kMeasureMode) return measure_child(argc, argv);
-  CLI::App app{"Times COCO bbox/segm evaluation phase by phase on two val2017-sized sets (synthetic, and "
-               "real annotations replicated) and the golden set, optionally beside pycocotools",
-               "dtrain-bench-coco-eval"};
+  CLI::App app{
+      "Times COCO bbox/segm evaluation phase by phase on two val2017-sized sets (synthetic, and "
+      "real annotations replicated) and the golden set, optionally beside pycocotools",
+      "dtrain-bench-coco-eval"};
   dtrain::bench::SyntheticCocoSpec spec;
   int sparse_per_image = 10;
   Options options;
@@ -435,14 +427,15 @@ int main(int argc, char** argv) {
                  "e.g. a cocoapi checkout's PythonAPI after `python3 setup.py build_ext --inplace`)")
       ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--repeat", options.repeat, "Runs of every measurement (dtrain and pycocotools in turn); "
-                                            "the tables show each phase's median")
+  app.add_option("--repeat", options.repeat,
+                 "Runs of every measurement (dtrain and pycocotools in turn); "
+                 "the tables show each phase's median")
       ->default_val(options.repeat)
       ->check(CLI::PositiveNumber);
-  app.add_option("--python", options.python, "Python for pycocotools (needs NumPy)")
-      ->default_val(options.python);
-  app.add_option("--dtrain", options.dtrain, "dtrain binary for the whole-command runs (default: "
-                                             "the one next to this program)");
+  app.add_option("--python", options.python, "Python for pycocotools (needs NumPy)")->default_val(options.python);
+  app.add_option("--dtrain", options.dtrain,
+                 "dtrain binary for the whole-command runs (default: "
+                 "the one next to this program)");
   app.add_option("--golden", golden_dir,
                  "Golden set (instances_val2014_100.json and the fake results); its ground truth is also "
                  "the source of the real-annotation set")
@@ -487,8 +480,8 @@ int main(int argc, char** argv) {
       const bool targeted = val2017_sized && spec.categories == 80;
       all_reached &= measure_generated_set(
           "synthetic",
-          fmt::format("{} images of 640x480, {} categories, generated outlines", spec.images, spec.categories),
-          data, targeted ? std::optional(kSyntheticTargets) : std::nullopt, options, dir, json);
+          fmt::format("{} images of 640x480, {} categories, generated outlines", spec.images, spec.categories), data,
+          targeted ? std::optional(kSyntheticTargets) : std::nullopt, options, dir, json);
     }
     if (!skip_real) {
       // Twice: all of a detector's 100 best per image (what val2017 results
@@ -517,10 +510,8 @@ int main(int argc, char** argv) {
       for (const vision::IouType type : {vision::IouType::kBbox, vision::IouType::kSegm}) {
         const std::string name(vision::iou_type_name(type));
         const Outcome o = measure(golden / "instances_val2014_100.json",
-                                  golden / ("instances_val2014_fake" + name + "100_results.json"), type,
-                                  options, dir);
-        print_outcome(fmt::format("golden set (tests/data/coco-fake100), {} (load average {})", name,
-                                  load_average()),
+                                  golden / ("instances_val2014_fake" + name + "100_results.json"), type, options, dir);
+        print_outcome(fmt::format("golden set (tests/data/coco-fake100), {} (load average {})", name, load_average()),
                       o, std::nullopt);
         append_json(json, "golden", type, options.threads, o);
         all_reached &= reached(o, Targets{});
@@ -529,7 +520,7 @@ int main(int argc, char** argv) {
     if (json) std::fclose(json);
     std::printf("\nload average after: %s\n", load_average().c_str());
     if (!options.pycocotools.empty()) {
-      std::printf("%s\n", !all_reached     ? "some targets NOT reached or statistics differ (see above)"
+      std::printf("%s\n", !all_reached    ? "some targets NOT reached or statistics differ (see above)"
                           : val2017_sized ? "all targets reached, statistics identical"
                                           : "statistics identical (the speed targets are for val2017-sized sets)");
     }

@@ -148,9 +148,8 @@ class ImageGenerator {
     // scored low, as a detector fills its 100.
     for (int tries = 0; made < spec_.detections_per_image && tries < 4 * spec_.detections_per_image; ++tries) {
       const Outline& other = outlines_[rng.next() % outlines_.size()];
-      const RunLengthMask mask =
-          transformed_mask(other, rng.uniform(0, source.width), rng.uniform(0, source.height),
-                           rng.uniform(0.5, 1.5), 1.0, source.width, source.height, rng);
+      const RunLengthMask mask = transformed_mask(other, rng.uniform(0, source.width), rng.uniform(0, source.height),
+                                                  rng.uniform(0.5, 1.5), 1.0, source.width, source.height, rng);
       const int64_t category = category_ids_[rng.next() % category_ids_.size()];
       made += add_detection(mask, category, rng.uniform(0.001, 0.3), image_id, out) ? 1 : 0;
     }
@@ -167,16 +166,15 @@ class ImageGenerator {
     const double score = rng.uniform(0.3, 1.0) * (1 - spread);
     if (crowd) {
       const RunLengthMask mask = crowd_mask(annotation, source.width, source.height);
-      return add_detection(shifted_right(mask, static_cast<uint32_t>(rng.integer(0, 20))), category, score,
-                           image_id, out);
+      return add_detection(shifted_right(mask, static_cast<uint32_t>(rng.integer(0, 20))), category, score, image_id,
+                           out);
     }
     const Outline outline = outline_of(annotation);
     const Json& box = annotation["bbox"];
     const double w = box[2].get<double>(), h = box[3].get<double>();
-    const RunLengthMask mask =
-        transformed_mask(outline, outline.cx + spread * w * rng.uniform(-1, 1),
-                         outline.cy + spread * h * rng.uniform(-1, 1), rng.uniform(0.8, 1.2), 1.5,
-                         source.width, source.height, rng);
+    const RunLengthMask mask = transformed_mask(outline, outline.cx + spread * w * rng.uniform(-1, 1),
+                                                outline.cy + spread * h * rng.uniform(-1, 1), rng.uniform(0.8, 1.2),
+                                                1.5, source.width, source.height, rng);
     return add_detection(mask, category, score, image_id, out);
   }
 
@@ -184,13 +182,12 @@ class ImageGenerator {
                             CopyText& out) {
     if (vision::rle_area(mask) == 0) return false;
     const vision::BoundingBox box = vision::rle_to_bbox(mask);
-    append(out.boxes, fmt::format(R"({{"image_id":{},"category_id":{},"bbox":[{},{},{},{}],"score":{:.3f}}})",
-                                  image_id, category, box.x, box.y, box.width, box.height, score));
-    append(out.masks,
-           fmt::format(R"({{"image_id":{},"category_id":{},"segmentation":{{"size":[{},{}],"counts":"{}"}},)"
-                       R"("score":{:.3f}}})",
-                       image_id, category, mask.height, mask.width,
-                       json_escaped_counts(vision::rle_counts_to_string(mask)), score));
+    append(out.boxes, fmt::format(R"({{"image_id":{},"category_id":{},"bbox":[{},{},{},{}],"score":{:.3f}}})", image_id,
+                                  category, box.x, box.y, box.width, box.height, score));
+    append(out.masks, fmt::format(R"({{"image_id":{},"category_id":{},"segmentation":{{"size":[{},{}],"counts":"{}"}},)"
+                                  R"("score":{:.3f}}})",
+                                  image_id, category, mask.height, mask.width,
+                                  json_escaped_counts(vision::rle_counts_to_string(mask)), score));
     ++out.detection_count;
     return true;
   }

@@ -24,6 +24,6 @@ struct RealAnnotationCocoSpec {
 // Same spec and source, same bytes, on every run and for every thread count.
 // Throws vision::CocoError when the source is not COCO instances JSON.
 GeneratedCocoSet generate_real_annotation_coco(const std::string& source_ground_truth,
-                                            const RealAnnotationCocoSpec& spec, int threads);
+                                               const RealAnnotationCocoSpec& spec, int threads);
 
 }  // namespace dtrain::bench

@@ -20,8 +20,8 @@ using vision::RunLengthMask;
 using Random = SplitMixRandom;
 
 struct Shape {
-  double cx, cy, rx, ry;          // ellipse-like outline
-  std::vector<double> radii;      // per-vertex wobble
+  double cx, cy, rx, ry;      // ellipse-like outline
+  std::vector<double> radii;  // per-vertex wobble
   double phase;
 };
 
@@ -79,8 +79,8 @@ ImageText generate_image(const SyntheticCocoSpec& spec, int index, uint64_t& nex
   const int64_t image_id = 100000 + static_cast<int64_t>(index) * 7;
   const bool portrait = rng.chance(1.0 / 3);
   const uint32_t width = portrait ? 480 : 640, height = portrait ? 640 : 480;
-  out.image = fmt::format(R"({{"id":{},"width":{},"height":{},"file_name":"{:012d}.jpg"}})",
-                          image_id, width, height, image_id);
+  out.image =
+      fmt::format(R"({{"id":{},"width":{},"height":{},"file_name":"{:012d}.jpg"}})", image_id, width, height, image_id);
 
   const int objects = rng.integer(1, 13);
   std::vector<std::pair<Shape, int>> shapes;
@@ -112,31 +112,31 @@ ImageText generate_image(const SyntheticCocoSpec& spec, int index, uint64_t& nex
     const bool crowd = rng.chance(0.01);
     std::string segmentation;
     if (crowd) {
-      segmentation = fmt::format(R"({{"counts":[{}],"size":[{},{}]}})",
-                                 fmt::join(mask.counts, ","), height, width);
+      segmentation = fmt::format(R"({{"counts":[{}],"size":[{},{}]}})", fmt::join(mask.counts, ","), height, width);
     } else {
       segmentation = fmt::format("[[{:.2f}]]", fmt::join(xy, ","));
     }
-    append(out.annotations,
-           fmt::format(R"({{"id":{},"image_id":{},"category_id":{},"iscrowd":{},"area":{},)"
-                       R"("bbox":[{:.2f},{:.2f},{:.2f},{:.2f}],"segmentation":{}}})",
-                       next_annotation_id++, image_id, category_id(category), crowd ? 1 : 0, area,
-                       box[0], box[1], box[2], box[3], segmentation));
+    append(out.annotations, fmt::format(R"({{"id":{},"image_id":{},"category_id":{},"iscrowd":{},"area":{},)"
+                                        R"("bbox":[{:.2f},{:.2f},{:.2f},{:.2f}],"segmentation":{}}})",
+                                        next_annotation_id++, image_id, category_id(category), crowd ? 1 : 0, area,
+                                        box[0], box[1], box[2], box[3], segmentation));
     ++out.annotation_count;
   }
 
-  auto add_detection = [&](const Shape& shape, int category, double dx, double dy, double scale,
-                           double score) {
+  auto add_detection = [&](const Shape& shape, int category, double dx, double dy, double scale, double score) {
     std::vector<double> xy = outline(shape, dx, dy, scale);
     for (double& v : xy) v += rng.uniform(-1.5, 1.5);
     clip_polygon(xy, width, height);
     const auto box = polygon_box(xy, width, height);
     const RunLengthMask mask = vision::rle_from_polygon(xy, height, width);
-    append(out.boxes, fmt::format(R"({{"image_id":{},"category_id":{},"bbox":[{:.2f},{:.2f},{:.2f},{:.2f}],"score":{:.5f}}})",
-                                  image_id, category_id(category), box[0], box[1], box[2], box[3], score));
-    append(out.masks, fmt::format(R"({{"image_id":{},"category_id":{},"segmentation":{{"size":[{},{}],"counts":"{}"}},"score":{:.5f}}})",
-                                  image_id, category_id(category), height, width,
-                                  json_escaped_counts(vision::rle_counts_to_string(mask)), score));
+    append(out.boxes,
+           fmt::format(R"({{"image_id":{},"category_id":{},"bbox":[{:.2f},{:.2f},{:.2f},{:.2f}],"score":{:.5f}}})",
+                       image_id, category_id(category), box[0], box[1], box[2], box[3], score));
+    append(out.masks,
+           fmt::format(
+               R"({{"image_id":{},"category_id":{},"segmentation":{{"size":[{},{}],"counts":"{}"}},"score":{:.5f}}})",
+               image_id, category_id(category), height, width, json_escaped_counts(vision::rle_counts_to_string(mask)),
+               score));
     ++out.detection_count;
   };
 
@@ -146,9 +146,8 @@ ImageText generate_image(const SyntheticCocoSpec& spec, int index, uint64_t& nex
     for (int n = 0; n < near && made < spec.detections_per_image; ++n, ++made) {
       const double spread = rng.uniform(0.0, 0.25);
       const int label = rng.chance(0.15) ? pick_category(rng, spec.categories) : category;
-      add_detection(shape, label, spread * shape.rx * rng.uniform(-1, 1),
-                    spread * shape.ry * rng.uniform(-1, 1), rng.uniform(0.8, 1.2),
-                    rng.uniform(0.3, 1.0) * (1 - spread));
+      add_detection(shape, label, spread * shape.rx * rng.uniform(-1, 1), spread * shape.ry * rng.uniform(-1, 1),
+                    rng.uniform(0.8, 1.2), rng.uniform(0.3, 1.0) * (1 - spread));
     }
   }
   // Clutter: low-scored detections of random things, as detectors emit to reach 100.
@@ -180,8 +179,8 @@ GeneratedCocoSet generate_synthetic_coco(const SyntheticCocoSpec& spec, int thre
   std::string image_list, annotation_list, categories;
   for (int k = 0; k < spec.categories; ++k) {
     if (k) categories += ',';
-    categories += fmt::format(R"({{"id":{},"name":"class{}","supercategory":"thing"}})",
-                              category_id(k), category_id(k));
+    categories +=
+        fmt::format(R"({{"id":{},"name":"class{}","supercategory":"thing"}})", category_id(k), category_id(k));
   }
   out.box_results = "[";
   out.mask_results = "[";

@@ -31,20 +31,16 @@ namespace fs = std::filesystem;
 namespace vision = dtrain::vision;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // COCO's 80 category ids (1..90 with gaps).
-constexpr int kCategoryIds[80] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 13, 14, 15, 16, 17,
-                                  18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36,
-                                  37, 38, 39, 40, 41, 42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53,
-                                  54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 67, 70, 72, 73,
-                                  74, 75, 76, 77, 78, 79, 80, 81, 82, 84, 85, 86, 87, 88, 89, 90};
+constexpr int kCategoryIds[80] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                  22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44,
+                                  46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65,
+                                  67, 70, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 84, 85, 86, 87, 88, 89, 90};
 
 // Writes the train2017-sized file and returns its size in bytes.
-size_t write_train2017_sized_json(const fs::path& path, size_t images, size_t annotations,
-                                  uint64_t seed) {
+size_t write_train2017_sized_json(const fs::path& path, size_t images, size_t annotations, uint64_t seed) {
   vision::SampleRng rng(seed);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   fmt::memory_buffer buffer;
@@ -64,9 +60,11 @@ size_t write_train2017_sized_json(const fs::path& path, size_t images, size_t an
     const uint32_t w = portrait ? 480 - static_cast<uint32_t>(rng.below(100)) : 640;
     const uint32_t h = portrait ? 640 : 480 - static_cast<uint32_t>(rng.below(100));
     sizes[i] = {h, w};
-    fmt::format_to(it,
-                   "{}{{\"license\":3,\"file_name\":\"{:012d}.jpg\",\"coco_url\":\"http://images.cocodataset.org/train2017/{:012d}.jpg\",\"height\":{},\"width\":{},\"date_captured\":\"2013-11-14 11:18:45\",\"id\":{}}}",
-                   i ? "," : "", i + 1, i + 1, h, w, i + 1);
+    fmt::format_to(
+        it,
+        "{}{{\"license\":3,\"file_name\":\"{:012d}.jpg\",\"coco_url\":\"http://images.cocodataset.org/train2017/"
+        "{:012d}.jpg\",\"height\":{},\"width\":{},\"date_captured\":\"2013-11-14 11:18:45\",\"id\":{}}}",
+        i ? "," : "", i + 1, i + 1, h, w, i + 1);
     flush(false);
   }
   fmt::format_to(it, "],\"annotations\":[");
@@ -97,9 +95,9 @@ size_t write_train2017_sized_json(const fs::path& path, size_t images, size_t an
       fmt::format_to(it, "]]");
     }
     fmt::format_to(it,
-                   ",\"area\":{:.4f},\"iscrowd\":{},\"image_id\":{},\"bbox\":[{:.2f},{:.2f},{:.2f},{:.2f}],\"category_id\":{},\"id\":{}}}",
-                   bw * bh * 0.6, crowd ? 1 : 0, image + 1, bx, by, bw, bh,
-                   kCategoryIds[rng.below(80)], a + 1);
+                   ",\"area\":{:.4f},\"iscrowd\":{},\"image_id\":{},\"bbox\":[{:.2f},{:.2f},{:.2f},{:.2f}],\"category_"
+                   "id\":{},\"id\":{}}}",
+                   bw * bh * 0.6, crowd ? 1 : 0, image + 1, bx, by, bw, bh, kCategoryIds[rng.below(80)], a + 1);
     flush(false);
   }
   fmt::format_to(it, "],\"categories\":[");
@@ -149,8 +147,8 @@ int main(int argc, char** argv) {
     }
   }
   const bool temporary = keep_dir.empty();
-  const fs::path dir = temporary ? fs::temp_directory_path() / fmt::format("dtrain-bench-coco-loader-{}", getpid())
-                                 : fs::path(keep_dir);
+  const fs::path dir =
+      temporary ? fs::temp_directory_path() / fmt::format("dtrain-bench-coco-loader-{}", getpid()) : fs::path(keep_dir);
   int status = 0;
   try {
     fs::create_directories(dir);
@@ -165,11 +163,12 @@ int main(int argc, char** argv) {
       start = Clock::now();
       const size_t training = ds.training_indices().size();
       const double filter_s = seconds_since(start);
-      fmt::print("annotations: {} images, {} annotations, {:.0f} MB (written in {:.1f} s)\n",
-                 ds.images().size(), ds.annotations().size(), bytes / 1e6, write_s);
-      fmt::print("annotations: CocoDataset::load {:.2f} s ({:.0f} MB/s); training filter {:.3f} s "
-                 "keeps {} images\n",
-                 load_s, bytes / 1e6 / load_s, filter_s, training);
+      fmt::print("annotations: {} images, {} annotations, {:.0f} MB (written in {:.1f} s)\n", ds.images().size(),
+                 ds.annotations().size(), bytes / 1e6, write_s);
+      fmt::print(
+          "annotations: CocoDataset::load {:.2f} s ({:.0f} MB/s); training filter {:.3f} s "
+          "keeps {} images\n",
+          load_s, bytes / 1e6 / load_s, filter_s, training);
       emit(json, fmt::format("{{\"bench\":\"coco_loader\",\"what\":\"annotations_load\",\"images\":{},"
                              "\"annotations\":{},\"bytes\":{},\"seconds\":{:.4f}}}",
                              ds.images().size(), ds.annotations().size(), bytes, load_s));
@@ -185,10 +184,10 @@ int main(int argc, char** argv) {
     spec.seed = 1;
     auto start = Clock::now();
     vision::make_shapes_dataset(spec);
-    fmt::print("loader: generated {} shapes images at {}-{} px in {:.1f} s\n", loader_images, min_size,
-               size, seconds_since(start));
-    const vision::CocoDataset ds = vision::CocoDataset::load(
-        (dir / "shapes/annotations/instances_train.json").string(), (dir / "shapes/train").string());
+    fmt::print("loader: generated {} shapes images at {}-{} px in {:.1f} s\n", loader_images, min_size, size,
+               seconds_since(start));
+    const vision::CocoDataset ds = vision::CocoDataset::load((dir / "shapes/annotations/instances_train.json").string(),
+                                                             (dir / "shapes/train").string());
     {
       // The decoder alone, one thread: what the rest of the pipeline adds to.
       for (const auto& image : ds.images()) vision::read_image(ds.image_path(image));
@@ -210,16 +209,16 @@ int main(int argc, char** argv) {
       vision::DataLoader loader(ds, options);
       // Warm the page cache and the allocator with a first epoch, time the second.
       loader.start_epoch(0);
-      while (loader.next()) {
-      }
+      while (loader.next()) {}
       start = Clock::now();
       loader.start_epoch(1);
       size_t images = 0;
       while (auto batch = loader.next()) images += batch->samples.size();
       const double s = seconds_since(start);
-      fmt::print("loader: {} worker thread{}: {:.1f} images/s ({} images in {:.2f} s, batch {}, "
-                 "resize to 800/1333)\n",
-                 workers, workers == 1 ? "" : "s", images / s, images, s, batch_size);
+      fmt::print(
+          "loader: {} worker thread{}: {:.1f} images/s ({} images in {:.2f} s, batch {}, "
+          "resize to 800/1333)\n",
+          workers, workers == 1 ? "" : "s", images / s, images, s, batch_size);
       emit(json, fmt::format("{{\"bench\":\"coco_loader\",\"what\":\"loader\",\"workers\":{},"
                              "\"images\":{},\"seconds\":{:.4f},\"images_per_s\":{:.2f},"
                              "\"min_size\":{},\"size\":{}}}",

@@ -99,8 +99,7 @@ std::vector<Config> parse_configs(const std::string& text) {
     int images = 0;
     try {
       images = std::stoi(item.substr(0, colon));
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     if (images < 1 || images > 8 || (amp != "off" && amp != "float16" && amp != "bfloat16")) {
       throw CLI::ValidationError("--configs", "'" + item + "' is not IMAGES:off|float16|bfloat16 with 1 to 8 images");
     }
@@ -284,8 +283,9 @@ class DtrainRunner {
     const double peak_gpu = peak_gpu_mb(device_);
     const int skipped_timed_steps = skipped_steps;
     if (!setup_.profile_dir.empty()) {
-      profile(device_, setup_.profile_dir + "/" + side_file_name() + "_" + std::to_string(config.images) + "_" +
-                           config.amp + ".json",
+      profile(device_,
+              setup_.profile_dir + "/" + side_file_name() + "_" + std::to_string(config.images) + "_" + config.amp +
+                  ".json",
               3, train_step);
     }
 
@@ -300,9 +300,10 @@ class DtrainRunner {
     inference();
     std::vector<double> inference_times;
     for (int i = 0; i < setup_.steps; ++i) inference_times.push_back(timed(inference));
-    return {{"images", config.images},  {"amp", config.amp},          {"train_step_s", train_times},
-            {"inference_s", inference_times}, {"peak_gpu_mb", peak_gpu}, {"peak_rss_mb", peak_rss_mb()},
-            {"detections", counts}, {"skipped_steps", skipped_timed_steps}};
+    return {{"images", config.images},     {"amp", config.amp},
+            {"train_step_s", train_times}, {"inference_s", inference_times},
+            {"peak_gpu_mb", peak_gpu},     {"peak_rss_mb", peak_rss_mb()},
+            {"detections", counts},        {"skipped_steps", skipped_timed_steps}};
   }
 
  private:
@@ -369,15 +370,9 @@ struct Rounds {
   }
 
   json summary() const {
-    return {{"train_step_s", median(train)},
-            {"train_step_s_rounds", train},
-            {"inference_s", median(inference)},
-            {"inference_s_rounds", inference},
-            {"peak_gpu_mb", peak_gpu_mb},
-            {"peak_rss_mb", peak_rss_mb},
-            {"detections", detections},
-            {"skipped_steps", skipped_steps},
-            {"timed_steps", timed_steps}};
+    return {{"train_step_s", median(train)},   {"train_step_s_rounds", train},   {"inference_s", median(inference)},
+            {"inference_s_rounds", inference}, {"peak_gpu_mb", peak_gpu_mb},     {"peak_rss_mb", peak_rss_mb},
+            {"detections", detections},        {"skipped_steps", skipped_steps}, {"timed_steps", timed_steps}};
   }
 };
 
@@ -472,9 +467,9 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < sides.size(); ++k) {
         const size_t s = (k + static_cast<size_t>(round)) % sides.size();
         const Side& side = sides[s];
-        const std::string command = side.torchvision ? python + this_round.flags(side)
-                                                     : self + " --dtrain-only " + workdir + " --side " + side.name +
-                                                           this_round.flags(side);
+        const std::string command =
+            side.torchvision ? python + this_round.flags(side)
+                             : self + " --dtrain-only " + workdir + " --side " + side.name + this_round.flags(side);
         const std::vector<json> measured = run_json_lines(command);
         if (measured.size() != setup.configs.size()) {
           throw std::runtime_error(side.name + " reported " + std::to_string(measured.size()) + " of " +
@@ -488,13 +483,20 @@ int main(int argc, char** argv) {
     fs::remove(workdir);
 
     // The first side is the reference every other side's images/s is divided by.
-    json report = {{"threads", setup.threads},   {"steps", setup.steps},     {"warmup", setup.warmup},
-                   {"rounds", rounds},            {"device", setup.device},   {"min_size", setup.min_size},
-                   {"score_threshold", setup.score_threshold}, {"torchvision_amp", setup.torchvision_amp},
-                   {"reference", sides.front().name}, {"configs", json::array()}};
-    std::printf("Mask R-CNN R50-FPN, images 480x640 -> %d px, %s, %d threads, median of %d steps per round, %d "
-                "rounds (sides' order turning); ratio: images/s over %s's, median [min, max] of the rounds\n",
-                setup.min_size, setup.device.c_str(), setup.threads, setup.steps, rounds, sides.front().name.c_str());
+    json report = {{"threads", setup.threads},
+                   {"steps", setup.steps},
+                   {"warmup", setup.warmup},
+                   {"rounds", rounds},
+                   {"device", setup.device},
+                   {"min_size", setup.min_size},
+                   {"score_threshold", setup.score_threshold},
+                   {"torchvision_amp", setup.torchvision_amp},
+                   {"reference", sides.front().name},
+                   {"configs", json::array()}};
+    std::printf(
+        "Mask R-CNN R50-FPN, images 480x640 -> %d px, %s, %d threads, median of %d steps per round, %d "
+        "rounds (sides' order turning); ratio: images/s over %s's, median [min, max] of the rounds\n",
+        setup.min_size, setup.device.c_str(), setup.threads, setup.steps, rounds, sides.front().name.c_str());
     std::printf("%-6s %-9s %-28s %16s %18s %20s %12s %8s %14s\n", "images", "amp", "side", "train step ms",
                 "train ratio", "inference ms", "peak MB", "skipped", "detections");
     for (size_t c = 0; c < setup.configs.size(); ++c) {
@@ -512,12 +514,11 @@ int main(int argc, char** argv) {
         entry["sides"][sides[s].name] = summary;
         const double peak = setup.device == "cuda" ? r.peak_gpu_mb : r.peak_rss_mb;
         const std::string skipped = std::to_string(r.skipped_steps) + "/" + std::to_string(r.timed_steps);
-        std::printf("%-6d %-9s %-28s %7.1f %-8s %5.2f %-12s %7.1f %-12s %12.0f %8s %14s\n", config.images,
-                    config.amp.c_str(), sides[s].name.c_str(), median(r.train) * 1e3,
-                    spread(r.train, 1e3, "[%.1f,%.1f]").c_str(), median(ratios),
-                    spread(ratios, 1, "[%.2f,%.2f]").c_str(), median(r.inference) * 1e3,
-                    spread(r.inference, 1e3, "[%.1f,%.1f]").c_str(), peak, skipped.c_str(),
-                    r.detections.dump().c_str());
+        std::printf(
+            "%-6d %-9s %-28s %7.1f %-8s %5.2f %-12s %7.1f %-12s %12.0f %8s %14s\n", config.images, config.amp.c_str(),
+            sides[s].name.c_str(), median(r.train) * 1e3, spread(r.train, 1e3, "[%.1f,%.1f]").c_str(), median(ratios),
+            spread(ratios, 1, "[%.2f,%.2f]").c_str(), median(r.inference) * 1e3,
+            spread(r.inference, 1e3, "[%.1f,%.1f]").c_str(), peak, skipped.c_str(), r.detections.dump().c_str());
       }
       report["configs"].push_back(entry);
     }

@@ -55,7 +55,9 @@ int run(const Options& options) {
     dtrain::mnist::MnistNet net;
     const at::Tensor images = torch::randn({options.batch, 1, 28, 28});
     const at::Tensor labels = torch::randint(0, 10, {options.batch}, at::kLong);
-    loss_of_batch = [net, images, labels]() mutable { return torch::nn::functional::nll_loss(net->forward(images), labels); };
+    loss_of_batch = [net, images, labels]() mutable {
+      return torch::nn::functional::nll_loss(net->forward(images), labels);
+    };
     optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-4));
     model = net.ptr();
   } else {

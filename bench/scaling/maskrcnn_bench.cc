@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   app.add_flag("--lockstep-only", lockstep_only,
                "Exchange no gradients, only wait for every rank at the end of each step (a barrier): what "
                "synchronous training costs before any communication");
-  app.add_flag("--breakdown", breakdown, "Also print each rank's mean time in forward+backward, synchronize() and the update");
+  app.add_flag("--breakdown", breakdown,
+               "Also print each rank's mean time in forward+backward, synchronize() and the update");
   CLI11_PARSE(app, argc, argv);
 
   namespace dt = dtrain::libtorch;
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
   model->train();
   using Clock = std::chrono::steady_clock;
   double compute_s = 0, wait_s = 0, update_s = 0;  // over the timed steps
-  std::vector<double> waits_s;                       // each timed step's
+  std::vector<double> waits_s;                     // each timed step's
   int steps_run = 0;
   auto step = [&] {
     if (steps_run++ == warmup) {
@@ -113,8 +114,9 @@ int main(int argc, char** argv) {
                 1e3 * compute_s / steps, 1e3 * wait_s / steps, 1e3 * update_s / steps);
     std::fflush(stdout);
     // Per step, the shortest wait is the one of the rank that finished backward last.
-    auto all = dtrain::allgather("breakdown.waits", {waits_s.data(), dtrain::DataType::kFloat64,
-                                                    {1, static_cast<std::int64_t>(waits_s.size())}});
+    auto all =
+        dtrain::allgather("breakdown.waits",
+                          {waits_s.data(), dtrain::DataType::kFloat64, {1, static_cast<std::int64_t>(waits_s.size())}});
     const auto* by_rank = static_cast<const double*>(all.output().data);
     double tail_s = 0;
     for (std::size_t k = 0; k < waits_s.size(); ++k) {

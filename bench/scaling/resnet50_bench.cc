@@ -36,7 +36,8 @@ struct BottleneckImpl : torch::nn::Module {
     conv3 = register_module("conv3", conv(width, out, 1, 1));
     bn3 = register_module("bn3", torch::nn::BatchNorm2d(out));
     if (stride != 1 || in != out) {
-      downsample = register_module("downsample", torch::nn::Sequential(conv(in, out, 1, stride), torch::nn::BatchNorm2d(out)));
+      downsample =
+          register_module("downsample", torch::nn::Sequential(conv(in, out, 1, stride), torch::nn::BatchNorm2d(out)));
     }
   }
 
@@ -118,8 +119,8 @@ int main(int argc, char** argv) {
   if (dtrain::rank() == 0) {
     std::size_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += static_cast<std::size_t>(p.numel());
-    std::printf("resnet50 dtrain ranks=%d batch=%d threads=%d parameters=%zu steps=%d: %.2f images/s\n",
-                dtrain::size(), batch, threads, parameters, steps, batch * dtrain::size() * steps / seconds);
+    std::printf("resnet50 dtrain ranks=%d batch=%d threads=%d parameters=%zu steps=%d: %.2f images/s\n", dtrain::size(),
+                batch, threads, parameters, steps, batch * dtrain::size() * steps / seconds);
   }
   dtrain::shutdown();
   return 0;

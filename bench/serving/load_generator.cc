@@ -125,9 +125,9 @@ int run(const Options& options) {
     const double throughput = static_cast<double>(r.requests) / r.seconds;
     std::printf("%7d  %8zu  %12.1f  %7.2f  %7.2f  %6zu\n", clients, r.requests, throughput, r.p50 * 1e3, r.p99 * 1e3,
                 r.errors);
-    const nlohmann::json line = {{"label", options.label},      {"clients", clients},       {"requests", r.requests},
-                                 {"seconds", r.seconds},        {"throughput", throughput}, {"p50_ms", r.p50 * 1e3},
-                                 {"p99_ms", r.p99 * 1e3},       {"errors", r.errors}};
+    const nlohmann::json line = {{"label", options.label}, {"clients", clients},       {"requests", r.requests},
+                                 {"seconds", r.seconds},   {"throughput", throughput}, {"p50_ms", r.p50 * 1e3},
+                                 {"p99_ms", r.p99 * 1e3},  {"errors", r.errors}};
     std::printf("%s\n", line.dump().c_str());
     if (!options.json_file.empty()) std::ofstream(options.json_file, std::ios::app) << line.dump() << "\n";
     if (r.errors > 0) {
@@ -147,12 +147,16 @@ int main(int argc, char** argv) {
   CLI::App app{"dtrain-serve-load: throughput and latency of POST /invocations at several client counts"};
   app.add_option("--host", options.host)->capture_default_str();
   app.add_option("--port", options.port)->required();
-  app.add_option("--body", options.body_file, "File sent as every request's body")->required()->check(CLI::ExistingFile);
+  app.add_option("--body", options.body_file, "File sent as every request's body")
+      ->required()
+      ->check(CLI::ExistingFile);
   app.add_option("--content-type", options.content_type)->capture_default_str();
   app.add_option("--clients", options.clients, "Client counts, one level each")->delimiter(',')->capture_default_str();
-  app.add_option("--seconds", options.seconds, "Measured seconds per level")->check(CLI::Range(0.1, 3600.0))
+  app.add_option("--seconds", options.seconds, "Measured seconds per level")
+      ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  app.add_option("--warmup", options.warmup, "Unmeasured seconds before each level")->check(CLI::Range(0.0, 600.0))
+  app.add_option("--warmup", options.warmup, "Unmeasured seconds before each level")
+      ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
   app.add_option("--label", options.label, "Name for the printed and JSON results");
   app.add_option("--json", options.json_file, "Append one JSON line per level to this file");

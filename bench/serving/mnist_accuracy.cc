@@ -42,9 +42,9 @@ std::pair<std::string, std::string> request_body(const dtrain::mnist::MnistImage
                                                  bool png) {
   const size_t pixels = images.rows * images.cols;
   if (png) {
-    const std::vector<uint8_t> encoded = dtrain::vision::encode_png_channels(
-        std::span<const uint8_t>(images.pixels.data() + begin * pixels, pixels), static_cast<uint32_t>(images.rows),
-        static_cast<uint32_t>(images.cols), 1);
+    const std::vector<uint8_t> encoded =
+        dtrain::vision::encode_png_channels(std::span<const uint8_t>(images.pixels.data() + begin * pixels, pixels),
+                                            static_cast<uint32_t>(images.rows), static_cast<uint32_t>(images.cols), 1);
     return {std::string(encoded.begin(), encoded.end()), "image/png"};
   }
   json batch = json::array();

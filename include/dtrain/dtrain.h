@@ -90,7 +90,7 @@ class Handle {
   Handle() = default;
   explicit Handle(std::shared_ptr<detail::OpState> state) : state_(std::move(state)) {}
 
-  bool poll() const;            // true once the operation finished, successfully or not
+  bool poll() const;  // true once the operation finished, successfully or not
   // Blocks until finished; throws dtrain::Error if it failed. On CUDA tensors "finished"
   // means ordered: the result is queued before later work on the tensors' cuda_stream.
   void wait() const;
@@ -99,12 +99,12 @@ class Handle {
   // collect what others started.
   void wait_finished() const;
   Status status() const;
-  std::string error() const;    // empty unless failed
+  std::string error() const;  // empty unless failed
 
   // Results, valid after a successful wait():
-  TensorView output() const;                            // allgather, alltoall, reducescatter
+  TensorView output() const;                                 // allgather, alltoall, reducescatter
   const std::vector<std::int64_t>& received_splits() const;  // allgather, alltoall: rows from each rank
-  int last_joined_rank() const;                         // join
+  int last_joined_rank() const;                              // join
 
  private:
   std::shared_ptr<detail::OpState> state_;
@@ -153,7 +153,7 @@ struct ExternalWorld {
   int size = 1;
   std::string rendezvous_host;  // where serve_rendezvous() runs, as the other ranks reach it
   int rendezvous_port = 0;
-  std::string token;            // the same on every rank; the store refuses other tokens
+  std::string token;  // the same on every rank; the store refuses other tokens
   std::string job_id = "torch";
   double timeout_s = 300;
 };

@@ -84,8 +84,7 @@ at::Tensor broadcast_with_gradient(const at::Tensor& tensor, int root, const std
 std::pair<at::Tensor, std::vector<std::int64_t>> alltoall_with_gradient(const at::Tensor& tensor,
                                                                         const std::string& name,
                                                                         std::vector<std::int64_t> splits = {});
-at::Tensor reducescatter_with_gradient(const at::Tensor& tensor, const std::string& name,
-                                       ReduceOp op = ReduceOp::kSum);
+at::Tensor reducescatter_with_gradient(const at::Tensor& tensor, const std::string& name, ReduceOp op = ReduceOp::kSum);
 
 // An asynchronous tensor collective: wait() returns the result tensor.
 class TensorHandle {
@@ -241,8 +240,8 @@ class PSOptimizer {
 
   int rank() const;
   int size() const;
-  const std::string& mode() const;      // "async" or "sync"
-  std::int64_t start_step() const;      // the chief's
+  const std::string& mode() const;  // "async" or "sync"
+  std::int64_t start_step() const;  // the chief's
   std::int64_t steps_taken() const;
 
   // Pushes what backward has not (zeros for a parameter without gradient), waits for
@@ -286,8 +285,8 @@ double metric_average(double value, const std::string& name);
 // reshuffled every epoch from a seed all ranks share.
 class DistributedSampler {
  public:
-  DistributedSampler(std::size_t dataset_size, int num_replicas, int rank, bool shuffle = true,
-                     std::uint64_t seed = 0, bool drop_last = false);
+  DistributedSampler(std::size_t dataset_size, int num_replicas, int rank, bool shuffle = true, std::uint64_t seed = 0,
+                     bool drop_last = false);
   void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
   std::vector<std::size_t> indices() const;
   std::size_t num_samples() const { return num_samples_; }

@@ -55,7 +55,8 @@ std::optional<uint64_t> offset_parameter(const httplib::Request& request, const 
   uint64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
-    throw std::invalid_argument(fmt::format("'{}' must be a byte offset (a non-negative integer), not '{}'", name, text));
+    throw std::invalid_argument(
+        fmt::format("'{}' must be a byte offset (a non-negative integer), not '{}'", name, text));
   }
   return value;
 }
@@ -123,8 +124,8 @@ class TimelineCache {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot read " + path);
     if (static_cast<uint64_t>(st.st_size) > kMaxTimelineBytes) {
-      throw std::length_error(fmt::format("the timeline is {} bytes, more than the dashboard reads ({})", st.st_size,
-                                          kMaxTimelineBytes));
+      throw std::length_error(
+          fmt::format("the timeline is {} bytes, more than the dashboard reads ({})", st.st_size, kMaxTimelineBytes));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (path == path_ && st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec &&
@@ -206,8 +207,9 @@ struct DashboardServer::Impl {
 
   void serve_timeline(const JobLocation& job, const std::string& name, httplib::Response& response) {
     if (name.find('/') != std::string::npos || name.find("timeline") == std::string::npos || !name.ends_with(".json")) {
-      return answer_error(response, 400,
-                          fmt::format("'{}' is not a timeline of the job (a *timeline*.json file in its directory)", name));
+      return answer_error(
+          response, 400,
+          fmt::format("'{}' is not a timeline of the job (a *timeline*.json file in its directory)", name));
     }
     const ResolvedPath file = resolve_file_inside(job.dir, name);
     if (file.status != 200) return answer_error(response, file.status, fmt::format("{}: {}", name, file.error));
@@ -292,8 +294,9 @@ struct DashboardServer::Impl {
     http.set_error_handler([](const httplib::Request& request, httplib::Response& response) {
       if (!response.body.empty()) return;
       answer_error(response, response.status,
-                   response.status == 404 ? fmt::format("no such page: {}", request.path)
-                                          : fmt::format("{} {}: HTTP {}", request.method, request.path, response.status));
+                   response.status == 404
+                       ? fmt::format("no such page: {}", request.path)
+                       : fmt::format("{} {}: HTTP {}", request.method, request.path, response.status));
     });
     http.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr error) {
       try {
@@ -325,9 +328,11 @@ DashboardServer::~DashboardServer() { stop(); }
 
 int DashboardServer::bind() {
   const auto& o = impl_->options;
-  const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.bind) : (impl_->http.bind_to_port(o.bind, o.port) ? o.port : -1);
+  const int port =
+      o.port == 0 ? impl_->http.bind_to_any_port(o.bind) : (impl_->http.bind_to_port(o.bind, o.port) ? o.port : -1);
   if (port <= 0) {
-    throw std::runtime_error(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", o.bind, o.port));
+    throw std::runtime_error(
+        fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", o.bind, o.port));
   }
   impl_->port = port;
   raise_listen_backlog(port);
@@ -356,8 +361,8 @@ void DashboardServer::stop() {
 std::string DashboardServer::url() const {
   const auto& o = impl_->options;
   const std::string host = o.bind == "0.0.0.0" || o.bind == "::" ? "HOST" : o.bind;
-  std::string url = fmt::format("http://{}:{}/", host.find(':') != std::string::npos ? "[" + host + "]" : host,
-                                impl_->port);
+  std::string url =
+      fmt::format("http://{}:{}/", host.find(':') != std::string::npos ? "[" + host + "]" : host, impl_->port);
   if (impl_->token_required()) url += "?token=" + o.token;
   return url;
 }

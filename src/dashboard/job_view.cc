@@ -23,9 +23,7 @@ constexpr uint64_t kMetricChunkBytes = 4 << 20;
 constexpr uint64_t kLogChunkBytes = 256 << 10;
 constexpr uint64_t kLastValuesBytes = 64 << 10;
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // A JSON object from a file, or null when it is missing, partial or not an object.
 Json read_object(const std::string& path) {
@@ -232,9 +230,8 @@ void list_files(const fs::path& root, const fs::path& dir, int depth, Json& out)
     if (entry.is_directory(ec)) {
       if (depth > 0) list_files(root, entry.path(), depth - 1, out);
     } else if (entry.is_regular_file(ec) && !name.ends_with(".tmp")) {
-      out.push_back({{"name", name},
-                     {"path", fs::relative(entry.path(), root, ec).string()},
-                     {"bytes", entry.file_size(ec)}});
+      out.push_back(
+          {{"name", name}, {"path", fs::relative(entry.path(), root, ec).string()}, {"bytes", entry.file_size(ec)}});
     }
   }
 }
@@ -260,7 +257,8 @@ Json job_detail(const JobLocation& job) {
   for (const auto& a : artifacts) {
     const std::string path = a["path"];
     const std::string name = a["name"];
-    if (path == name && name.find("timeline") != std::string::npos && name.ends_with(".json")) timelines.push_back(name);
+    if (path == name && name.find("timeline") != std::string::npos && name.ends_with(".json"))
+      timelines.push_back(name);
     if (path == "logs/" + name && name.ends_with(".log")) log_hosts.push_back(name.substr(0, name.size() - 4));
   }
   detail["timelines"] = timelines;
@@ -307,7 +305,8 @@ Json metric_samples(const JobLocation& job, uint64_t from) {
                        {"name", s["name"]},
                        {"value", s["value"]}});
   }
-  return {{"samples", samples}, {"next", chunk.next}, {"size", chunk.size}, {"skipped", skipped}, {"started_at", started}};
+  return {
+      {"samples", samples}, {"next", chunk.next}, {"size", chunk.size}, {"skipped", skipped}, {"started_at", started}};
 }
 
 Json log_lines(const JobLocation& job, const std::string& host, std::optional<uint64_t> from) {

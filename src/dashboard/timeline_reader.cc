@@ -37,7 +37,8 @@ class TimelineBuilder {
       timeline_.spans.push_back({track(key), activity_index, start, std::max<int64_t>(0, time_us - start)});
     } else if (phase == "X") {
       const auto duration = static_cast<int64_t>(event.value("dur", 0.0));
-      timeline_.spans.push_back({track(key), activity(event.value("name", "")), time_us, std::max<int64_t>(0, duration)});
+      timeline_.spans.push_back(
+          {track(key), activity(event.value("name", "")), time_us, std::max<int64_t>(0, duration)});
     } else if (phase == "i" || phase == "I") {
       timeline_.instants.push_back({track(key), event.value("name", ""), time_us});
     } else {

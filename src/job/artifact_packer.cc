@@ -24,8 +24,7 @@ uint64_t copy_tree(const std::string& from, const std::string& to) {
   if (ec) throw JobError::runtime(fmt::format("cannot create {}: {}", to, ec.message()));
   uint64_t bytes = 0;
   if (!fs::is_directory(from, ec)) return 0;
-  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::end(it); it.increment(ec)) {
     fs::path relative = fs::relative(it->path(), from, ec);
     fs::path target = fs::path(to) / relative;
     if (it->is_directory(ec)) {

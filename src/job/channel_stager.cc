@@ -24,8 +24,7 @@ std::vector<std::string> list_channel_files(const std::string& source) {
   return files;
 }
 
-std::vector<std::string> shard_for_host(const std::vector<std::string>& sorted_keys,
-                                        int host_index, int host_count) {
+std::vector<std::string> shard_for_host(const std::vector<std::string>& sorted_keys, int host_index, int host_count) {
   if (host_count < 1 || host_index < 0 || host_index >= host_count) return {};
   size_t n = sorted_keys.size();
   size_t hosts = static_cast<size_t>(host_count);
@@ -38,7 +37,7 @@ std::vector<std::string> shard_for_host(const std::vector<std::string>& sorted_k
 }
 
 nlohmann::ordered_json ChannelStaging::to_json() const {
-  return {{"channel", channel}, {"host", host}, {"method", method},
+  return {{"channel", channel}, {"host", host},   {"method", method},
           {"files", files},     {"bytes", bytes}, {"seconds", seconds}};
 }
 
@@ -47,15 +46,14 @@ std::string ChannelStaging::describe() const {
     return fmt::format("{}: channel {}: shared directory mounted (no copy)", host, channel);
   }
   if (method == "pipe") {
-    return fmt::format("{}: channel {}: {} files ({} bytes) to stream in Pipe mode", host, channel,
-                       files, bytes);
+    return fmt::format("{}: channel {}: {} files ({} bytes) to stream in Pipe mode", host, channel, files, bytes);
   }
-  return fmt::format("{}: channel {}: staged {} files, {} bytes in {:.3f} s ({})", host, channel,
-                     files, bytes, seconds, method);
+  return fmt::format("{}: channel {}: staged {} files, {} bytes in {:.3f} s ({})", host, channel, files, bytes, seconds,
+                     method);
 }
 
-ChannelStaging stage_channel(const ChannelSpec& channel, const ContainerLayout& layout,
-                             const std::string& host, int host_index, int host_count) {
+ChannelStaging stage_channel(const ChannelSpec& channel, const ContainerLayout& layout, const std::string& host,
+                             int host_index, int host_count) {
   auto started = std::chrono::steady_clock::now();
   ChannelStaging report;
   report.channel = channel.name;
@@ -77,8 +75,8 @@ ChannelStaging stage_channel(const ChannelSpec& channel, const ContainerLayout& 
     report.method = "shared";
     fs::create_directory_symlink(channel.source, target, ec);
     if (ec) {
-      throw JobError::runtime(fmt::format("{}: channel {}: cannot mount {}: {}", host, channel.name,
-                                          channel.source, ec.message()));
+      throw JobError::runtime(
+          fmt::format("{}: channel {}: cannot mount {}: {}", host, channel.name, channel.source, ec.message()));
     }
   } else {
     std::vector<std::string> keys = list_channel_files(channel.source);
@@ -95,20 +93,18 @@ ChannelStaging stage_channel(const ChannelSpec& channel, const ContainerLayout& 
       fs::create_directories(to.parent_path(), ec);
       fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
       if (ec) {
-        throw JobError::runtime(fmt::format("{}: channel {}: cannot copy {}: {}", host,
-                                            channel.name, from.string(), ec.message()));
+        throw JobError::runtime(
+            fmt::format("{}: channel {}: cannot copy {}: {}", host, channel.name, from.string(), ec.message()));
       }
       ++report.files;
       report.bytes += fs::file_size(to, ec);
     }
   }
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 
-std::vector<std::string> pipe_files_for_host(const ChannelSpec& channel, int host_index,
-                                             int host_count) {
+std::vector<std::string> pipe_files_for_host(const ChannelSpec& channel, int host_index, int host_count) {
   std::vector<std::string> keys = list_channel_files(channel.source);
   if (channel.distribution == Distribution::kShardedByKey) {
     keys = shard_for_host(keys, host_index, host_count);

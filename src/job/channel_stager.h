@@ -19,8 +19,7 @@ std::vector<std::string> list_channel_files(const std::string& source);
 // contiguous runs of the sorted keys, sizes differing by at most one, the
 // first hosts taking the remainder (hosts beyond the key count get none).
 // The shards are disjoint and their union is `sorted_keys`.
-std::vector<std::string> shard_for_host(const std::vector<std::string>& sorted_keys,
-                                        int host_index, int host_count);
+std::vector<std::string> shard_for_host(const std::vector<std::string>& sorted_keys, int host_index, int host_count);
 
 // What staging one channel on one host did.
 struct ChannelStaging {
@@ -40,11 +39,10 @@ struct ChannelStaging {
 // shared symlinks the source itself. Pipe-mode channels are not staged
 // here (see PipeFeeder); this returns their file list size only.
 // Throws JobError naming the channel and host.
-ChannelStaging stage_channel(const ChannelSpec& channel, const ContainerLayout& layout,
-                             const std::string& host, int host_index, int host_count);
+ChannelStaging stage_channel(const ChannelSpec& channel, const ContainerLayout& layout, const std::string& host,
+                             int host_index, int host_count);
 
 // The absolute paths of the files host `host_index` streams in Pipe mode.
-std::vector<std::string> pipe_files_for_host(const ChannelSpec& channel, int host_index,
-                                             int host_count);
+std::vector<std::string> pipe_files_for_host(const ChannelSpec& channel, int host_index, int host_count);
 
 }  // namespace dtrain::job

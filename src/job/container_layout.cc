@@ -36,9 +36,7 @@ nlohmann::ordered_json ResourceConfig::to_json() const {
   j["current_group_name"] = current_group_name;
   j["hosts"] = hosts;
   j["instance_groups"] = nlohmann::ordered_json::array(
-      {{{"instance_group_name", current_group_name},
-        {"instance_type", current_instance_type},
-        {"hosts", hosts}}});
+      {{{"instance_group_name", current_group_name}, {"instance_type", current_instance_type}, {"hosts", hosts}}});
   j["network_interface_name"] = network_interface_name;
   return j;
 }
@@ -55,12 +53,12 @@ nlohmann::ordered_json hyperparameters_file_for(const JobSpec& spec) {
   file["sagemaker_job_name"] = encode_hyperparameter(spec.name);
   if (spec.elastic) {
     // dtrain's own: the master's launcher reads it (TrainingEnvironment::elastic).
-    file["sagemaker_elastic"] = encode_hyperparameter(nlohmann::ordered_json{
-        {"min_hosts", spec.elastic->min_hosts},
-        {"max_hosts", spec.elastic->max_hosts},
-        {"timeout_s", spec.elastic->timeout_s},
-        {"host_cooldown_s", spec.elastic->host_cooldown_s},
-        {"reset_limit", spec.elastic->reset_limit}});
+    file["sagemaker_elastic"] =
+        encode_hyperparameter(nlohmann::ordered_json{{"min_hosts", spec.elastic->min_hosts},
+                                                     {"max_hosts", spec.elastic->max_hosts},
+                                                     {"timeout_s", spec.elastic->timeout_s},
+                                                     {"host_cooldown_s", spec.elastic->host_cooldown_s},
+                                                     {"reset_limit", spec.elastic->reset_limit}});
   }
   return file;
 }
@@ -104,8 +102,7 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
 
 void write_container_config(const ContainerLayout& layout, const ContainerConfig& config) {
   for (const auto& dir : {layout.input_config_dir(), layout.input_data_dir(), layout.model_dir(),
-                          layout.output_data_dir(), layout.output_intermediate_dir(),
-                          layout.code_dir()}) {
+                          layout.output_data_dir(), layout.output_intermediate_dir(), layout.code_dir()}) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw JobError::runtime(fmt::format("cannot create {}: {}", dir, ec.message()));

@@ -58,8 +58,7 @@ void write_failure(const ContainerLayout& layout, const std::string& reason) {
   }
 }
 
-std::vector<std::string> algorithm_command(const EntrypointOptions& options,
-                                           const TrainingEnvironment& env) {
+std::vector<std::string> algorithm_command(const EntrypointOptions& options, const TrainingEnvironment& env) {
   if (!options.command.empty()) return options.command;
   if (env.user_entry_point) return split_words(*env.user_entry_point);
   return {};
@@ -76,8 +75,8 @@ std::string mpirun_options(const std::string& custom) {
 
 // The master cannot start the algorithm: it still tells every other host (so they exit
 // rather than wait), records the reason, and exits 2.
-int fail_before_launch(const EntrypointOptions& options, const TrainingEnvironment& env,
-                       const ContainerLayout& layout, const std::string& reason) {
+int fail_before_launch(const EntrypointOptions& options, const TrainingEnvironment& env, const ContainerLayout& layout,
+                       const std::string& reason) {
   std::vector<std::string> others;
   for (const auto& h : env.hosts) {
     if (h != env.current_host) others.push_back(h);
@@ -183,8 +182,7 @@ int run_master(const EntrypointOptions& options, const TrainingEnvironment& env,
       if (failure->wait_status) code = launch::exit_code_of(*failure->wait_status);
       reason = fmt::format("AlgorithmError: {}", failure->description);
     } else if (code != 0) {
-      reason = code > 128 ? fmt::format("AlgorithmError: the job was stopped by {}",
-                                        launch::signal_name(code - 128))
+      reason = code > 128 ? fmt::format("AlgorithmError: the job was stopped by {}", launch::signal_name(code - 128))
                           : fmt::format("AlgorithmError: the job failed with status {}", code);
     }
   } catch (const launch::LaunchError& e) {
@@ -219,16 +217,15 @@ int run_worker(const EntrypointOptions& options, const TrainingEnvironment& env)
   }
   spdlog::info("{} waits for the master {}", env.current_host, env.master_hostname);
   if (!link.accept_master(options.host_wait_s)) {
-    std::string reason = fmt::format("ClientError: {}: the master {} did not connect within {} s",
-                                     env.current_host, env.master_hostname, options.host_wait_s);
+    std::string reason = fmt::format("ClientError: {}: the master {} did not connect within {} s", env.current_host,
+                                     env.master_hostname, options.host_wait_s);
     write_failure(layout, reason);
     std::fprintf(stderr, "dtrain entrypoint: %s\n", reason.c_str());
     return 1;
   }
   std::optional<JobEnd> end = link.wait_for_end();
   if (!end) {
-    std::string reason =
-        fmt::format("ClientError: {}: {} before the job ended", env.current_host, link.how_lost());
+    std::string reason = fmt::format("ClientError: {}: {} before the job ended", env.current_host, link.how_lost());
     write_failure(layout, reason);
     std::fprintf(stderr, "dtrain entrypoint: %s\n", reason.c_str());
     return 1;
@@ -331,8 +328,7 @@ int exec_as_rank(const std::string& base_dir, const std::vector<std::string>& co
   for (auto& a : argv) c_argv.push_back(a.data());
   c_argv.push_back(nullptr);
   ::execvp(c_argv[0], c_argv.data());
-  std::fprintf(stderr, "dtrain entrypoint --as-rank: cannot execute '%s': %s\n", c_argv[0],
-               std::strerror(errno));
+  std::fprintf(stderr, "dtrain entrypoint --as-rank: cannot execute '%s': %s\n", c_argv[0], std::strerror(errno));
   return 127;
 }
 

@@ -14,10 +14,10 @@ struct EntrypointOptions {
   // How the master starts ranks on hosts (DTRAIN_LAUNCH_AGENT, words split
   // on spaces); nullopt: ssh, as in a real cluster.
   std::optional<std::vector<std::string>> agent;
-  int port = 29417;                  // DTRAIN_HOST_PORT
-  double host_wait_s = 300;          // DTRAIN_HOST_WAIT_S: bounded waits for the other hosts
+  int port = 29417;          // DTRAIN_HOST_PORT
+  double host_wait_s = 300;  // DTRAIN_HOST_WAIT_S: bounded waits for the other hosts
   double kill_grace_s = 5;
-  std::string dtrain_exe;            // this program, to start ranks through `entrypoint --as-rank`
+  std::string dtrain_exe;  // this program, to start ranks through `entrypoint --as-rank`
 };
 
 // Reads the host's configuration. The master (first of the sorted hosts)
@@ -25,9 +25,9 @@ struct EntrypointOptions {
 // ranks on every host through the launcher (output tagged "[host:rank]"),
 // reports the end to the others and returns the algorithm's exit code.
 // Other hosts wait for the master and exit when it reports the end (status
-// 0; a failed job's reason goes to their failure file) or disappears (1). Every host writes output/success or output/failure (a reason
-// of at most 1024 bytes). Never throws: problems become a failure file and
-// a non-zero exit code.
+// 0; a failed job's reason goes to their failure file) or disappears (1). Every host writes output/success or
+// output/failure (a reason of at most 1024 bytes). Never throws: problems become a failure file and a non-zero exit
+// code.
 int run_entrypoint(const EntrypointOptions& options);
 
 // `dtrain entrypoint --as-rank -- command...`: how each rank starts on its

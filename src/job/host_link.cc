@@ -111,25 +111,23 @@ std::optional<std::string> resolve_host(const std::string& name) {
   if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0 || !found) return std::nullopt;
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, &::freeaddrinfo);
   char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
-              sizeof(text));
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof(text));
   return std::string(text);
 }
 
-std::string master_closed_link(const std::string& master) { return fmt::format("the master {} closed the link", master); }
-
-int host_link_port() {
-  return settings::env_port("DTRAIN_HOST_PORT").value_or(29417);
+std::string master_closed_link(const std::string& master) {
+  return fmt::format("the master {} closed the link", master);
 }
+
+int host_link_port() { return settings::env_port("DTRAIN_HOST_PORT").value_or(29417); }
 
 MasterLinks::~MasterLinks() {
   for (auto& l : links_) close_quietly(l.fd);
 }
 
-void MasterLinks::connect_all(const std::vector<std::string>& hosts, const std::string& master,
-                              int port, double wait_s) {
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(wait_s));
+void MasterLinks::connect_all(const std::vector<std::string>& hosts, const std::string& master, int port,
+                              double wait_s) {
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
   std::vector<std::string> pending = hosts;
   while (true) {
     std::vector<std::string> still;
@@ -146,9 +144,8 @@ void MasterLinks::connect_all(const std::vector<std::string>& hosts, const std::
     pending = std::move(still);
     if (pending.empty()) return;
     if (Clock::now() >= deadline) {
-      throw JobError::runtime(fmt::format(
-          "host{} {} not reachable within {} s (no entry point listening on port {})",
-          pending.size() == 1 ? "" : "s", fmt::join(pending, ", "), wait_s, port));
+      throw JobError::runtime(fmt::format("host{} {} not reachable within {} s (no entry point listening on port {})",
+                                          pending.size() == 1 ? "" : "s", fmt::join(pending, ", "), wait_s, port));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -164,8 +161,8 @@ void MasterLinks::report_end(const JobEnd& end, double ack_wait_s) {
     ::shutdown(l.fd, SHUT_WR);
   }
   // A worker acknowledges by closing its end: the link reads as ended (or failed) then.
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(ack_wait_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ack_wait_s));
   for (auto& l : links_) {
     char byte;
     while (Clock::now() < deadline) {
@@ -200,8 +197,7 @@ void WorkerLink::listen(const std::string& bind_address, int port) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::inet_pton(AF_INET, bind_address.c_str(), &addr.sin_addr) != 1 ||
-      ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(listen_fd_, 8) != 0) {
+      ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listen_fd_, 8) != 0) {
     int e = errno;
     close_quietly(listen_fd_);
     throw JobError::runtime(
@@ -210,8 +206,7 @@ void WorkerLink::listen(const std::string& bind_address, int port) {
 }
 
 bool WorkerLink::accept_master(double wait_s) {
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(wait_s));
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
   while (Clock::now() < deadline) {
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, 200) <= 0) continue;

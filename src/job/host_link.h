@@ -39,8 +39,7 @@ class MasterLinks {
 
   // Connects to every host in `hosts` (retrying every 0.5 s until
   // `wait_s`); throws JobError naming the hosts it could not reach.
-  void connect_all(const std::vector<std::string>& hosts, const std::string& master, int port,
-                   double wait_s);
+  void connect_all(const std::vector<std::string>& hosts, const std::string& master, int port, double wait_s);
 
   // Sends the job's end to every connected worker, waits (up to `ack_wait_s`) for each to
   // acknowledge it, and closes the links. The master's exit ends the job, and whatever

@@ -45,7 +45,8 @@ void restore_checkpoints(const JobSpec& spec, const ContainerLayout& layout) {
 
 }  // namespace
 
-StagedHosts stage_hosts(const JobSpec& spec, const std::vector<LocalHost>& hosts, const std::string& network_interface) {
+StagedHosts stage_hosts(const JobSpec& spec, const std::vector<LocalHost>& hosts,
+                        const std::string& network_interface) {
   StagedHosts staged;
   const auto started = std::chrono::steady_clock::now();
   const std::vector<std::string> names = sorted_names(hosts);

@@ -175,9 +175,7 @@ std::string python_float_repr(double value) {
   return out + exp_text;
 }
 
-std::string encode_hyperparameter(const nlohmann::ordered_json& value) {
-  return python_json_dumps(value);
-}
+std::string encode_hyperparameter(const nlohmann::ordered_json& value) { return python_json_dumps(value); }
 
 Hyperparameters decode_hyperparameters(const nlohmann::ordered_json& file_contents) {
   Hyperparameters decoded = Hyperparameters::object();

@@ -41,7 +41,8 @@ JobOutputs::JobOutputs(const JobSpec& spec)
 
 void JobOutputs::reset() const {
   std::error_code ec;
-  for (const auto& f : {metrics_file, summary_file, status_file, ranks_file, model_archive, output_archive}) fs::remove(f, ec);
+  for (const auto& f : {metrics_file, summary_file, status_file, ranks_file, model_archive, output_archive})
+    fs::remove(f, ec);
   fs::remove_all(logs_dir, ec);
   fs::create_directories(logs_dir, ec);
   if (ec) throw JobError::runtime(fmt::format("cannot create {}: {}", logs_dir, ec.message()));

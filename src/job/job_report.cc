@@ -145,8 +145,8 @@ void report_end(const JobSpec& spec, const JobOutcome& outcome, double run_secon
       std::fprintf(stderr, "dtrain job %s: %s stopped because %s failed\n", spec.name.c_str(),
                    fmt::format("{}", fmt::join(outcome.stopped_hosts, ", ")).c_str(), outcome.failed_host.c_str());
     }
-    std::fprintf(stderr, "dtrain job %s: %s (exit %d): %s\n", spec.name.c_str(), outcome.status().c_str(),
-                 outcome.code, limit_failure_reason(outcome.reason).c_str());
+    std::fprintf(stderr, "dtrain job %s: %s (exit %d): %s\n", spec.name.c_str(), outcome.status().c_str(), outcome.code,
+                 limit_failure_reason(outcome.reason).c_str());
   }
   std::fflush(stdout);
 }

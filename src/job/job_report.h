@@ -18,8 +18,8 @@
 namespace dtrain::job {
 
 struct JobOutcome {
-  int code = 0;        // the job's exit code
-  std::string reason;  // empty when the job completed
+  int code = 0;          // the job's exit code
+  std::string reason;    // empty when the job completed
   bool stopped = false;  // ended from outside (a signal to the runner, scancel): status Stopped
   // When a host failed first (the local runner knows): that host, whose failure is the reason,
   // and the hosts stopped because of it.
@@ -46,7 +46,7 @@ Artifacts collect_artifacts(const JobSpec& spec, const JobOutputs& outputs, cons
 
 // Everything the summary reports, gathered as the job went.
 struct JobResults {
-  std::string backend;                   // process, netns, slurm
+  std::string backend;  // process, netns, slurm
   const StagedHosts& staged;
   std::map<std::string, int> host_exit;  // exit code by host name, for the hosts whose end is known
   const JobOutcome& outcome;
@@ -54,7 +54,7 @@ struct JobResults {
   const JobRecorder& recorder;
   double run_seconds = 0;
   std::chrono::steady_clock::time_point started;
-  int left_behind = 0;                   // processes killed in the hosts after the job
+  int left_behind = 0;                                              // processes killed in the hosts after the job
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // backend-specific fields
 };
 

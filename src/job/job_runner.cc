@@ -40,9 +40,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 int free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -96,10 +94,8 @@ std::vector<launch::WorkerLaunch> entrypoint_launches(const JobSpec& spec, const
     }
     l.request.argv.insert(l.request.argv.end(), spec.command.begin(), spec.command.end());
     launch::EnvVars env = {
-        {"SAGEMAKER_BASE_DIR", host.root},
-        {"DTRAIN_HOSTS_FILE", cluster.hosts_file()},
-        {"DTRAIN_HOST_PORT", std::to_string(port)},
-        {"DTRAIN_LAUNCH_AGENT", agent},
+        {"SAGEMAKER_BASE_DIR", host.root},          {"DTRAIN_HOSTS_FILE", cluster.hosts_file()},
+        {"DTRAIN_HOST_PORT", std::to_string(port)}, {"DTRAIN_LAUNCH_AGENT", agent},
         {"TRAINING_JOB_NAME", spec.name},
     };
     // The master's launcher keeps the ranks' states in the job's directory.
@@ -134,8 +130,8 @@ std::string describe_host_end(const std::string& host, int wait_status);
 // The master's failure still ends the job: a worker host whose link the master closed (its entry
 // point died) is not lost but waits for the master's end to be reaped, whatever the order.
 std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const JobSpec& spec,
-                                                                        const LocalCluster& cluster, HostsRun& ran,
-                                                                        JobStatusFile& status) {
+                                                                         const LocalCluster& cluster, HostsRun& ran,
+                                                                         JobStatusFile& status) {
   return [&spec, &cluster, &ran, &status](const launch::RankPlacement& p, int wait_status) {
     const std::vector<LocalHost>& hosts = cluster.hosts();
     if (p.host == hosts.front().name) return false;
@@ -148,8 +144,8 @@ std::function<bool(const launch::RankPlacement&, int)> lose_worker_hosts(const J
     if (reason.empty()) reason = describe_host_end(p.host, wait_status);
     ran.lost[p.host] = reason;
     status.host_lost(p.host, reason);
-    std::fprintf(stderr, "dtrain job %s: %s lost (%s); the job goes on without it\n", spec.name.c_str(),
-                 p.host.c_str(), reason.c_str());
+    std::fprintf(stderr, "dtrain job %s: %s lost (%s); the job goes on without it\n", spec.name.c_str(), p.host.c_str(),
+                 reason.c_str());
     std::fflush(stderr);
     return true;
   };
@@ -162,9 +158,7 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
   supervision.start_timeout_s = 0;
   supervision.kill_grace_s = options.kill_grace_s;
   supervision.time_limit_s = spec.max_run_seconds;
-  supervision.prefix = [](const launch::RankPlacement& p, std::string_view) {
-    return fmt::format("[{}] ", p.host);
-  };
+  supervision.prefix = [](const launch::RankPlacement& p, std::string_view) { return fmt::format("[{}] ", p.host); };
   supervision.line_sink = [&recorder](const launch::RankPlacement& p, bool is_stderr, std::string_view line) {
     recorder.line(p.host, fmt::format("[{}] ", p.host), is_stderr, line);
   };
@@ -178,9 +172,9 @@ launch::SupervisorOptions supervision_options(const JobSpec& spec, const RunOpti
 }
 
 // Runs the entry points under the launcher's supervisor, with the Pipe feeders running.
-HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster& cluster,
-                   const StagedHosts& staged, JobRecorder& recorder, JobStatusFile& status,
-                   const JobOutputs& outputs, launch::SignalChannel& signals) {
+HostsRun run_hosts(const JobSpec& spec, const RunOptions& options, LocalCluster& cluster, const StagedHosts& staged,
+                   JobRecorder& recorder, JobStatusFile& status, const JobOutputs& outputs,
+                   launch::SignalChannel& signals) {
   HostsRun ran;
   std::vector<launch::WorkerLaunch> launches = entrypoint_launches(spec, options, cluster, outputs.ranks_file);
   launch::SupervisorOptions supervision = supervision_options(spec, options, recorder, ran, status);
@@ -339,8 +333,9 @@ int run_job(const JobSpec& spec, const RunOptions& options) {
   const HostsRun ran = run_hosts(spec, options, cluster, staged, recorder, status, outputs, signals);
   const JobOutcome outcome = judge_outcome(spec, hosts, ran);
   const Artifacts artifacts = collect_artifacts(spec, outputs, hosts);
-  JobResults results{to_string(options.hosts), staged, ran.host_exit, outcome, artifacts, recorder, ran.seconds,
-                     job_started, ran.left_behind};
+  JobResults results{
+      to_string(options.hosts), staged, ran.host_exit, outcome, artifacts, recorder, ran.seconds, job_started,
+      ran.left_behind};
   write_summary(spec, outputs, hosts, results);
   status.finished(outcome.status(), outcome.code == 0 ? "" : limit_failure_reason(outcome.reason));
 

@@ -12,8 +12,8 @@ struct RunOptions {
   HostKind hosts = HostKind::kProcess;
   std::optional<std::string> work_dir;  // default: $TMPDIR/dtrain-job-<name>-<pid>
   bool keep_work_dir = false;
-  double kill_grace_s = 10;             // SIGTERM -> SIGKILL when stopping hosts
-  std::string dtrain_exe;               // the dtrain binary every host runs
+  double kill_grace_s = 10;  // SIGTERM -> SIGKILL when stopping hosts
+  std::string dtrain_exe;    // the dtrain binary every host runs
 };
 
 // `dtrain job run`: plays the platform for a job on this machine. Creates

@@ -92,20 +92,18 @@ nlohmann::ordered_json to_json(const YAML::Node& node) {
   }
 }
 
-void check_keys(const YAML::Node& map, const std::string& field,
-                const std::vector<std::string>& allowed, Problems& problems) {
+void check_keys(const YAML::Node& map, const std::string& field, const std::vector<std::string>& allowed,
+                Problems& problems) {
   for (const auto& item : map) {
     std::string key = item.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       problems.add(field.empty() ? key : field + "." + key,
-                   fmt::format("unknown field{}; allowed: {}", where(item.first),
-                               fmt::join(allowed, ", ")));
+                   fmt::format("unknown field{}; allowed: {}", where(item.first), fmt::join(allowed, ", ")));
     }
   }
 }
 
-std::optional<std::string> get_string(const YAML::Node& node, const std::string& field,
-                                      Problems& problems) {
+std::optional<std::string> get_string(const YAML::Node& node, const std::string& field, Problems& problems) {
   if (!node.IsScalar() || node.Scalar().empty()) {
     problems.add(field, fmt::format("must be a non-empty string{}", where(node)));
     return std::nullopt;
@@ -113,45 +111,39 @@ std::optional<std::string> get_string(const YAML::Node& node, const std::string&
   return node.Scalar();
 }
 
-std::optional<long long> get_int(const YAML::Node& node, const std::string& field,
-                                 long long minimum, long long maximum, Problems& problems) {
+std::optional<long long> get_int(const YAML::Node& node, const std::string& field, long long minimum, long long maximum,
+                                 Problems& problems) {
   if (node.IsScalar() && std::regex_match(node.Scalar(), kYamlInt)) {
     try {
       long long value = std::stoll(node.Scalar());
       if (value >= minimum && value <= maximum) return value;
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   problems.add(field, fmt::format("must be an integer in {}..{}, got {}{}", minimum, maximum,
-                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection",
-                                  where(node)));
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection", where(node)));
   return std::nullopt;
 }
 
-std::optional<bool> get_bool(const YAML::Node& node, const std::string& field,
-                             Problems& problems) {
+std::optional<bool> get_bool(const YAML::Node& node, const std::string& field, Problems& problems) {
   if (node.IsScalar()) {
     auto value = scalar_to_json(node);
     if (value.is_boolean()) return value.get<bool>();
   }
   problems.add(field, fmt::format("must be true or false, got {}{}",
-                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection",
-                                  where(node)));
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection", where(node)));
   return std::nullopt;
 }
 
 template <typename Enum>
 std::optional<Enum> get_enum(const YAML::Node& node, const std::string& field,
-                             const std::vector<std::pair<std::string, Enum>>& choices,
-                             Problems& problems) {
+                             const std::vector<std::pair<std::string, Enum>>& choices, Problems& problems) {
   std::vector<std::string> names;
   for (const auto& [name, value] : choices) {
     if (node.IsScalar() && node.Scalar() == name) return value;
     names.push_back(name);
   }
   problems.add(field, fmt::format("must be one of {}, got {}{}", fmt::join(names, ", "),
-                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection",
-                                  where(node)));
+                                  node.IsScalar() ? single_quoted(node.Scalar()) : "a collection", where(node)));
   return std::nullopt;
 }
 
@@ -201,8 +193,8 @@ void apply_override(YAML::Node& root, const std::string& assignment, Problems& p
   current[parts.back()] = value;
 }
 
-void parse_channel(const std::string& name, const YAML::Node& node, const std::string& base_dir,
-                   JobSpec& spec, Problems& problems) {
+void parse_channel(const std::string& name, const YAML::Node& node, const std::string& base_dir, JobSpec& spec,
+                   Problems& problems) {
   std::string field = "channels." + name;
   if (!std::regex_match(name, kChannelName)) {
     problems.add(field, "channel names are 1-64 characters of A-Z a-z 0-9 . _ -");
@@ -213,8 +205,7 @@ void parse_channel(const std::string& name, const YAML::Node& node, const std::s
                                     where(node)));
     return;
   }
-  check_keys(node, field, {"source", "input_mode", "distribution", "shared", "content_type"},
-             problems);
+  check_keys(node, field, {"source", "input_mode", "distribution", "shared", "content_type"}, problems);
   ChannelSpec channel;
   channel.name = name;
   if (!node["source"]) {
@@ -225,17 +216,15 @@ void parse_channel(const std::string& name, const YAML::Node& node, const std::s
   }
   if (node["input_mode"]) {
     channel.input_mode = get_enum<InputMode>(node["input_mode"], field + ".input_mode",
-                                             {{"File", InputMode::kFile}, {"Pipe", InputMode::kPipe}},
-                                             problems)
+                                             {{"File", InputMode::kFile}, {"Pipe", InputMode::kPipe}}, problems)
                              .value_or(InputMode::kFile);
   }
   if (node["distribution"]) {
-    channel.distribution =
-        get_enum<Distribution>(node["distribution"], field + ".distribution",
-                               {{"FullyReplicated", Distribution::kFullyReplicated},
-                                {"ShardedByKey", Distribution::kShardedByKey}},
-                               problems)
-            .value_or(Distribution::kFullyReplicated);
+    channel.distribution = get_enum<Distribution>(node["distribution"], field + ".distribution",
+                                                  {{"FullyReplicated", Distribution::kFullyReplicated},
+                                                   {"ShardedByKey", Distribution::kShardedByKey}},
+                                                  problems)
+                               .value_or(Distribution::kFullyReplicated);
   }
   if (node["shared"]) channel.shared = get_bool(node["shared"], field + ".shared", problems).value_or(false);
   if (node["content_type"]) {
@@ -294,15 +283,15 @@ void parse_command(const YAML::Node& node, const std::string& base_dir, JobSpec&
 // instance_count, instance_type, processes_per_host.
 void parse_instances(const YAML::Node& root, JobSpec& spec, Problems& problems) {
   if (root["instance_count"]) {
-    spec.instance_count = static_cast<int>(
-        get_int(root["instance_count"], "instance_count", 1, 200, problems).value_or(1));
+    spec.instance_count =
+        static_cast<int>(get_int(root["instance_count"], "instance_count", 1, 200, problems).value_or(1));
   }
   if (root["instance_type"]) {
     spec.instance_type = get_string(root["instance_type"], "instance_type", problems).value_or("local");
   }
   if (root["processes_per_host"]) {
-    spec.processes_per_host = static_cast<int>(
-        get_int(root["processes_per_host"], "processes_per_host", 1, 1024, problems).value_or(1));
+    spec.processes_per_host =
+        static_cast<int>(get_int(root["processes_per_host"], "processes_per_host", 1, 1024, problems).value_or(1));
   }
 }
 
@@ -323,8 +312,7 @@ void parse_hyperparameters(const YAML::Node& hps, JobSpec& spec, Problems& probl
 
 void parse_channels(const YAML::Node& channels, const std::string& base_dir, JobSpec& spec, Problems& problems) {
   if (!channels.IsMap()) {
-    problems.add("channels",
-                 fmt::format("must be a mapping of channel name: {{source, ...}}{}", where(channels)));
+    problems.add("channels", fmt::format("must be a mapping of channel name: {{source, ...}}{}", where(channels)));
     return;
   }
   for (const auto& item : channels) parse_channel(item.first.Scalar(), item.second, base_dir, spec, problems);
@@ -339,12 +327,11 @@ void parse_distribution(const YAML::Node& dist, JobSpec& spec, Problems& problem
   }
   check_keys(dist, "distribution", {"engine", "custom_mpi_options"}, problems);
   if (dist["engine"]) {
-    spec.engine = get_enum<Engine>(dist["engine"], "distribution.engine",
-                                   {{"gloo", Engine::kGloo},
-                                    {"mpi", Engine::kMpi},
-                                    {"parameter_server", Engine::kParameterServer}},
-                                   problems)
-                      .value_or(Engine::kGloo);
+    spec.engine =
+        get_enum<Engine>(
+            dist["engine"], "distribution.engine",
+            {{"gloo", Engine::kGloo}, {"mpi", Engine::kMpi}, {"parameter_server", Engine::kParameterServer}}, problems)
+            .value_or(Engine::kGloo);
   }
   if (dist["custom_mpi_options"]) {
     if (dist["custom_mpi_options"].IsScalar()) {
@@ -527,7 +514,8 @@ void parse_elastic(const YAML::Node& node, JobSpec& spec, Problems& problems) {
       elastic.max_hosts = static_cast<int>(*max);
     }
   }
-  if (node["timeout_s"]) elastic.timeout_s = get_seconds(node["timeout_s"], "elastic.timeout_s", problems).value_or(600);
+  if (node["timeout_s"])
+    elastic.timeout_s = get_seconds(node["timeout_s"], "elastic.timeout_s", problems).value_or(600);
   if (node["host_cooldown_s"]) {
     elastic.host_cooldown_s = get_seconds(node["host_cooldown_s"], "elastic.host_cooldown_s", problems).value_or(300);
   }
@@ -545,11 +533,11 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
     problems.add("(top level)", "the spec must be a YAML mapping of fields");
     return spec;
   }
-  check_keys(root, "",
-             {"name", "command", "instance_count", "instance_type", "processes_per_host",
-              "hyperparameters", "channels", "distribution", "metric_definitions", "checkpoint",
-              "output_path", "max_run_seconds", "environment", "elastic"},
-             problems);
+  check_keys(
+      root, "",
+      {"name", "command", "instance_count", "instance_type", "processes_per_host", "hyperparameters", "channels",
+       "distribution", "metric_definitions", "checkpoint", "output_path", "max_run_seconds", "environment", "elastic"},
+      problems);
   parse_name(root["name"], spec, problems);
   parse_command(root["command"], base_dir, spec, problems);
   parse_instances(root, spec, problems);
@@ -567,8 +555,8 @@ JobSpec convert(const YAML::Node& root, const std::string& base_dir, Problems& p
 
 }  // namespace
 
-JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin,
-                       const std::string& base_dir, const std::vector<std::string>& overrides) {
+JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin, const std::string& base_dir,
+                       const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -582,8 +570,7 @@ JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin,
   }
   JobSpec spec = convert(root, base_dir, problems);
   if (!problems.empty()) {
-    std::string message = fmt::format("{}: {} problem{} in the job spec:", origin,
-                                      problems.items().size(),
+    std::string message = fmt::format("{}: {} problem{} in the job spec:", origin, problems.items().size(),
                                       problems.items().size() == 1 ? "" : "s");
     for (const auto& item : problems.items()) message += "\n  " + item;
     throw JobError::usage(message);
@@ -606,8 +593,8 @@ std::vector<std::string> missing_channel_sources(const JobSpec& spec) {
   for (const auto& channel : spec.channels) {
     std::error_code ec;
     if (!fs::is_directory(channel.source, ec)) {
-      missing.push_back(fmt::format("channels.{}.source: no such directory on this machine: {}",
-                                    channel.name, channel.source));
+      missing.push_back(
+          fmt::format("channels.{}.source: no such directory on this machine: {}", channel.name, channel.source));
     }
   }
   return missing;

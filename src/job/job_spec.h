@@ -41,11 +41,11 @@ struct CheckpointSpec {
 // hosts' workers live. The hosts are still algo-1..instance_count; processes_per_host times
 // min_hosts / max_hosts become the launcher's --min-np / --max-np.
 struct ElasticSpec {
-  int min_hosts = 1;               // required to enable the section
-  int max_hosts = 1;               // default: instance_count
-  double timeout_s = 600;          // --elastic-timeout: below min_hosts this long fails the job
-  double host_cooldown_s = 300;    // --host-cooldown
-  int reset_limit = 50;            // --reset-limit
+  int min_hosts = 1;             // required to enable the section
+  int max_hosts = 1;             // default: instance_count
+  double timeout_s = 600;        // --elastic-timeout: below min_hosts this long fails the job
+  double host_cooldown_s = 300;  // --host-cooldown
+  int reset_limit = 50;          // --reset-limit
 };
 
 // A training job as its YAML spec describes it (see docs/jobs.md).
@@ -64,7 +64,7 @@ struct JobSpec {
   std::string output_path;  // absolute path
   double max_run_seconds = 86400;
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
-  std::optional<ElasticSpec> elastic;  // the `elastic:` section; gloo engine only
+  std::optional<ElasticSpec> elastic;                            // the `elastic:` section; gloo engine only
 };
 
 // Parses and validates a spec. Relative paths are resolved against
@@ -73,8 +73,7 @@ struct JobSpec {
 // read as YAML. Every problem is collected and reported at once in one
 // JobError (usage) whose message has one line per field, naming the field
 // and what is allowed.
-JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin,
-                       const std::string& base_dir,
+JobSpec parse_job_spec(std::string_view yaml_text, std::string_view origin, const std::string& base_dir,
                        const std::vector<std::string>& overrides = {});
 
 // Reads a spec file and parses it (base_dir: the file's directory).
@@ -86,8 +85,8 @@ JobSpec load_job_spec(const std::string& path, const std::vector<std::string>& o
 // here; a rendered Kubernetes job reads its channels from its own volume.
 std::vector<std::string> missing_channel_sources(const JobSpec& spec);
 
-std::string to_string(InputMode mode);          // "File", "Pipe"
+std::string to_string(InputMode mode);             // "File", "Pipe"
 std::string to_string(Distribution distribution);  // "FullyReplicated", "ShardedByKey"
-std::string to_string(Engine engine);           // "gloo", "mpi", "parameter_server"
+std::string to_string(Engine engine);              // "gloo", "mpi", "parameter_server"
 
 }  // namespace dtrain::job

@@ -16,9 +16,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 Json optional_int(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
 

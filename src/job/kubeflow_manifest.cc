@@ -31,8 +31,7 @@ EnvPairs algorithm_env(const JobSpec& spec, const KubeflowOptions& options) {
       {"SM_NUM_GPUS", std::to_string(options.gpus_per_worker)},
   };
   for (const auto& c : spec.channels) {
-    env.emplace_back(env_name("channel_" + c.name),
-                     fmt::format("{}/channels/{}", options.data_mount, c.name));
+    env.emplace_back(env_name("channel_" + c.name), fmt::format("{}/channels/{}", options.data_mount, c.name));
   }
   for (const auto& [key, value] : spec.hyperparameters.items()) {
     env.emplace_back(env_name("hp_" + key), to_env_value(value));
@@ -44,8 +43,8 @@ EnvPairs algorithm_env(const JobSpec& spec, const KubeflowOptions& options) {
 void emit_env(YAML::Emitter& out, const EnvPairs& env) {
   out << YAML::Key << "env" << YAML::Value << YAML::BeginSeq;
   for (const auto& [name, value] : env) {
-    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key << "value"
-        << YAML::Value << YAML::DoubleQuoted << value << YAML::EndMap;
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key << "value" << YAML::Value
+        << YAML::DoubleQuoted << value << YAML::EndMap;
   }
   out << YAML::EndSeq;
 }
@@ -57,29 +56,27 @@ void emit_strings(YAML::Emitter& out, const std::string& key, const std::vector<
 }
 
 void emit_volume_mount(YAML::Emitter& out, const KubeflowOptions& options) {
-  out << YAML::Key << "volumeMounts" << YAML::Value << YAML::BeginSeq << YAML::BeginMap
-      << YAML::Key << "name" << YAML::Value << "data" << YAML::Key << "mountPath" << YAML::Value
-      << options.data_mount << YAML::EndMap << YAML::EndSeq;
+  out << YAML::Key << "volumeMounts" << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key << "name"
+      << YAML::Value << "data" << YAML::Key << "mountPath" << YAML::Value << options.data_mount << YAML::EndMap
+      << YAML::EndSeq;
 }
 
 void emit_volumes(YAML::Emitter& out, const std::string& claim) {
-  out << YAML::Key << "volumes" << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key
-      << "name" << YAML::Value << "data" << YAML::Key << "persistentVolumeClaim" << YAML::Value
-      << YAML::BeginMap << YAML::Key << "claimName" << YAML::Value << claim << YAML::EndMap
-      << YAML::EndMap << YAML::EndSeq;
+  out << YAML::Key << "volumes" << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key << "name" << YAML::Value
+      << "data" << YAML::Key << "persistentVolumeClaim" << YAML::Value << YAML::BeginMap << YAML::Key << "claimName"
+      << YAML::Value << claim << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
 }
 
 void emit_labels(YAML::Emitter& out, const std::string& name) {
-  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap << YAML::Key
-      << "app.kubernetes.io/name" << YAML::Value << "dtrain" << YAML::Key << "dtrain/job"
-      << YAML::Value << name << YAML::EndMap;
+  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap << YAML::Key << "app.kubernetes.io/name" << YAML::Value
+      << "dtrain" << YAML::Key << "dtrain/job" << YAML::Value << name << YAML::EndMap;
 }
 
 void emit_resources(YAML::Emitter& out, const std::string& cpu, const std::string& memory, int gpus) {
   out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
   for (const char* kind : {"requests", "limits"}) {
-    out << YAML::Key << kind << YAML::Value << YAML::BeginMap << YAML::Key << "cpu" << YAML::Value
-        << YAML::DoubleQuoted << cpu << YAML::Key << "memory" << YAML::Value << memory;
+    out << YAML::Key << kind << YAML::Value << YAML::BeginMap << YAML::Key << "cpu" << YAML::Value << YAML::DoubleQuoted
+        << cpu << YAML::Key << "memory" << YAML::Value << memory;
     if (gpus > 0) out << YAML::Key << "nvidia.com/gpu" << YAML::Value << gpus;
     out << YAML::EndMap;
   }
@@ -184,8 +181,7 @@ std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
   out << YAML::Key << "runPolicy" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "cleanPodPolicy" << YAML::Value << "Running";
   out << YAML::Key << "backoffLimit" << YAML::Value << 0;
-  out << YAML::Key << "activeDeadlineSeconds" << YAML::Value
-      << static_cast<long long>(spec.max_run_seconds);
+  out << YAML::Key << "activeDeadlineSeconds" << YAML::Value << static_cast<long long>(spec.max_run_seconds);
   out << YAML::EndMap;
   out << YAML::Key << "sshAuthMountPath" << YAML::Value << "/root/.ssh";
   out << YAML::Key << "launcherCreationPolicy" << YAML::Value << "WaitForWorkersReady";
@@ -196,8 +192,13 @@ std::string render_mpijob(const JobSpec& spec, const KubeflowOptions& options) {
   emit_replica(out, {"Launcher", 1, "launcher", launcher_command, "1", "1Gi", 0}, name, claim, env, options);
   // Workers: sshd, where the launcher starts processes_per_host ranks each.
   emit_replica(out,
-               {"Worker", spec.instance_count, "worker", {"/bin/sh", "-c", worker_script}, options.cpu,
-                options.memory, options.gpus_per_worker},
+               {"Worker",
+                spec.instance_count,
+                "worker",
+                {"/bin/sh", "-c", worker_script},
+                options.cpu,
+                options.memory,
+                options.gpus_per_worker},
                name, claim, env, options);
 
   out << YAML::EndMap;  // mpiReplicaSpecs

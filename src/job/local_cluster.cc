@@ -78,8 +78,8 @@ std::vector<LocalHost> hosts_from_table(const nlohmann::ordered_json& table) {
   std::vector<LocalHost> hosts;
   if (!table.contains("hosts")) return hosts;
   for (const auto& h : table["hosts"]) {
-    hosts.push_back({h.value("name", ""), h.value("address", ""), h.value("root", ""),
-                     h.value("netns", ""), h.value("shm_dir", "")});
+    hosts.push_back({h.value("name", ""), h.value("address", ""), h.value("root", ""), h.value("netns", ""),
+                     h.value("shm_dir", "")});
   }
   return hosts;
 }
@@ -106,8 +106,7 @@ int sweep_stale_netns() {
     if (run_command({"ip", "link", "del", m[1].str()}, 30).ok()) ++removed;
   }
   std::error_code ec;
-  for (auto it = fs::directory_iterator("/etc/netns", ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
+  for (auto it = fs::directory_iterator("/etc/netns", ec); !ec && it != fs::end(it); it.increment(ec)) {
     std::string name = it->path().filename().string();
     std::smatch m;
     if (std::regex_match(name, m, ns_pattern) && !process_alive(std::stol(m[1].str()))) {
@@ -197,8 +196,7 @@ void LocalCluster::create_netns() {
     std::string veth = fmt::format("{}v{}", stem, i + 1);
     run_command_or_throw({"ip", "netns", "add", h.netns});
     write_text_file(fmt::format("/etc/netns/{}/hosts", h.netns), hosts_text);
-    run_command_or_throw(
-        {"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.netns});
+    run_command_or_throw({"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.netns});
     run_command_or_throw({"ip", "link", "set", veth, "master", bridge_, "up"});
     run_command_or_throw({"ip", "-n", h.netns, "addr", "add", h.address + "/24", "dev", "eth0"});
     run_command_or_throw({"ip", "-n", h.netns, "link", "set", "eth0", "up"});

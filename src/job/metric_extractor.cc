@@ -50,8 +50,7 @@ std::vector<MetricSample> MetricExtractor::extract(std::string_view text, const 
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   for (const auto& m : metrics_) {
     std::match_results<std::string_view::const_iterator> match;
-    if (!std::regex_search(text.begin(), text.end(), match, m.regex) || match.size() < 2 ||
-        !match[1].matched) {
+    if (!std::regex_search(text.begin(), text.end(), match, m.regex) || match.size() < 2 || !match[1].matched) {
       continue;
     }
     std::string captured = match[1].str();

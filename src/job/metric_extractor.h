@@ -40,8 +40,8 @@ class MetricExtractor {
  public:
   explicit MetricExtractor(const std::vector<MetricDefinition>& definitions);
 
-  std::vector<MetricSample> extract(std::string_view text, const std::string& host,
-                                    std::optional<int> rank, double time) const;
+  std::vector<MetricSample> extract(std::string_view text, const std::string& host, std::optional<int> rank,
+                                    double time) const;
 
   bool empty() const { return metrics_.empty(); }
 

@@ -18,9 +18,7 @@ PipeFeeder::PipeFeeder(std::string data_dir, std::string channel, std::vector<st
 
 PipeFeeder::~PipeFeeder() { stop(); }
 
-std::string PipeFeeder::fifo_path(int epoch) const {
-  return fmt::format("{}/{}_{}", data_dir_, channel_, epoch);
-}
+std::string PipeFeeder::fifo_path(int epoch) const { return fmt::format("{}/{}_{}", data_dir_, channel_, epoch); }
 
 void PipeFeeder::start() {
   if (thread_.joinable()) return;

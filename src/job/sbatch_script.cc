@@ -18,8 +18,8 @@ void check_runs_on_slurm(const JobSpec& spec) {
     }
   }
   if (spec.engine != Engine::kGloo) {
-    throw JobError::usage(fmt::format("distribution engine '{}' is not supported on Slurm yet; use gloo",
-                                      to_string(spec.engine)));
+    throw JobError::usage(
+        fmt::format("distribution engine '{}' is not supported on Slurm yet; use gloo", to_string(spec.engine)));
   }
   if (spec.elastic) {
     throw JobError::usage(

@@ -34,12 +34,14 @@ std::string slurm_host_root(const std::string& hosts_dir, int node_index) {
   return fmt::format("{}/algo-{}", hosts_dir, node_index + 1);
 }
 
-int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir, const std::vector<std::string>& command) {
+int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir,
+                    const std::vector<std::string>& command) {
   const char* node_id = std::getenv("SLURM_NODEID");
   const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
   if (!node_id || !nodelist || !std::getenv("SLURM_STEP_ID")) {
-    return fail("not a task of a Slurm job step (SLURM_NODEID, SLURM_JOB_NODELIST, SLURM_STEP_ID); "
-                "the batch script of `dtrain job render --target slurm` runs it through srun");
+    return fail(
+        "not a task of a Slurm job step (SLURM_NODEID, SLURM_JOB_NODELIST, SLURM_STEP_ID); "
+        "the batch script of `dtrain job render --target slurm` runs it through srun");
   }
   std::vector<std::string> nodes;
   try {

@@ -22,6 +22,7 @@ std::string slurm_host_root(const std::string& hosts_dir, int node_index);
 // Replaces this process with `dtrain_exe entrypoint -- command`, configured as above.
 // Returns (with a message on stderr) only when that cannot be done: 1 outside a Slurm step
 // or when a node's name does not resolve, 127 when the entry point cannot be executed.
-int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir, const std::vector<std::string>& command);
+int exec_slurm_host(const std::string& dtrain_exe, const std::string& hosts_dir,
+                    const std::vector<std::string>& command);
 
 }  // namespace dtrain::job

@@ -81,7 +81,8 @@ std::string submit(const std::string& script, const SlurmRunOptions& options) {
   for (const auto& word : launch::split_arguments(options.sbatch_args)) argv.push_back(word);
   argv.push_back(script);
   CommandResult r = run_command(argv, 120);
-  if (r.exit_code == -1) throw JobError::runtime("cannot execute sbatch (install slurm-client, or run on a login node)");
+  if (r.exit_code == -1)
+    throw JobError::runtime("cannot execute sbatch (install slurm-client, or run on a login node)");
   std::string out = r.output;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   std::smatch id;
@@ -96,7 +97,8 @@ std::string submit(const std::string& script, const SlurmRunOptions& options) {
 slurm::JobState query_state(const std::string& job_id) {
   CommandResult r = run_command({"scontrol", "show", "job", "-o", job_id}, 30);
   if (r.exit_code == -1) {
-    throw JobError::runtime(fmt::format("cannot execute scontrol to follow Slurm job {} (install slurm-client)", job_id));
+    throw JobError::runtime(
+        fmt::format("cannot execute scontrol to follow Slurm job {} (install slurm-client)", job_id));
   }
   if (!r.ok()) {
     if (r.output.find("Invalid job id") != std::string::npos) return {"UNKNOWN", "", 0, 0};
@@ -131,9 +133,10 @@ Followed follow(const std::string& job_id, FileTail& log, JobRecorder& recorder,
       for (int sig : signals.drain()) {
         if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) continue;
         if (!followed.cancelled_by.empty()) {
-          throw JobError::runtime(fmt::format("{} again: stopped following Slurm job {}, which was cancelled and "
-                                              "may still be ending (squeue -j {})",
-                                              launch::signal_name(sig), job_id, job_id));
+          throw JobError::runtime(
+              fmt::format("{} again: stopped following Slurm job {}, which was cancelled and "
+                          "may still be ending (squeue -j {})",
+                          launch::signal_name(sig), job_id, job_id));
         }
         followed.cancelled_by = launch::signal_name(sig);
         std::fprintf(stderr, "dtrain job: %s: cancelling Slurm job %s\n", followed.cancelled_by.c_str(),
@@ -156,17 +159,18 @@ JobOutcome judge(const JobSpec& spec, const std::vector<LocalHost>& hosts, const
   if (state.state == "CANCELLED") {
     outcome.stopped = true;
     outcome.code = 128 + SIGTERM;
-    outcome.reason = followed.cancelled_by.empty()
-                         ? "Stopped: the Slurm job was cancelled (scancel)"
-                         : fmt::format("Stopped: dtrain job run caught {} and cancelled the Slurm job",
-                                       followed.cancelled_by);
+    outcome.reason =
+        followed.cancelled_by.empty()
+            ? "Stopped: the Slurm job was cancelled (scancel)"
+            : fmt::format("Stopped: dtrain job run caught {} and cancelled the Slurm job", followed.cancelled_by);
     return outcome;
   }
   if (state.state == "TIMEOUT" || state.state == "DEADLINE") {
     outcome.code = 1;
-    outcome.reason = fmt::format("MaxRuntimeExceeded: the job ran longer than max_run_seconds ({} s, Slurm time "
-                                 "limit {}) and was stopped",
-                                 launch::format_env_number(spec.max_run_seconds), slurm_time_limit(spec.max_run_seconds));
+    outcome.reason = fmt::format(
+        "MaxRuntimeExceeded: the job ran longer than max_run_seconds ({} s, Slurm time "
+        "limit {}) and was stopped",
+        launch::format_env_number(spec.max_run_seconds), slurm_time_limit(spec.max_run_seconds));
     return outcome;
   }
   if (state.state == "COMPLETED" && master_succeeded) return outcome;

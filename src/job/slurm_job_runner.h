@@ -16,9 +16,9 @@ struct SlurmRunOptions {
   std::string dtrain_exe;               // dtrain as the nodes run it (same path everywhere)
   std::optional<std::string> work_dir;  // shared; default output_path/<name>/slurm-work
   bool keep_work_dir = false;
-  std::string partition;                // "" for the cluster's default
-  std::string sbatch_args;              // passed to sbatch as they are
-  std::string network_interface;        // for the ranks; "" lets dtrain choose
+  std::string partition;          // "" for the cluster's default
+  std::string sbatch_args;        // passed to sbatch as they are
+  std::string network_interface;  // for the ranks; "" lets dtrain choose
 };
 
 // Stages the hosts, submits, relays the job's output (host-prefixed, into logs/ and

@@ -31,9 +31,8 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
   char buffer[8192];
   while (child.stdout_fd >= 0 || child.stderr_fd >= 0) {
     pollfd fds[2] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0 && !killed) {
       ::killpg(child.pid, SIGKILL);
       killed = true;
@@ -51,8 +50,7 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
     }
   }
   int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {}
   result.exit_code = launch::exit_code_of(status);
   if (child.exec_errno != 0) result.exit_code = -1;
   return result;
@@ -63,8 +61,7 @@ std::string run_command_or_throw(const std::vector<std::string>& argv, double ti
   if (!r.ok()) {
     std::string output = r.output;
     while (!output.empty() && output.back() == '\n') output.pop_back();
-    throw JobError::runtime(fmt::format("'{}' failed (exit {}): {}", fmt::join(argv, " "),
-                                        r.exit_code, output));
+    throw JobError::runtime(fmt::format("'{}' failed (exit {}): {}", fmt::join(argv, " "), r.exit_code, output));
   }
   return r.output;
 }

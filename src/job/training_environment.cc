@@ -22,9 +22,7 @@ std::optional<std::string> env_text(const char* name) {
   return std::string(value);
 }
 
-Json optional_json(const std::optional<std::string>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
+Json optional_json(const std::optional<std::string>& value) { return value ? Json(*value) : Json(nullptr); }
 
 std::string module_name_of(const std::optional<std::string>& program) {
   // The toolkit stores str(None) when no program is given, and strips ".py".
@@ -57,11 +55,10 @@ TrainingEnvironment TrainingEnvironment::read(const ContainerLayout& layout) {
   Json hp_file = read_json_file(layout.hyperparameters_file());
 
   const Json& rc = env.resource_config;
-  if (!rc.is_object() || !rc.contains("current_host") || !rc["current_host"].is_string() ||
-      !rc.contains("hosts") || !rc["hosts"].is_array() || rc["hosts"].empty()) {
-    throw JobError::runtime(fmt::format(
-        "{}: needs current_host (a string) and hosts (a non-empty list)",
-        layout.resource_config_file()));
+  if (!rc.is_object() || !rc.contains("current_host") || !rc["current_host"].is_string() || !rc.contains("hosts") ||
+      !rc["hosts"].is_array() || rc["hosts"].empty()) {
+    throw JobError::runtime(
+        fmt::format("{}: needs current_host (a string) and hosts (a non-empty list)", layout.resource_config_file()));
   }
   env.current_host = rc["current_host"].get<std::string>();
   for (const auto& h : rc["hosts"]) env.hosts.push_back(h.get<std::string>());
@@ -131,9 +128,7 @@ std::optional<ElasticSpec> TrainingEnvironment::elastic() const {
   }
 }
 
-std::vector<std::string> TrainingEnvironment::user_args() const {
-  return to_cmd_args(hyperparameters);
-}
+std::vector<std::string> TrainingEnvironment::user_args() const { return to_cmd_args(hyperparameters); }
 
 Json TrainingEnvironment::training_env() const {
   Json channel_dirs = Json::object();

@@ -28,13 +28,13 @@ struct TrainingEnvironment {
   std::string network_interface_name;
   std::string master_hostname;
   bool is_master = false;
-  Hyperparameters hyperparameters;             // the user's (no sagemaker_* keys)
-  Hyperparameters framework_parameters;        // the sagemaker_* keys
+  Hyperparameters hyperparameters;       // the user's (no sagemaker_* keys)
+  Hyperparameters framework_parameters;  // the sagemaker_* keys
   nlohmann::ordered_json resource_config;
   nlohmann::ordered_json input_data_config;
-  std::vector<std::string> channels;           // sorted
-  std::optional<std::string> user_entry_point; // SAGEMAKER_PROGRAM / sagemaker_program
-  std::optional<std::string> job_name;         // TRAINING_JOB_NAME
+  std::vector<std::string> channels;            // sorted
+  std::optional<std::string> user_entry_point;  // SAGEMAKER_PROGRAM / sagemaker_program
+  std::optional<std::string> job_name;          // TRAINING_JOB_NAME
   int num_cpus = 1;
   int num_gpus = 0;
   int log_level = 20;

@@ -42,10 +42,8 @@ bool ElasticDriver::worker_ended(const RankPlacement& worker, int wait_status) {
     case ElasticWorld::Ending::kLost:
       if (world_.losses().size() > losses_before) say(world_.losses().back() + "; the job goes on without it");
       return true;
-    case ElasticWorld::Ending::kFinished:
-      return true;
-    case ElasticWorld::Ending::kFatal:
-      return false;
+    case ElasticWorld::Ending::kFinished: return true;
+    case ElasticWorld::Ending::kFatal: return false;
   }
   return false;
 }
@@ -110,8 +108,9 @@ void ElasticDriver::read_requests() {
 void ElasticDriver::publish(const rendezvous::ElasticRound& round) {
   store_.set(rendezvous::elastic_round_key(round.number), rendezvous::encode_round(round));
   store_.set(rendezvous::kElasticRoundKey, std::to_string(round.number));
-  if (round.closed_reason.empty()) say(fmt::format("round {}: {} rank{} ({})", round.number, round.size(),
-                                                   round.size() == 1 ? "" : "s", describe_members(round)));
+  if (round.closed_reason.empty())
+    say(fmt::format("round {}: {} rank{} ({})", round.number, round.size(), round.size() == 1 ? "" : "s",
+                    describe_members(round)));
 }
 
 }  // namespace dtrain::launch

@@ -70,7 +70,7 @@ ElasticWorld::Ending ElasticWorld::worker_ended(int worker, int wait_status, Clo
   // A remote worker's end comes through ssh (or the job's agent): 255 when the connection
   // broke, 128+N when the remote shell saw the worker killed by signal N.
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-  const int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status)
+  const int signal = WIFSIGNALED(wait_status)                    ? WTERMSIG(wait_status)
                      : w.remote && code > 128 && code < 128 + 65 ? code - 128
                                                                  : 0;
   if (signal != 0) {
@@ -197,8 +197,9 @@ ElasticDecision ElasticWorld::decide(Clock::time_point now) {
     for (int id : required) {
       if (workers_.at(id).asking) continue;
       workers_.at(id).killed_as_lost = true;
-      lose(id, fmt::format("did not reach round {} within {} s (stalled, or its host unreachable)", round_ + 1,
-                           format_env_number(window)),
+      lose(id,
+           fmt::format("did not reach round {} within {} s (stalled, or its host unreachable)", round_ + 1,
+                       format_env_number(window)),
            now);
       decision.lost.push_back(id);
     }

@@ -36,19 +36,19 @@ namespace dtrain::launch {
 struct ElasticSettings {
   int min_np = 1;
   int max_np = 1;
-  double start_timeout_s = 30;    // for the first round
-  double arrival_timeout_s = 300; // for later rounds (the workers' DTRAIN_TIMEOUT_S)
-  double elastic_timeout_s = 600; // below min_np this long: the job fails
-  double host_cooldown_s = 300;   // a lost worker's host runs no new worker this long
+  double start_timeout_s = 30;     // for the first round
+  double arrival_timeout_s = 300;  // for later rounds (the workers' DTRAIN_TIMEOUT_S)
+  double elastic_timeout_s = 600;  // below min_np this long: the job fails
+  double host_cooldown_s = 300;    // a lost worker's host runs no new worker this long
   int reset_limit = 50;
 };
 
 // What the driver must do after a decide().
 struct ElasticDecision {
   std::optional<rendezvous::ElasticRound> round;  // publish (a closed one included)
-  std::vector<int> lost;                           // kill these workers: they are lost
-  std::optional<std::string> failure;              // end the job with this line
-  int waiting_to_join = 0;                         // for rank 0's next commit
+  std::vector<int> lost;                          // kill these workers: they are lost
+  std::optional<std::string> failure;             // end the job with this line
+  int waiting_to_join = 0;                        // for rank 0's next commit
 };
 
 class ElasticWorld {
@@ -82,8 +82,8 @@ class ElasticWorld {
     std::string host;
     bool remote = false;
     bool alive = true;
-    bool asking = false;       // asked for a newer round and has not been given one
-    int round = 0;             // the last round it was a member of
+    bool asking = false;  // asked for a newer round and has not been given one
+    int round = 0;        // the last round it was a member of
     bool killed_as_lost = false;
   };
   struct Host {
@@ -105,8 +105,8 @@ class ElasticWorld {
   std::map<std::string, Host> hosts_;
   std::map<int, Worker> workers_;
   int next_worker_ = 0;
-  int round_ = 0;                    // the newest round published
-  std::vector<int> members_;         // its members in rank order
+  int round_ = 0;             // the newest round published
+  std::vector<int> members_;  // its members in rank order
   std::optional<Clock::time_point> forming_since_;
   std::optional<Clock::time_point> below_min_since_;
   Clock::time_point started_;

@@ -38,8 +38,8 @@ std::vector<HostSlots> discover_hosts(const std::string& script) {
   while (std::size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
   const int status = ::pclose(pipe);
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw LaunchError::runtime(fmt::format("{}: it failed (exit status {})", origin,
-                                           WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    throw LaunchError::runtime(
+        fmt::format("{}: it failed (exit status {})", origin, WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   }
   return parse_discovered_hosts(output, origin);
 }

@@ -64,14 +64,13 @@ std::vector<HostSlots> parse_host_list(std::string_view text) {
     HostSlots host;
     host.name = std::string(entry.substr(0, colon));
     if (!valid_host_name(host.name)) {
-      throw LaunchError::usage(fmt::format(
-          "-H: bad entry '{}' in '{}' (expected host or host:slots)", entry, text));
+      throw LaunchError::usage(fmt::format("-H: bad entry '{}' in '{}' (expected host or host:slots)", entry, text));
     }
     if (colon != std::string_view::npos) {
       host.slots = parse_slot_count(entry.substr(colon + 1));
       if (host.slots < 1) {
-        throw LaunchError::usage(fmt::format(
-            "-H: bad slot count in '{}' (expected host:N with N a positive integer)", entry));
+        throw LaunchError::usage(
+            fmt::format("-H: bad slot count in '{}' (expected host:N with N a positive integer)", entry));
       }
     }
     hosts.push_back(std::move(host));
@@ -97,8 +96,7 @@ std::vector<HostSlots> parse_hostfile_text(std::string_view text, std::string_vi
 
     auto fail = [&](std::string_view why) {
       return LaunchError::usage(
-          fmt::format("hostfile {} line {}: {} (expected 'host' or 'host slots=N')", origin,
-                      line_number, why));
+          fmt::format("hostfile {} line {}: {} (expected 'host' or 'host slots=N')", origin, line_number, why));
     };
 
     // Split into whitespace-separated words.
@@ -131,8 +129,7 @@ std::vector<HostSlots> parse_hostfile_text(std::string_view text, std::string_vi
 std::vector<HostSlots> read_hostfile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw LaunchError::usage(
-        fmt::format("cannot read hostfile '{}': {}", path, std::strerror(errno)));
+    throw LaunchError::usage(fmt::format("cannot read hostfile '{}': {}", path, std::strerror(errno)));
   }
   std::ostringstream contents;
   contents << in.rdbuf();

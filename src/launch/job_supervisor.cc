@@ -75,8 +75,7 @@ std::string describe_exit(const Worker& w, int status) {
 // The state of one job from first spawn to last reap.
 class SupervisedJob {
  public:
-  SupervisedJob(const SupervisorOptions& options, SignalChannel& signals,
-                std::vector<WorkerLaunch> launches)
+  SupervisedJob(const SupervisorOptions& options, SignalChannel& signals, std::vector<WorkerLaunch> launches)
       : options_(options), signals_(signals) {
     for (auto& l : launches) add_worker(std::move(l));
   }
@@ -131,9 +130,7 @@ class SupervisedJob {
     };
     auto sink = [this, placement = w.placement](bool is_stderr) -> LineRelay::Sink {
       if (options_.line_sink) {
-        return [this, placement, is_stderr](std::string_view line) {
-          options_.line_sink(placement, is_stderr, line);
-        };
+        return [this, placement, is_stderr](std::string_view line) { options_.line_sink(placement, is_stderr, line); };
       }
       return [is_stderr](std::string_view line) { write_fully(is_stderr ? 2 : 1, line); };
     };
@@ -165,9 +162,7 @@ class SupervisedJob {
     w.stdin_fd = child.stdin_fd;
     spdlog::debug("started {} as pid {}: {}", w.who(), w.pid, fmt::join(w.request.argv, " "));
     if (child.exec_errno != 0) {
-      fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0],
-                       std::strerror(child.exec_errno)),
-           &w);
+      fail(fmt::format("{}: cannot execute '{}': {}", w.who(), w.request.argv[0], std::strerror(child.exec_errno)), &w);
       return false;
     }
     if (!w.service && options_.on_start) options_.on_start(w.placement, w.pid);
@@ -195,12 +190,10 @@ class SupervisedJob {
 
   bool finished() const {
     if (options_.elastic && !stopping_ && !options_.elastic->done()) return false;
-    bool any_running = std::any_of(workers_.begin(), workers_.end(),
-                                   [](const Worker& w) { return w.running; });
+    bool any_running = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.running; });
     if (any_running) return false;
-    bool any_open = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
-      return w.stdout_fd >= 0 || w.stderr_fd >= 0;
-    });
+    bool any_open = std::any_of(workers_.begin(), workers_.end(),
+                                [](const Worker& w) { return w.stdout_fd >= 0 || w.stderr_fd >= 0; });
     if (!any_open) return true;
     // Background processes a worker left behind may hold its pipes open.
     return drain_deadline_ && Clock::now() >= *drain_deadline_;
@@ -280,8 +273,7 @@ class SupervisedJob {
       if (sig == SIGCHLD) continue;  // reap() runs after every wakeup
       if (interrupt_signal_ == 0 && !stopping_) {
         interrupt_signal_ = sig;
-        write_fully(2, fmt::format("dtrain run: caught {}, stopping {} worker{}\n",
-                                   signal_name(sig), workers_.size(),
+        write_fully(2, fmt::format("dtrain run: caught {}, stopping {} worker{}\n", signal_name(sig), workers_.size(),
                                    workers_.size() == 1 ? "" : "s"));
         begin_stop(sig);
       } else if (!killed_) {
@@ -297,8 +289,8 @@ class SupervisedJob {
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      auto it = std::find_if(workers_.begin(), workers_.end(),
-                             [pid](const Worker& w) { return w.pid == pid && w.running; });
+      auto it =
+          std::find_if(workers_.begin(), workers_.end(), [pid](const Worker& w) { return w.pid == pid && w.running; });
       if (it == workers_.end()) continue;
       note_ready(*it);  // a worker may post ready and exit between two looks
       it->running = false;
@@ -376,8 +368,7 @@ class SupervisedJob {
 
   void note_all_reaped() {
     if (drain_deadline_) return;
-    bool any_running = std::any_of(workers_.begin(), workers_.end(),
-                                   [](const Worker& w) { return w.running; });
+    bool any_running = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.running; });
     if (any_running) return;
     if (stopping_) {
       // The leaders are gone; anything left in their groups goes too.
@@ -387,11 +378,9 @@ class SupervisedJob {
     drain_deadline_ = Clock::now() + std::chrono::seconds(1);
   }
 
-  void fail(std::string message, const Worker* who = nullptr,
-            std::optional<int> wait_status = std::nullopt) {
+  void fail(std::string message, const Worker* who = nullptr, std::optional<int> wait_status = std::nullopt) {
     if (!failure_) {
-      failure_ = WorkerFailure{who ? who->placement : RankPlacement{}, std::move(message),
-                               wait_status};
+      failure_ = WorkerFailure{who ? who->placement : RankPlacement{}, std::move(message), wait_status};
       if (!who) failure_->placement.rank = -1;
     }
     begin_stop(SIGTERM);

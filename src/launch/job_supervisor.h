@@ -39,9 +39,9 @@ struct WorkerFailure {
 class ElasticControl {
  public:
   struct Actions {
-    std::vector<WorkerLaunch> start;      // placement.rank: the worker's number
-    std::vector<int> stop;                // workers to kill (SIGKILL to their process groups)
-    std::optional<std::string> failure;   // end the job with this line
+    std::vector<WorkerLaunch> start;     // placement.rank: the worker's number
+    std::vector<int> stop;               // workers to kill (SIGKILL to their process groups)
+    std::optional<std::string> failure;  // end the job with this line
   };
   virtual ~ElasticControl() = default;
   // A worker's process ended; true when the job goes on without it.

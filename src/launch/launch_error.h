@@ -12,15 +12,10 @@ class LaunchError : public std::runtime_error {
  public:
   enum class Kind { kUsage, kRuntime };
 
-  LaunchError(Kind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  LaunchError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
 
-  static LaunchError usage(const std::string& message) {
-    return LaunchError(Kind::kUsage, message);
-  }
-  static LaunchError runtime(const std::string& message) {
-    return LaunchError(Kind::kRuntime, message);
-  }
+  static LaunchError usage(const std::string& message) { return LaunchError(Kind::kUsage, message); }
+  static LaunchError runtime(const std::string& message) { return LaunchError(Kind::kRuntime, message); }
 
   Kind kind() const noexcept { return kind_; }
   int exit_code() const noexcept { return kind_ == Kind::kUsage ? 2 : 1; }

@@ -39,8 +39,8 @@ namespace {
 
 void require_at_least(const std::optional<double>& value, double minimum, const char* flag) {
   if (value && (!std::isfinite(*value) || *value < minimum)) {
-    throw LaunchError::usage(fmt::format("{} must be a number >= {}, got {}", flag,
-                                         format_env_number(minimum), *value));
+    throw LaunchError::usage(
+        fmt::format("{} must be a number >= {}, got {}", flag, format_env_number(minimum), *value));
   }
 }
 
@@ -59,7 +59,8 @@ void validate(const LaunchOptions& o) {
     throw LaunchError::usage(fmt::format("-p: ssh port must be in 1..65535, got {}", *o.ssh.port));
   }
   if (o.ps.enabled) {
-    if (o.use_mpi) throw LaunchError::usage("--ps and --mpi cannot be combined: parameter-server workers do not use MPI");
+    if (o.use_mpi)
+      throw LaunchError::usage("--ps and --mpi cannot be combined: parameter-server workers do not use MPI");
     if (o.ps.mode != "async" && o.ps.mode != "sync") {
       throw LaunchError::usage(fmt::format("--ps-mode must be async or sync, got '{}'", o.ps.mode));
     }
@@ -67,21 +68,25 @@ void validate(const LaunchOptions& o) {
       throw LaunchError::usage(fmt::format("--ps-staleness must be >= 0 (or -1: unbounded), got {}", o.ps.staleness));
     }
     if (!(o.ps.worker_timeout_s > 0)) {
-      throw LaunchError::usage(fmt::format("--ps-worker-timeout must be a positive number of seconds, got {}",
-                                           o.ps.worker_timeout_s));
+      throw LaunchError::usage(
+          fmt::format("--ps-worker-timeout must be a positive number of seconds, got {}", o.ps.worker_timeout_s));
     }
   }
   if (o.use_slurm) {
-    if (o.use_mpi) throw LaunchError::usage("--slurm and --mpi cannot be combined: choose srun or mpirun to start the ranks");
-    if (o.ps.enabled) throw LaunchError::usage("--slurm does not start parameter servers yet; use --ps without --slurm");
+    if (o.use_mpi)
+      throw LaunchError::usage("--slurm and --mpi cannot be combined: choose srun or mpirun to start the ranks");
+    if (o.ps.enabled)
+      throw LaunchError::usage("--slurm does not start parameter servers yet; use --ps without --slurm");
     if (o.host_list || o.hostfile) {
       throw LaunchError::usage("--slurm takes the hosts from the Slurm allocation; drop -H/--hostfile");
     }
-    if (o.output_dir) throw LaunchError::usage("--output-filename is not supported with --slurm; use srun's --output in --slurm-args");
+    if (o.output_dir)
+      throw LaunchError::usage("--output-filename is not supported with --slurm; use srun's --output in --slurm-args");
   }
   if (o.elastic.enabled()) {
     const char* other = o.use_mpi ? "--mpi" : o.use_slurm ? "--slurm" : o.ps.enabled ? "--ps" : nullptr;
-    if (other) throw LaunchError::usage(fmt::format("--min-np/--max-np (an elastic job) cannot be combined with {}", other));
+    if (other)
+      throw LaunchError::usage(fmt::format("--min-np/--max-np (an elastic job) cannot be combined with {}", other));
     if (o.elastic.min_np && *o.elastic.min_np < 1) {
       throw LaunchError::usage(fmt::format("--min-np must be at least 1, got {}", *o.elastic.min_np));
     }
@@ -115,8 +120,8 @@ RendezvousEndpoint choose_endpoint(bool all_local, const std::optional<std::stri
   if (iface) {
     auto address = interface_ipv4(*iface);
     if (!address) {
-      throw LaunchError::usage(fmt::format(
-          "--network-interface {}: no such interface with an IPv4 address on this machine", *iface));
+      throw LaunchError::usage(
+          fmt::format("--network-interface {}: no such interface with an IPv4 address on this machine", *iface));
     }
     return {"0.0.0.0", *address};
   }
@@ -191,7 +196,8 @@ int exec_mpirun(const MpirunSettings& mpi) {
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   execvp(args[0], args.data());
-  throw LaunchError::runtime(fmt::format("--mpi: cannot execute mpirun: {} (install openmpi-bin)", std::strerror(errno)));
+  throw LaunchError::runtime(
+      fmt::format("--mpi: cannot execute mpirun: {} (install openmpi-bin)", std::strerror(errno)));
 }
 
 // Writes a relayed line to the launcher's stdout or stderr in one piece.
@@ -263,7 +269,8 @@ int run_mpirun(const LaunchOptions& options, const MpirunSettings& mpi, const st
     describe_unstarted(failure, "--mpi", "openmpi-bin");
   } else {
     failure.description = output.describe_failure(*failure.wait_status);
-    failure.placement = output.failed_rank().value_or(RankPlacement{-1, static_cast<int>(placements.size()), 0, 0, 0, 0, "mpirun"});
+    failure.placement =
+        output.failed_rank().value_or(RankPlacement{-1, static_cast<int>(placements.size()), 0, 0, 0, 0, "mpirun"});
   }
   deliver(options, failure);
   return ran.code;
@@ -274,7 +281,8 @@ int run_mpirun(const LaunchOptions& options, const MpirunSettings& mpi, const st
 // task becomes the failure, as run_mpirun does for mpirun.
 int run_srun(const LaunchOptions& options) {
   const SlurmAllocation allocation = slurm_allocation_from_environment();
-  const int np = options.np.value_or(allocation.tasks > 0 ? allocation.tasks : static_cast<int>(allocation.nodes.size()));
+  const int np =
+      options.np.value_or(allocation.tasks > 0 ? allocation.tasks : static_cast<int>(allocation.nodes.size()));
   const std::vector<RankPlacement> placements = place_on_allocation(allocation, np);
   // Before any thread exists, so every thread inherits the blocked signals.
   SignalChannel signals;
@@ -318,9 +326,9 @@ int run_srun(const LaunchOptions& options) {
 
 // How a worker process on `host` starts: `command` itself on this machine, else ssh running the
 // launcher's remote script there, which also forwards the user's own DTRAIN_* settings (ours win).
-SpawnRequest worker_request(const LaunchOptions& options, const std::string& host, bool remote, const EnvVars& dtrain_env,
-                            const std::vector<std::string>& command, const std::vector<std::string>& parent_env,
-                            const std::string& cwd) {
+SpawnRequest worker_request(const LaunchOptions& options, const std::string& host, bool remote,
+                            const EnvVars& dtrain_env, const std::vector<std::string>& command,
+                            const std::vector<std::string>& parent_env, const std::string& cwd) {
   if (!remote) return SpawnRequest{command, merge_environment(parent_env, dtrain_env), false};
   EnvVars remote_env = dtrain_vars_of(merge_environment(parent_env, dtrain_env));
   std::string script = remote_worker_script(cwd, remote_env, command, options.kill_grace_s);
@@ -388,8 +396,13 @@ int run_elastic(const LaunchOptions& options) {
   const std::string cwd = current_directory();
 
   ElasticDriverOptions driver_options;
-  driver_options.settings = ElasticSettings{min_np, max_np, options.start_timeout_s, worker_timeout_s(),
-                                            elastic.timeout_s, elastic.host_cooldown_s, elastic.reset_limit};
+  driver_options.settings = ElasticSettings{min_np,
+                                            max_np,
+                                            options.start_timeout_s,
+                                            worker_timeout_s(),
+                                            elastic.timeout_s,
+                                            elastic.host_cooldown_s,
+                                            elastic.reset_limit};
   driver_options.discovery_script = elastic.discovery_script;
   driver_options.is_remote = [](const std::string& host) { return !is_local_host(host); };
   driver_options.make_launch = [&](int worker, const std::string& host) {
@@ -443,8 +456,8 @@ int launch_job(const LaunchOptions& options) {
   }
   bool all_local = remote_hosts.empty();
   RendezvousEndpoint endpoint = choose_endpoint(all_local, options.network_interface);
-  spdlog::debug("{} rank{} on {}; remote hosts: [{}]", np, np == 1 ? "" : "s",
-                describe_hosts(hosts), fmt::join(remote_hosts, ", "));
+  spdlog::debug("{} rank{} on {}; remote hosts: [{}]", np, np == 1 ? "" : "s", describe_hosts(hosts),
+                fmt::join(remote_hosts, ", "));
 
   // Before any thread exists, so every thread inherits the blocked signals.
   SignalChannel signals;
@@ -456,8 +469,8 @@ int launch_job(const LaunchOptions& options) {
   const int servers = options.ps.enabled ? static_cast<int>(used.size()) : 0;
   rendezvous::RendezvousServer rendezvous(identity.token, np + servers);
   int port = start_rendezvous(rendezvous, endpoint.bind_address);
-  spdlog::debug("job {}: rendezvous store on {}:{} (bound to {})", identity.job_id,
-                endpoint.advertised_address, port, endpoint.bind_address);
+  spdlog::debug("job {}: rendezvous store on {}:{} (bound to {})", identity.job_id, endpoint.advertised_address, port,
+                endpoint.bind_address);
 
   WorkerEnvSettings settings = knob_settings(options);
   settings.rendezvous_addr = endpoint.advertised_address;
@@ -480,10 +493,10 @@ int launch_job(const LaunchOptions& options) {
     launch.placement = RankPlacement{np + i, np, 0, 1, i, servers, used[static_cast<size_t>(i)]};
     launch.service = true;
     launch.name = fmt::format("ps{}", i);
-    launch.request = request_for(launch.placement, {program, "ps-server", "--index", std::to_string(i), "--mode",
-                                                    options.ps.mode, "--staleness", std::to_string(options.ps.staleness),
-                                                    "--worker-timeout", format_env_number(options.ps.worker_timeout_s),
-                                                    "--ready-rank", std::to_string(np + i)});
+    launch.request = request_for(
+        launch.placement, {program, "ps-server", "--index", std::to_string(i), "--mode", options.ps.mode, "--staleness",
+                           std::to_string(options.ps.staleness), "--worker-timeout",
+                           format_env_number(options.ps.worker_timeout_s), "--ready-rank", std::to_string(np + i)});
     launches.push_back(std::move(launch));
   }
   for (const auto& placement : placements) {

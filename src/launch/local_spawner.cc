@@ -28,8 +28,7 @@ struct Pipe {
   void open_or_throw(const char* what) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
-      throw LaunchError::runtime(
-          fmt::format("cannot create {} pipe: {}", what, std::strerror(errno)));
+      throw LaunchError::runtime(fmt::format("cannot create {} pipe: {}", what, std::strerror(errno)));
     }
     read_end = fds[0];
     write_end = fds[1];
@@ -49,8 +48,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(pid_t launcher, const Pipe& out, const Pipe& err, const Pipe& in,
-                             bool stdin_pipe, int error_fd, char* const* argv, char* const* envp) {
+[[noreturn]] void exec_child(pid_t launcher, const Pipe& out, const Pipe& err, const Pipe& in, bool stdin_pipe,
+                             int error_fd, char* const* argv, char* const* envp) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);  // launcher already gone
@@ -61,8 +60,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT}) ::signal(sig, SIG_DFL);
 
   int stdin_fd = stdin_pipe ? in.read_end : ::open("/dev/null", O_RDONLY);
-  if (stdin_fd < 0 || ::dup2(stdin_fd, STDIN_FILENO) < 0 ||
-      ::dup2(out.write_end, STDOUT_FILENO) < 0 || ::dup2(err.write_end, STDERR_FILENO) < 0) {
+  if (stdin_fd < 0 || ::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(out.write_end, STDOUT_FILENO) < 0 ||
+      ::dup2(err.write_end, STDERR_FILENO) < 0) {
     int e = errno;
     [[maybe_unused]] ssize_t n = ::write(error_fd, &e, sizeof(e));
     ::_exit(127);
@@ -123,8 +122,7 @@ SpawnedChild spawn_child(const SpawnRequest& request) {
     throw LaunchError::runtime(fmt::format("cannot fork: {}", std::strerror(e)));
   }
   if (pid == 0) {
-    exec_child(launcher, out, err, in, request.stdin_pipe, exec_error.write_end, argv.data(),
-               envp.data());
+    exec_child(launcher, out, err, in, request.stdin_pipe, exec_error.write_end, argv.data(), envp.data());
   }
 
   // Also set here, so the group exists before we might signal it.

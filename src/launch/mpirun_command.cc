@@ -42,9 +42,9 @@ std::vector<std::string> mpirun_argv(const MpirunSettings& s) {
 
 EnvVars shared_knobs(const EnvVars& rank_env) {
   static const std::set<std::string> per_rank = {
-      "DTRAIN_RANK",       "DTRAIN_SIZE",           "DTRAIN_LOCAL_RANK",      "DTRAIN_LOCAL_SIZE",
-      "DTRAIN_CROSS_RANK", "DTRAIN_CROSS_SIZE",     "DTRAIN_HOSTNAME",        "DTRAIN_RENDEZVOUS_ADDR",
-      "DTRAIN_RENDEZVOUS_PORT", "DTRAIN_JOB_TOKEN", "DTRAIN_JOB_ID"};
+      "DTRAIN_RANK",       "DTRAIN_SIZE",     "DTRAIN_LOCAL_RANK",      "DTRAIN_LOCAL_SIZE",      "DTRAIN_CROSS_RANK",
+      "DTRAIN_CROSS_SIZE", "DTRAIN_HOSTNAME", "DTRAIN_RENDEZVOUS_ADDR", "DTRAIN_RENDEZVOUS_PORT", "DTRAIN_JOB_TOKEN",
+      "DTRAIN_JOB_ID"};
   EnvVars knobs;
   for (const auto& [name, value] : rank_env) {
     if (!per_rank.contains(name)) knobs.emplace_back(name, value);

@@ -16,15 +16,15 @@ struct MpirunSettings {
   int np = 1;
   std::vector<HostSlots> hosts;
   std::optional<std::string> network_interface;
-  EnvVars knobs;                               // DTRAIN_* settings for every rank (set and forwarded)
-  std::vector<std::string> forwarded_names;    // other variables to forward with -x
-  std::vector<std::string> extra_args;         // --mpi-args, split on whitespace
+  EnvVars knobs;                             // DTRAIN_* settings for every rank (set and forwarded)
+  std::vector<std::string> forwarded_names;  // other variables to forward with -x
+  std::vector<std::string> extra_args;       // --mpi-args, split on whitespace
   // How mpirun starts its daemons on other hosts instead of ssh (Open MPI's plm_rsh_agent; it
   // runs `<agent...> <host> <orted command...>`). Open MPI splits it on spaces, so no word may
   // hold one.
   std::vector<std::string> agent;
   bool running_as_root = false;
-  bool oversubscribed = false;                 // more ranks than cores on this machine
+  bool oversubscribed = false;  // more ranks than cores on this machine
   std::vector<std::string> command;
 };
 

@@ -36,9 +36,7 @@ void append_limited(std::string& message, std::string_view text) {
   message += std::string(text.substr(0, kMessageLimit - std::min(message.size(), kMessageLimit)));
 }
 
-bool is_rule(std::string_view s) {
-  return s.size() >= 10 && s.find_first_not_of('-') == std::string_view::npos;
-}
+bool is_rule(std::string_view s) { return s.size() >= 10 && s.find_first_not_of('-') == std::string_view::npos; }
 
 std::string mpirun_ending(int status) {
   if (WIFSIGNALED(status)) {
@@ -110,7 +108,8 @@ std::string MpirunOutput::describe_failure(int mpirun_wait_status) const {
   if (failed_rank_) {
     std::string who = fmt::format("rank {} (host {})", *failed_rank_, failed_host_.value_or(host_of(*failed_rank_)));
     if (failed_signal_) {
-      return fmt::format("{} was killed by signal {} ({}); {}", who, *failed_signal_, signal_name(*failed_signal_), mpirun);
+      return fmt::format("{} was killed by signal {} ({}); {}", who, *failed_signal_, signal_name(*failed_signal_),
+                         mpirun);
     }
     if (failed_exit_code_) {
       bool same = WIFEXITED(mpirun_wait_status) && WEXITSTATUS(mpirun_wait_status) == *failed_exit_code_;

@@ -5,9 +5,7 @@
 namespace dtrain::launch {
 
 LineRelay::LineRelay(std::string prefix, Sink sink, size_t max_line_bytes)
-    : prefix_(std::move(prefix)),
-      sink_(std::move(sink)),
-      max_line_bytes_(max_line_bytes == 0 ? 1 : max_line_bytes) {}
+    : prefix_(std::move(prefix)), sink_(std::move(sink)), max_line_bytes_(max_line_bytes == 0 ? 1 : max_line_bytes) {}
 
 void LineRelay::feed(std::string_view bytes) {
   while (!bytes.empty()) {
@@ -54,9 +52,7 @@ void LineRelay::emit(std::string_view line) {
   sink_(scratch_);
 }
 
-std::string relay_prefix(int rank, std::string_view stream_name) {
-  return fmt::format("[{}]<{}>:", rank, stream_name);
-}
+std::string relay_prefix(int rank, std::string_view stream_name) { return fmt::format("[{}]<{}>:", rank, stream_name); }
 
 std::string relay_prefix(int rank, std::string_view host, std::string_view stream_name) {
   return fmt::format("[{}:{}]<{}>:", host, rank, stream_name);

@@ -28,8 +28,7 @@ std::vector<RankPlacement> assign_ranks(const std::vector<HostSlots>& hosts, int
     const HostSlots& host = hosts[cross_rank];
     int local_size = std::min(host.slots, np - rank);
     for (int local_rank = 0; local_rank < local_size; ++local_rank, ++rank) {
-      placements.push_back(RankPlacement{rank, np, local_rank, local_size, cross_rank,
-                                         cross_size, host.name});
+      placements.push_back(RankPlacement{rank, np, local_rank, local_size, cross_rank, cross_size, host.name});
     }
   }
   return placements;

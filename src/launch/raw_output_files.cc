@@ -18,8 +18,7 @@ namespace {
 int open_truncated(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw LaunchError::runtime(
-        fmt::format("--output-filename: cannot create '{}': {}", path, std::strerror(errno)));
+    throw LaunchError::runtime(fmt::format("--output-filename: cannot create '{}': {}", path, std::strerror(errno)));
   }
   return fd;
 }

@@ -27,7 +27,7 @@ class SignalChannel {
  private:
   int fd_ = -1;
   sigset_t previous_mask_{};
-  struct sigaction previous_pipe_action_{};
+  struct sigaction previous_pipe_action_ {};
 };
 
 // "SIGKILL" for 9; "signal 42" when the number has no name.

@@ -21,7 +21,8 @@ SlurmAllocation slurm_allocation_from_environment() {
   const std::string nodelist = var("SLURM_JOB_NODELIST");
   if (allocation.job_id.empty() || nodelist.empty()) {
     throw LaunchError::usage(
-        "--slurm runs inside a Slurm allocation (salloc or an sbatch script): SLURM_JOB_ID/SLURM_JOB_NODELIST are not set");
+        "--slurm runs inside a Slurm allocation (salloc or an sbatch script): SLURM_JOB_ID/SLURM_JOB_NODELIST are not "
+        "set");
   }
   try {
     allocation.nodes = slurm::expand_hostlist(nodelist);

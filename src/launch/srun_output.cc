@@ -90,16 +90,17 @@ std::optional<int> SrunOutput::failed_wait_status() const {
 }
 
 std::string SrunOutput::describe_failure(int srun_wait_status) const {
-  const std::string srun = WIFSIGNALED(srun_wait_status)
-                               ? fmt::format("srun was killed by signal {} ({})", WTERMSIG(srun_wait_status),
-                                             signal_name(WTERMSIG(srun_wait_status)))
-                               : fmt::format("srun exited with status {}",
-                                             WIFEXITED(srun_wait_status) ? WEXITSTATUS(srun_wait_status) : 1);
+  const std::string srun =
+      WIFSIGNALED(srun_wait_status)
+          ? fmt::format("srun was killed by signal {} ({})", WTERMSIG(srun_wait_status),
+                        signal_name(WTERMSIG(srun_wait_status)))
+          : fmt::format("srun exited with status {}", WIFEXITED(srun_wait_status) ? WEXITSTATUS(srun_wait_status) : 1);
   if (failed_rank_) {
     const std::string who = fmt::format("rank {} (host {})", *failed_rank_, failed_host_);
     if (failed_exit_code_) return fmt::format("{} exited with status {}; {}", who, *failed_exit_code_, srun);
     if (failed_signal_) {
-      return fmt::format("{} was killed by signal {} ({}); {}", who, *failed_signal_, signal_name(*failed_signal_), srun);
+      return fmt::format("{} was killed by signal {} ({}); {}", who, *failed_signal_, signal_name(*failed_signal_),
+                         srun);
     }
     return fmt::format("{} failed; {}", who, srun);
   }

@@ -6,15 +6,13 @@ namespace dtrain::launch {
 namespace {
 
 bool is_plain_shell_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c == ',' || c == '+' ||
-         c == '@' || c == '%';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.' || c == '/' || c == ':' || c == ',' || c == '+' || c == '@' || c == '%';
 }
 
 std::vector<std::string> ssh_base_argv(const SshOptions& options) {
   if (options.agent) return *options.agent;
-  std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes", "-o",
-                                   "StrictHostKeyChecking=no"};
+  std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"};
   if (options.port) {
     argv.push_back("-p");
     argv.push_back(std::to_string(*options.port));
@@ -46,8 +44,8 @@ std::string shell_quote(std::string_view word) {
   return quoted;
 }
 
-std::string remote_worker_script(const std::string& cwd, const EnvVars& env,
-                                 const std::vector<std::string>& command, double kill_grace_s) {
+std::string remote_worker_script(const std::string& cwd, const EnvVars& env, const std::vector<std::string>& command,
+                                 double kill_grace_s) {
   std::string run = "env";
   for (const auto& [key, value] : env) run += " " + shell_quote(key + "=" + value);
   for (const auto& word : command) run += " " + shell_quote(word);
@@ -68,13 +66,10 @@ std::string remote_worker_script(const std::string& cwd, const EnvVars& env,
       "status=$?\n"
       "kill $watcher 2>/dev/null\n"
       "exit $status\n",
-      fmt::arg("cwd", shell_quote(cwd)), fmt::arg("run", run),
-      fmt::arg("grace", format_env_number(kill_grace_s)));
+      fmt::arg("cwd", shell_quote(cwd)), fmt::arg("run", run), fmt::arg("grace", format_env_number(kill_grace_s)));
 }
 
-std::string remote_shell_command(const std::string& script) {
-  return "sh -c " + shell_quote(script);
-}
+std::string remote_shell_command(const std::string& script) { return "sh -c " + shell_quote(script); }
 
 std::vector<std::string> ssh_worker_argv(const std::string& host, const SshOptions& options,
                                          const std::string& remote_command) {
@@ -84,8 +79,7 @@ std::vector<std::string> ssh_worker_argv(const std::string& host, const SshOptio
   return argv;
 }
 
-std::vector<std::string> ssh_probe_argv(const std::string& host, const SshOptions& options,
-                                        int connect_timeout_s) {
+std::vector<std::string> ssh_probe_argv(const std::string& host, const SshOptions& options, int connect_timeout_s) {
   std::vector<std::string> argv = ssh_base_argv(options);
   if (!options.agent) {
     argv.insert(argv.begin() + 3, {"-o", fmt::format("ConnectTimeout={}", connect_timeout_s)});

@@ -29,8 +29,8 @@ std::string shell_quote(std::string_view word);
 // of file — which happens when the ssh connection closes, because the
 // launcher holds the other end of ssh's stdin open. Exits with the command's
 // status.
-std::string remote_worker_script(const std::string& cwd, const EnvVars& env,
-                                 const std::vector<std::string>& command, double kill_grace_s);
+std::string remote_worker_script(const std::string& cwd, const EnvVars& env, const std::vector<std::string>& command,
+                                 double kill_grace_s);
 
 // What ssh hands to the remote login shell: "sh -c '<script>'", so the script
 // runs under sh whatever the user's login shell is.
@@ -41,7 +41,6 @@ std::vector<std::string> ssh_worker_argv(const std::string& host, const SshOptio
                                          const std::string& remote_command);
 
 // ssh argv that checks `host` is reachable without a password: "... host true".
-std::vector<std::string> ssh_probe_argv(const std::string& host, const SshOptions& options,
-                                        int connect_timeout_s = 5);
+std::vector<std::string> ssh_probe_argv(const std::string& host, const SshOptions& options, int connect_timeout_s = 5);
 
 }  // namespace dtrain::launch

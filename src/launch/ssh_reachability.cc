@@ -41,8 +41,7 @@ std::string last_line(std::string text) {
 
 std::string describe_failure(const Probe& p) {
   if (p.child.exec_errno != 0) {
-    return fmt::format("cannot reach host {}: cannot execute 'ssh': {}", p.host,
-                       std::strerror(p.child.exec_errno));
+    return fmt::format("cannot reach host {}: cannot execute 'ssh': {}", p.host, std::strerror(p.child.exec_errno));
   }
   if (p.timed_out) return fmt::format("cannot reach host {}: ssh did not finish in time", p.host);
   std::string why = last_line(p.errors);
@@ -52,8 +51,7 @@ std::string describe_failure(const Probe& p) {
 
 // Runs one batch of probes to completion.
 void run_batch(std::vector<Probe>& batch, double timeout_s) {
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(timeout_s));
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   char buffer[4096];
   while (true) {
     std::vector<pollfd> fds;
@@ -104,8 +102,8 @@ void run_batch(std::vector<Probe>& batch, double timeout_s) {
 
 }  // namespace
 
-void require_ssh_reachable(const std::vector<std::string>& hosts, const SshOptions& options,
-                           int max_parallel, double timeout_s) {
+void require_ssh_reachable(const std::vector<std::string>& hosts, const SshOptions& options, int max_parallel,
+                           double timeout_s) {
   std::vector<std::string> env = current_environment();
   size_t step = static_cast<size_t>(std::max(1, max_parallel));
   for (size_t begin = 0; begin < hosts.size(); begin += step) {

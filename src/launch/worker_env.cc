@@ -50,8 +50,7 @@ EnvVars dtrain_env_for(const RankPlacement& p, const WorkerEnvSettings& s) {
   return env;
 }
 
-std::vector<std::string> merge_environment(const std::vector<std::string>& parent,
-                                           const EnvVars& overrides) {
+std::vector<std::string> merge_environment(const std::vector<std::string>& parent, const EnvVars& overrides) {
   std::map<std::string, std::string, std::less<>> pending(overrides.begin(), overrides.end());
   std::vector<std::string> merged;
   merged.reserve(parent.size() + overrides.size());

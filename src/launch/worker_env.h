@@ -37,8 +37,7 @@ EnvVars dtrain_env_for(const RankPlacement& placement, const WorkerEnvSettings& 
 
 // `parent` ("K=V" strings, e.g. from environ) with `overrides` replacing or
 // adding variables. Order of the parent is kept; new variables are appended.
-std::vector<std::string> merge_environment(const std::vector<std::string>& parent,
-                                           const EnvVars& overrides);
+std::vector<std::string> merge_environment(const std::vector<std::string>& parent, const EnvVars& overrides);
 
 // The current process environment as "K=V" strings.
 std::vector<std::string> current_environment();

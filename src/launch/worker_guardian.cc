@@ -20,8 +20,7 @@ constexpr char kNormalEnd = '.';
 
 void sleep_seconds(double seconds) {
   timespec left{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {}
 }
 
 // The guardian's whole life, in the forked child: async-signal-safe calls only.
@@ -88,8 +87,7 @@ WorkerGuardian::~WorkerGuardian() {
   (void)send(socket_, &end, 1, MSG_NOSIGNAL);
   close(socket_);
   // The launcher's own reaping (waitpid(-1)) may have collected it already.
-  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
 }
 
 void WorkerGuardian::watch(pid_t group) {

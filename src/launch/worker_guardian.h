@@ -27,7 +27,6 @@ class WorkerGuardian {
   void watch(pid_t group);
 
  private:
-
   int socket_ = -1;
   pid_t pid_ = -1;
 };

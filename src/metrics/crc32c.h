@@ -17,9 +17,7 @@ inline std::uint32_t crc32c(std::string_view bytes) { return crc32c(bytes.data()
 
 // TFRecord stores CRCs "masked": a CRC of data that itself holds CRCs would otherwise be
 // weak, so the value is rotated right by 15 bits and offset by a constant.
-constexpr std::uint32_t masked_crc32c(std::uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
+constexpr std::uint32_t masked_crc32c(std::uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 constexpr std::uint32_t unmasked_crc32c(std::uint32_t masked) {
   const std::uint32_t rotated = masked - 0xa282ead8u;
   return (rotated >> 17) | (rotated << 15);

@@ -49,8 +49,8 @@ std::vector<std::uint8_t> read_mnist_labels(const std::string& path) {
   }
   const std::size_t count = big_endian_u32(bytes, 4);
   if (bytes.size() != 8 + count) {
-    throw DatasetError("MNIST label file '" + path + "' has " + std::to_string(bytes.size()) +
-                       " bytes; its header (" + std::to_string(count) + " labels) needs " + std::to_string(8 + count));
+    throw DatasetError("MNIST label file '" + path + "' has " + std::to_string(bytes.size()) + " bytes; its header (" +
+                       std::to_string(count) + " labels) needs " + std::to_string(8 + count));
   }
   std::vector<std::uint8_t> labels(bytes.begin() + 8, bytes.end());
   for (std::size_t i = 0; i < labels.size(); ++i) {

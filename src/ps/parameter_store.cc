@@ -61,10 +61,10 @@ void ParameterStore::register_worker(int worker, int num_workers, const std::vec
     }
     for (size_t i = 0; i < pieces.size(); ++i) {
       if (pieces[i].name != layout_[i].name || pieces[i].elements != layout_[i].elements) {
-        return fail(invalid(fmt::format("worker {} declares piece {} as '{}' ({} elements), an earlier worker as "
-                                        "'{}' ({} elements): the workers' models differ",
-                                        worker, i, pieces[i].name, pieces[i].elements, layout_[i].name,
-                                        layout_[i].elements)));
+        return fail(
+            invalid(fmt::format("worker {} declares piece {} as '{}' ({} elements), an earlier worker as "
+                                "'{}' ({} elements): the workers' models differ",
+                                worker, i, pieces[i].name, pieces[i].elements, layout_[i].name, layout_[i].elements)));
       }
     }
     if (!(rule == rule_)) {
@@ -78,13 +78,13 @@ void ParameterStore::register_worker(int worker, int num_workers, const std::vec
                                          worker, options_.server, registration_grace_s())));
   }
   if (w.state != WorkerState::kExpected) {
-    return fail(precondition(fmt::format("worker {} registered twice with parameter server {}", worker,
-                                         options_.server)));
+    return fail(
+        precondition(fmt::format("worker {} registered twice with parameter server {}", worker, options_.server)));
   }
   if (worker == 0) {
     if (initial_values.size() != pieces.size()) {
-      return fail(invalid(fmt::format("the chief sent {} initial values for {} pieces", initial_values.size(),
-                                      pieces.size())));
+      return fail(
+          invalid(fmt::format("the chief sent {} initial values for {} pieces", initial_values.size(), pieces.size())));
     }
     for (size_t i = 0; i < pieces.size(); ++i) {
       if (initial_values[i].size() != static_cast<size_t>(pieces[i].elements) * sizeof(float)) {
@@ -228,9 +228,11 @@ grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& na
   workers_[static_cast<size_t>(worker)].last_seen = Clock::now();
   for (const auto& name : names) {
     auto it = pieces_.find(name);
-    if (it == pieces_.end()) return invalid(fmt::format("parameter server {} holds no piece '{}'", options_.server, name));
+    if (it == pieces_.end())
+      return invalid(fmt::format("parameter server {} holds no piece '{}'", options_.server, name));
     std::lock_guard piece_lock(it->second.mutex);
-    values.emplace_back(reinterpret_cast<const char*>(it->second.values.data()), it->second.values.size() * sizeof(float));
+    values.emplace_back(reinterpret_cast<const char*>(it->second.values.data()),
+                        it->second.values.size() * sizeof(float));
   }
   return grpc::Status::OK;
 }
@@ -245,8 +247,8 @@ grpc::Status ParameterStore::heartbeat(int worker, bool leaving, int& live_worke
     try_finish_rounds();
     release_stale_waiters();
   }
-  live_workers = static_cast<int>(
-      std::count_if(workers_.begin(), workers_.end(), [](const Worker& each) { return each.state == WorkerState::kLive; }));
+  live_workers = static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
+                                                [](const Worker& each) { return each.state == WorkerState::kLive; }));
   return grpc::Status::OK;
 }
 
@@ -275,18 +277,16 @@ void ParameterStore::drop(int worker, const std::string& why) {
 
 void ParameterStore::check_liveness(Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  auto seconds = [](double s) {
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-  };
+  auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
   bool dropped = false;
   for (size_t i = 0; i < workers_.size(); ++i) {
     Worker& w = workers_[i];
     if (!participating(w)) continue;
     const bool registered = w.state == WorkerState::kLive;
     if (now - w.last_seen <= seconds(registered ? options_.worker_timeout_s : registration_grace_s())) continue;
-    drop(static_cast<int>(i), registered ? fmt::format("no request for {} s", options_.worker_timeout_s)
-                                         : fmt::format("it did not register within {} s of the first worker",
-                                                       registration_grace_s()));
+    drop(static_cast<int>(i),
+         registered ? fmt::format("no request for {} s", options_.worker_timeout_s)
+                    : fmt::format("it did not register within {} s of the first worker", registration_grace_s()));
     dropped = true;
   }
   if (dropped) {

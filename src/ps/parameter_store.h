@@ -19,7 +19,7 @@ namespace dtrain::ps {
 enum class UpdateMode { kAsync, kSync };
 
 struct ParameterStoreOptions {
-  int server = 0;                  // this server's index, for messages
+  int server = 0;  // this server's index, for messages
   UpdateMode mode = UpdateMode::kAsync;
   // Async only: a worker may run at most this many steps ahead of the slowest
   // worker still training; its push waits until that one catches up. -1: no bound.
@@ -111,8 +111,8 @@ class ParameterStore {
     return w.state == WorkerState::kExpected || w.state == WorkerState::kLive;
   }
   void apply(Piece& piece, double learning_rate, const float* gradient);
-  void try_finish_rounds();       // sync: rounds whose participants have all pushed
-  void release_stale_waiters();   // async with a staleness bound
+  void try_finish_rounds();      // sync: rounds whose participants have all pushed
+  void release_stale_waiters();  // async with a staleness bound
   bool may_proceed(std::int64_t step) const;
   void drop(int worker, const std::string& why);
 

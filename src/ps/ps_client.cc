@@ -26,7 +26,8 @@ std::string env_text(const char* name) {
 
 int env_int(const char* name) {
   const std::string text = env_text(name);
-  if (text.empty()) throw PsError(fmt::format("{} is not set; start parameter-server workers with `dtrain run --ps`", name));
+  if (text.empty())
+    throw PsError(fmt::format("{} is not set; start parameter-server workers with `dtrain run --ps`", name));
   try {
     size_t used = 0;
     const int value = std::stoi(text, &used);
@@ -58,14 +59,16 @@ PsClientOptions ps_client_options_from_environment() {
   const int servers = env_int("DTRAIN_PS_SERVERS");
   if (servers < 1) throw PsError(fmt::format("DTRAIN_PS_SERVERS={} must be at least 1", servers));
   options.token = env_text("DTRAIN_JOB_TOKEN");
-  if (options.token.empty()) throw PsError("DTRAIN_JOB_TOKEN is not set; start parameter-server workers with `dtrain run --ps`");
+  if (options.token.empty())
+    throw PsError("DTRAIN_JOB_TOKEN is not set; start parameter-server workers with `dtrain run --ps`");
   try {
     if (const auto timeout = settings::env_seconds("DTRAIN_PS_RPC_TIMEOUT")) options.rpc_timeout_s = *timeout;
   } catch (const settings::SettingError& e) {
     throw PsError(e.what());
   }
   const std::string job = env_text("DTRAIN_JOB_ID").empty() ? "job" : env_text("DTRAIN_JOB_ID");
-  rendezvous::RendezvousClient store(env_text("DTRAIN_RENDEZVOUS_ADDR"), env_int("DTRAIN_RENDEZVOUS_PORT"), options.token);
+  rendezvous::RendezvousClient store(env_text("DTRAIN_RENDEZVOUS_ADDR"), env_int("DTRAIN_RENDEZVOUS_PORT"),
+                                     options.token);
   const auto wait = std::chrono::milliseconds(static_cast<long long>(options.rpc_timeout_s * 1000));
   for (int i = 0; i < servers; ++i) {
     try {
@@ -114,8 +117,8 @@ std::string PsClient::describe(int server) const {
 }
 
 std::string PsClient::failure(const std::string& doing, int server, const grpc::Status& status) const {
-  return fmt::format("worker {}: {} {}: {}: {}", options_.worker, doing, describe(server), code_name(status.error_code()),
-                     status.error_message());
+  return fmt::format("worker {}: {} {}: {}: {}", options_.worker, doing, describe(server),
+                     code_name(status.error_code()), status.error_message());
 }
 
 namespace {
@@ -132,8 +135,8 @@ std::unique_ptr<grpc::ClientContext> request_context(const PsClientOptions& opti
 }  // namespace
 
 PsClient::Registration PsClient::register_worker(const UpdateRuleSpec& rule,
-                                                const std::function<const float*(const Piece&)>& initial_value,
-                                                std::int64_t start_step) {
+                                                 const std::function<const float*(const Piece&)>& initial_value,
+                                                 std::int64_t start_step) {
   wire::OptimizerSpec spec;
   spec.set_kind(rule.kind == UpdateRuleSpec::Kind::kAdam ? "adam" : "sgd");
   spec.set_momentum(rule.momentum);
@@ -244,13 +247,15 @@ std::vector<std::string> PsClient::pull(const std::vector<int>& pieces) {
       throw PsError(fmt::format("worker {}: {} answered {} values for {} pieces", options_.worker, describe(s),
                                 reply.values_size(), positions.size()));
     }
-    for (size_t k = 0; k < positions.size(); ++k) values[positions[k]] = std::move(*reply.mutable_values(static_cast<int>(k)));
+    for (size_t k = 0; k < positions.size(); ++k)
+      values[positions[k]] = std::move(*reply.mutable_values(static_cast<int>(k)));
   }
   return values;
 }
 
 void PsClient::wait_for_other_workers(double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   while (true) {
     wire::HeartbeatReply reply;
     if (grpc::Status status = heartbeat(0, false, reply); !status.ok()) {

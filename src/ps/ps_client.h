@@ -19,7 +19,7 @@
 namespace dtrain::ps {
 
 struct PsClientOptions {
-  int worker = 0;       // this worker's rank; 0 is the chief
+  int worker = 0;  // this worker's rank; 0 is the chief
   int num_workers = 1;
   std::vector<std::string> servers;  // "host:port", by server index
   std::string token;                 // the job token every request carries

@@ -19,7 +19,8 @@ namespace {
 
 std::string required(const char* name) {
   const char* value = std::getenv(name);
-  if (!value || !*value) throw PsError(fmt::format("{} is not set; parameter servers are started by `dtrain run --ps`", name));
+  if (!value || !*value)
+    throw PsError(fmt::format("{} is not set; parameter servers are started by `dtrain run --ps`", name));
   return value;
 }
 

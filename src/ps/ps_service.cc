@@ -53,9 +53,9 @@ grpc::ServerUnaryReactor* ParameterService::Register(grpc::CallbackServerContext
     return reactor;
   }
   if (request->optimizer().kind() != "sgd" && request->optimizer().kind() != "adam") {
-    reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT,
-                     fmt::format("optimizer '{}' is not one a parameter server runs (sgd, adam)",
-                                 request->optimizer().kind())});
+    reactor->Finish(
+        {grpc::StatusCode::INVALID_ARGUMENT,
+         fmt::format("optimizer '{}' is not one a parameter server runs (sgd, adam)", request->optimizer().kind())});
     return reactor;
   }
   std::vector<PieceDeclaration> pieces;
@@ -151,8 +151,8 @@ void ParameterServer::shutdown() {
   stop_.notify_all();
   if (liveness_.joinable()) liveness_.join();
   // Requests still waiting (a sync round that will never complete) end now.
-  store_.abort_waiting({grpc::StatusCode::UNAVAILABLE,
-                        fmt::format("parameter server {} is shutting down", store_.options().server)});
+  store_.abort_waiting(
+      {grpc::StatusCode::UNAVAILABLE, fmt::format("parameter server {} is shutting down", store_.options().server)});
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 

@@ -17,8 +17,7 @@ ShardPlan::ShardPlan(const std::vector<ParameterSize>& parameters, int servers, 
     if (p.elements <= 0) throw PsError(fmt::format("parameter servers: parameter '{}' is empty", p.name));
     total += p.elements;
   }
-  const std::int64_t share =
-      std::max<std::int64_t>(1, std::min((total + servers - 1) / servers, max_piece_elements));
+  const std::int64_t share = std::max<std::int64_t>(1, std::min((total + servers - 1) / servers, max_piece_elements));
 
   by_parameter_.resize(parameters.size());
   for (size_t i = 0; i < parameters.size(); ++i) {

@@ -8,9 +8,9 @@ namespace dtrain::ps {
 
 // A contiguous range of one flattened parameter, held by one server.
 struct Piece {
-  std::string name;        // "<parameter>#<k>": unique on its server
-  int parameter = 0;       // index into the planned parameter list
-  std::int64_t offset = 0; // first element within the flattened parameter
+  std::string name;         // "<parameter>#<k>": unique on its server
+  int parameter = 0;        // index into the planned parameter list
+  std::int64_t offset = 0;  // first element within the flattened parameter
   std::int64_t elements = 0;
   int server = 0;
 };

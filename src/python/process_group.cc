@@ -61,16 +61,11 @@ at::Tensor& single(std::vector<at::Tensor>& tensors, const char* what) {
 
 ReduceOptions runtime_reduce_options(const c10d::ReduceOp& op, const char* what) {
   switch (op.op_) {
-    case c10d::ReduceOp::SUM:
-      return {ReduceOp::kSum};
-    case c10d::ReduceOp::AVG:
-      return {ReduceOp::kAverage};
-    case c10d::ReduceOp::MIN:
-      return {ReduceOp::kMin};
-    case c10d::ReduceOp::MAX:
-      return {ReduceOp::kMax};
-    case c10d::ReduceOp::PRODUCT:
-      return {ReduceOp::kProduct};
+    case c10d::ReduceOp::SUM: return {ReduceOp::kSum};
+    case c10d::ReduceOp::AVG: return {ReduceOp::kAverage};
+    case c10d::ReduceOp::MIN: return {ReduceOp::kMin};
+    case c10d::ReduceOp::MAX: return {ReduceOp::kMax};
+    case c10d::ReduceOp::PRODUCT: return {ReduceOp::kProduct};
     default:
       refuse(what, "reduce op " + std::to_string(static_cast<int>(op.op_)) +
                        " is not supported (SUM, AVG, MIN, MAX and PRODUCT are)");
@@ -189,8 +184,8 @@ class DtrainWork final : public c10d::Work {
       const auto deadline = std::chrono::steady_clock::now() + timeout;
       while (!future_->completed()) {
         if (std::chrono::steady_clock::now() >= deadline) {
-          throw_backend_error("dtrain backend: the operation did not finish within " +
-                              std::to_string(timeout.count()) + " ms");
+          throw_backend_error("dtrain backend: the operation did not finish within " + std::to_string(timeout.count()) +
+                              " ms");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
@@ -414,8 +409,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce_scatter");
   const at::Tensor all = at::cat(pieces);
-  auto handle =
-      start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, name, reduce); });
+  auto handle = start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, name, reduce); });
   return finish_later(c10d::OpType::REDUCE_SCATTER, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -432,8 +426,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_reduce_scatter_base(at::Tens
                                        std::to_string(input.numel()) + " of " + c10::toString(input.scalar_type()));
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "_reduce_scatter_base");
-  auto handle = start_operation("_reduce_scatter_base",
-                                [&] { return libtorch::reducescatter_async(flat(input), name, reduce); });
+  auto handle =
+      start_operation("_reduce_scatter_base", [&] { return libtorch::reducescatter_async(flat(input), name, reduce); });
   return finish_later(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -521,8 +515,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::barrier(const c10d::BarrierOptions&) {
   const std::string name = next_name();
   at::Tensor token = at::zeros({1}, at::kInt);
-  auto handle =
-      start_operation("barrier", [&] { return libtorch::allreduce_async_(token, name, {ReduceOp::kSum}); });
+  auto handle = start_operation("barrier", [&] { return libtorch::allreduce_async_(token, name, {ReduceOp::kSum}); });
   return finish_later(c10d::OpType::BARRIER, {}, runtime_done(handle), [handle]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{};

@@ -31,9 +31,9 @@ OperationTable& operations() {
 // The exception classes of python/dtrain/common/exceptions.py, which users catch by
 // Horovod's names.
 struct PythonExceptions {
-  py::object internal_error;    // HorovodInternalError: any failed collective
-  py::object workers_lost;      // WorkersLostError(HorovodInternalError): a peer is gone
-  py::object hosts_updated;     // HostsUpdatedInterrupt: an elastic world is about to change
+  py::object internal_error;  // HorovodInternalError: any failed collective
+  py::object workers_lost;    // WorkersLostError(HorovodInternalError): a peer is gone
+  py::object hosts_updated;   // HostsUpdatedInterrupt: an elastic world is about to change
 };
 
 PythonExceptions& exceptions() {
@@ -170,30 +170,28 @@ PYBIND11_MODULE(_core, m) {
           const ReduceOptions options = reduce_options(op, prescale, postscale);
           return submit([&] { return libtorch::allreduce_async(tensor, name, options); });
         });
-  m.def("allreduce_async_",
-        [](at::Tensor tensor, const std::string& name, int op, double prescale, double postscale) {
-          const ReduceOptions options = reduce_options(op, prescale, postscale);
-          return submit([&] { return libtorch::allreduce_async_(tensor, name, options); });
-        });
-  m.def("grouped_allreduce_async",
-        [](const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names, int op, double prescale,
-           double postscale, bool in_place) {
-          const ReduceOptions options = reduce_options(op, prescale, postscale);
-          return submit([&] {
-            return in_place ? libtorch::grouped_allreduce_async_(tensors, names, options)
-                            : libtorch::grouped_allreduce_async(tensors, names, options);
-          });
-        });
+  m.def("allreduce_async_", [](at::Tensor tensor, const std::string& name, int op, double prescale, double postscale) {
+    const ReduceOptions options = reduce_options(op, prescale, postscale);
+    return submit([&] { return libtorch::allreduce_async_(tensor, name, options); });
+  });
+  m.def("grouped_allreduce_async", [](const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
+                                      int op, double prescale, double postscale, bool in_place) {
+    const ReduceOptions options = reduce_options(op, prescale, postscale);
+    return submit([&] {
+      return in_place ? libtorch::grouped_allreduce_async_(tensors, names, options)
+                      : libtorch::grouped_allreduce_async(tensors, names, options);
+    });
+  });
   m.def("allgather_async", [](const at::Tensor& tensor, const std::string& name) {
     return submit([&] { return libtorch::allgather_async(tensor, name); });
   });
   m.def("broadcast_async_", [](at::Tensor tensor, int root, const std::string& name) {
     return submit([&] { return libtorch::broadcast_async_(tensor, root, name); });
   });
-  m.def("alltoall_async", [](const at::Tensor& tensor, const std::vector<std::int64_t>& splits,
-                             const std::string& name) {
-    return submit([&] { return libtorch::alltoall_async(tensor, name, splits); }, /*returns_splits=*/true);
-  });
+  m.def("alltoall_async",
+        [](const at::Tensor& tensor, const std::vector<std::int64_t>& splits, const std::string& name) {
+          return submit([&] { return libtorch::alltoall_async(tensor, name, splits); }, /*returns_splits=*/true);
+        });
   m.def("reducescatter_async",
         [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
           const ReduceOptions options = reduce_options(op, prescale, postscale);
@@ -204,24 +202,24 @@ PYBIND11_MODULE(_core, m) {
 
   // Collectives as autograd operations (SyncBatchNorm's statistics): the gradient of each is
   // the matching collective of the incoming gradients (include/dtrain/torch.h).
-  m.def("allreduce_with_gradient",
-        [](const at::Tensor& tensor, const std::string& name, int op) {
-          return libtorch::allreduce_with_gradient(tensor, name, static_cast<ReduceOp>(op));
-        },
-        no_gil);
+  m.def(
+      "allreduce_with_gradient",
+      [](const at::Tensor& tensor, const std::string& name, int op) {
+        return libtorch::allreduce_with_gradient(tensor, name, static_cast<ReduceOp>(op));
+      },
+      no_gil);
 
   // Without tensors.
   m.def("barrier", &dtrain::barrier, no_gil);
   m.def("join", &dtrain::join, no_gil);
-  m.def("broadcast_object",
-        [](const py::bytes& bytes, int root, const std::string& name) {
-          std::string data = bytes;
-          {
-            py::gil_scoped_release release;
-            data = dtrain::broadcast_object(data, root, name);
-          }
-          return py::bytes(data);
-        });
+  m.def("broadcast_object", [](const py::bytes& bytes, int root, const std::string& name) {
+    std::string data = bytes;
+    {
+      py::gil_scoped_release release;
+      data = dtrain::broadcast_object(data, root, name);
+    }
+    return py::bytes(data);
+  });
   m.def("allgather_object", [](const py::bytes& bytes, const std::string& name) {
     const std::string data = bytes;
     std::vector<std::string> gathered;
@@ -237,11 +235,12 @@ PYBIND11_MODULE(_core, m) {
   m.def("stop_timeline", &dtrain::stop_timeline, no_gil);
 
   // torch.distributed's backend "dtrain" (python/dtrain/torch/distributed.py registers it).
-  m.def("init_external",
-        [](int rank, int size, const std::string& host, int port, const std::string& token, double timeout_s) {
-          dtrain::init(ExternalWorld{rank, size, host, port, token, "torch", timeout_s});
-        },
-        no_gil);
+  m.def(
+      "init_external",
+      [](int rank, int size, const std::string& host, int port, const std::string& token, double timeout_s) {
+        dtrain::init(ExternalWorld{rank, size, host, port, token, "torch", timeout_s});
+      },
+      no_gil);
   m.def("serve_rendezvous", &dtrain::serve_rendezvous, no_gil);
   // (rank, size, local_rank, local_size) as the launcher, srun or mpirun describes this process.
   m.def("placement_from_environment", [] {
@@ -273,8 +272,7 @@ PYBIND11_MODULE(_core, m) {
   // The adapter's ElasticSampler: the epoch's shared order and the consumed prefix, dealt out
   // to whatever world there is (python/dtrain/torch/elastic/sampler.py wraps it as a Sampler).
   py::class_<libtorch::ElasticSampler>(m, "ElasticSampler")
-      .def(py::init<std::size_t, std::uint64_t, bool>(), py::arg("dataset_size"), py::arg("seed"),
-           py::arg("shuffle"))
+      .def(py::init<std::size_t, std::uint64_t, bool>(), py::arg("dataset_size"), py::arg("seed"), py::arg("shuffle"))
       .def("set_epoch", &libtorch::ElasticSampler::set_epoch)
       .def("set_position", &libtorch::ElasticSampler::set_position)
       .def("indices", &libtorch::ElasticSampler::indices)

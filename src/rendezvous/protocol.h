@@ -22,7 +22,7 @@ inline constexpr const char* kBadTokenBody = "dtrain rendezvous: bad or missing 
 inline constexpr int kProtocolVersion = 1;
 inline constexpr const char* kVersionHeader = "X-Dtrain-Rendezvous-Version";
 inline constexpr int kOtherVersionStatus = 409;
-inline constexpr const char* kKeyPath = "/v1/kv/";        // followed by the key
-inline constexpr const char* kReadyPath = "/v1/ready/";   // followed by the rank
+inline constexpr const char* kKeyPath = "/v1/kv/";       // followed by the key
+inline constexpr const char* kReadyPath = "/v1/ready/";  // followed by the rank
 
 }  // namespace dtrain::rendezvous

@@ -22,8 +22,10 @@ RendezvousClient::~RendezvousClient() = default;
 std::string RendezvousClient::where() const { return "rendezvous store " + host_ + ":" + std::to_string(port_); }
 
 void RendezvousClient::refuse_unusable_answer(const httplib::Result& result) const {
-  if (!result) throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
-  if (result->status == 403) throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
+  if (!result)
+    throw StoreUnreachable("dtrain: cannot reach the " + where() + ": " + httplib::to_string(result.error()));
+  if (result->status == 403)
+    throw Error("dtrain: the " + where() + " refused this rank's job token (DTRAIN_JOB_TOKEN)");
   if (result->status == kOtherVersionStatus) {
     const std::string theirs = result->get_header_value(kVersionHeader);
     throw Error("dtrain: the " + where() + " speaks rendezvous protocol version " + (theirs.empty() ? "?" : theirs) +

@@ -8,7 +8,7 @@
 namespace httplib {
 class Client;
 class Result;
-}
+}  // namespace httplib
 
 #include "dtrain/error.h"
 

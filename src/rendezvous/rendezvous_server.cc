@@ -57,9 +57,10 @@ struct RendezvousServer::Impl {
       if (version != std::to_string(kProtocolVersion)) {
         res.status = kOtherVersionStatus;
         res.set_header(kVersionHeader, std::to_string(kProtocolVersion));
-        res.set_content(fmt::format("dtrain rendezvous: this store speaks protocol version {}, the request {}",
-                                    kProtocolVersion, version.empty() ? "none (a dtrain build before versions)" : version),
-                        "text/plain");
+        res.set_content(
+            fmt::format("dtrain rendezvous: this store speaks protocol version {}, the request {}", kProtocolVersion,
+                        version.empty() ? "none (a dtrain build before versions)" : version),
+            "text/plain");
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -89,9 +90,7 @@ struct RendezvousServer::Impl {
       auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
       if (ec != std::errc() || end != text.data() + text.size() || rank >= world_size) {
         res.status = 400;
-        res.set_content(fmt::format("dtrain rendezvous: rank {} is not in [0, {})", text,
-                                    world_size),
-                        "text/plain");
+        res.set_content(fmt::format("dtrain rendezvous: rank {} is not in [0, {})", text, world_size), "text/plain");
         return;
       }
       std::lock_guard lock(mutex);
@@ -125,7 +124,8 @@ int RendezvousServer::start(const std::string& bind_address, int requested_port)
     throw Error(requested_port == 0
                     ? fmt::format("dtrain: cannot start the rendezvous server on {}: bind failed", bind_address)
                     : fmt::format("dtrain: cannot start the rendezvous server on {}:{}: the port is taken or "
-                                  "not allowed", bind_address, requested_port));
+                                  "not allowed",
+                                  bind_address, requested_port));
   }
   impl_->port = port;
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });

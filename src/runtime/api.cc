@@ -76,8 +76,7 @@ int Handle::last_joined_rank() const {
   return state_->last_joined_rank;
 }
 
-CollectiveResult::CollectiveResult(Handle operation)
-    : operation_(std::move(operation)), output_(operation_.output()) {}
+CollectiveResult::CollectiveResult(Handle operation) : operation_(std::move(operation)), output_(operation_.output()) {}
 
 // ---- lifecycle ----
 
@@ -106,8 +105,7 @@ BackgroundLoop& running_loop(const char* what) {
 void shutdown_at_exit() {
   try {
     shutdown();
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 std::string describe(OpType type, const std::string& name) {
@@ -116,7 +114,9 @@ std::string describe(OpType type, const std::string& name) {
 
 void check_view(OpType type, const std::string& name, const TensorView& view, const char* which) {
   for (auto d : view.shape) {
-    if (d < 0) throw Error(describe(type, name) + ": " + which + " has a negative dimension " + runtime::shape_string(view.shape));
+    if (d < 0)
+      throw Error(describe(type, name) + ": " + which + " has a negative dimension " +
+                  runtime::shape_string(view.shape));
   }
   if (!view.data && view.num_elements() > 0) throw Error(describe(type, name) + ": " + which + " has no data pointer");
   if (!view.device.is_cuda() && (view.cuda_stream || view.ready_event)) {
@@ -132,7 +132,8 @@ std::shared_ptr<void> ready_event_of(OpType type, const std::string& name, const
 
 void check_name(OpType type, const std::string& name) {
   if (name.empty()) throw Error(describe(type, name) + ": the name is empty");
-  if (name.rfind("__dtrain", 0) == 0) throw Error(describe(type, name) + ": names starting with '__dtrain' are reserved");
+  if (name.rfind("__dtrain", 0) == 0)
+    throw Error(describe(type, name) + ": names starting with '__dtrain' are reserved");
 }
 
 void check_scaling(OpType type, const std::string& name, DataType dtype, const ReduceOptions& options) {
@@ -313,8 +314,9 @@ std::vector<TensorEntry> allreduce_entries(std::span<const std::string> names, s
                   " but input on " + to_string(inputs[i].device));
     }
     if (inputs[i].device.type != inputs[0].device.type) {
-      throw Error(describe(OpType::kAllreduce, names[i]) + ": a group's tensors must all be on the CPU or all on CUDA ('" +
-                  names[0] + "' is on " + to_string(inputs[0].device) + ", this one on " + to_string(inputs[i].device) + ")");
+      throw Error(describe(OpType::kAllreduce, names[i]) +
+                  ": a group's tensors must all be on the CPU or all on CUDA ('" + names[0] + "' is on " +
+                  to_string(inputs[0].device) + ", this one on " + to_string(inputs[i].device) + ")");
     }
     check_scaling(OpType::kAllreduce, names[i], inputs[i].dtype, options);
     TensorEntry entry = make_entry(OpType::kAllreduce, names[i], inputs[i], outputs[i], state);
@@ -371,7 +373,9 @@ TensorEntry alltoall_entry(const std::string& name, const TensorView& input, std
   }
   std::int64_t total = 0;
   for (auto s : splits) {
-    if (s < 0) throw Error(describe(OpType::kAlltoall, name) + ": splits " + runtime::shape_string(splits) + " has a negative entry");
+    if (s < 0)
+      throw Error(describe(OpType::kAlltoall, name) + ": splits " + runtime::shape_string(splits) +
+                  " has a negative entry");
     total += s;
   }
   if (total != rows) {
@@ -398,8 +402,8 @@ TensorEntry reducescatter_entry(const std::string& name, const TensorView& input
   return entry;
 }
 
-constexpr bool kAsync = false;     // the caller goes on and waits later, if ever
-constexpr bool kBlocking = true;   // the caller waits next
+constexpr bool kAsync = false;    // the caller goes on and waits later, if ever
+constexpr bool kBlocking = true;  // the caller waits next
 
 }  // namespace
 

@@ -93,8 +93,7 @@ void Autotuner::file_score(double score) {
       confirm_scores_.push_back({current_, score});
       ++candidate_;
       break;
-    case Phase::kDone:
-      break;
+    case Phase::kDone: break;
   }
 }
 
@@ -106,12 +105,8 @@ void Autotuner::choose_next_knobs() {
         ->knobs;
   };
   switch (phase_) {
-    case Phase::kWarmup:
-      current_ = defaults_;
-      break;
-    case Phase::kFusion:
-      current_ = {options_.fusion_thresholds[candidate_], defaults_.cycle_time_ms};
-      break;
+    case Phase::kWarmup: current_ = defaults_; break;
+    case Phase::kFusion: current_ = {options_.fusion_thresholds[candidate_], defaults_.cycle_time_ms}; break;
     case Phase::kCycle:
       current_ = {best(fusion_scores_).fusion_threshold_bytes, options_.cycle_times_ms[candidate_]};
       break;
@@ -123,7 +118,8 @@ void Autotuner::choose_next_knobs() {
         current_ = winner == defaults_ ? defaults_ : confirmed(winner);
         phase_ = Phase::kDone;
         if (log_) {
-          *log_ << fmt::format("{},final,{},{},,,,\n", samples_, current_.fusion_threshold_bytes, current_.cycle_time_ms);
+          *log_ << fmt::format("{},final,{},{},,,,\n", samples_, current_.fusion_threshold_bytes,
+                               current_.cycle_time_ms);
           log_->flush();
         }
       } else {
@@ -131,8 +127,7 @@ void Autotuner::choose_next_knobs() {
       }
       break;
     }
-    case Phase::kDone:
-      break;
+    case Phase::kDone: break;
   }
 }
 
@@ -152,8 +147,8 @@ TunedKnobs Autotuner::confirmed(const TunedKnobs& winner) const {
 void Autotuner::log_sample(double seconds, double score) {
   ++samples_;
   if (!log_) return;
-  *log_ << fmt::format("{},{},{},{},{},{},{:.6f},{:.6g}\n", samples_, phase_name(phase_), current_.fusion_threshold_bytes,
-                       current_.cycle_time_ms, steps_, bytes_, seconds, score);
+  *log_ << fmt::format("{},{},{},{},{},{},{:.6f},{:.6g}\n", samples_, phase_name(phase_),
+                       current_.fusion_threshold_bytes, current_.cycle_time_ms, steps_, bytes_, seconds, score);
   log_->flush();
 }
 

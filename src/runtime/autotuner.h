@@ -41,7 +41,7 @@ struct AutotuneOptions {
   std::vector<double> cycle_times_ms = {0.5, 1, 2.5, 5, 10};
   int confirm_samples = 3;
   double confirm_margin = 0.02;  // the winner's median step rate must be this much higher
-  std::string log_path;  // DTRAIN_AUTOTUNE_LOG: a CSV row per sample; empty: none
+  std::string log_path;          // DTRAIN_AUTOTUNE_LOG: a CSV row per sample; empty: none
 };
 
 class Autotuner {

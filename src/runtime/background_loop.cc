@@ -201,7 +201,7 @@ bool BackgroundLoop::run_cycle(std::unique_lock<std::mutex>& lock) {
   cycling_ = false;
   work_pending_ = !pending_.empty();
   if (!ended) cycle_time_ms_ = outcome.cycle_time_ms;
-  cycle_done_.notify_all();  // cheap when nobody waits, the usual case
+  cycle_done_.notify_all();            // cheap when nobody waits, the usual case
   if (ended) submitted_.notify_one();  // the loop's thread ends too
   return outcome.executed;
 }
@@ -331,7 +331,8 @@ void BackgroundLoop::feed_autotuner(const std::vector<Response>& executed) {
   autotuner_->record(allreduces, Clock::now());
   if (autotuner_->finished()) {
     const TunedKnobs& tuned = autotuner_->knobs();
-    log().info("autotune: fusion threshold {} bytes, cycle time {} ms", tuned.fusion_threshold_bytes, tuned.cycle_time_ms);
+    log().info("autotune: fusion threshold {} bytes, cycle time {} ms", tuned.fusion_threshold_bytes,
+               tuned.cycle_time_ms);
   }
 }
 

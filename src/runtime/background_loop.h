@@ -73,14 +73,14 @@ class BackgroundLoop {
   // meanwhile; ends the loop if it fails or was the last. Returns whether it executed anything.
   bool run_cycle(std::unique_lock<std::mutex>& lock);
   struct CycleOutcome {
-    bool executed = false;      // the plan ran at least one operation
-    double cycle_time_ms = 0;   // the plan's batching window
+    bool executed = false;     // the plan ran at least one operation
+    double cycle_time_ms = 0;  // the plan's batching window
   };
   CycleOutcome cycle(Clock::time_point start);
   std::optional<std::vector<std::uint32_t>> agree(const CycleReport& report, bool grouped);
   CyclePlan agreed_plan(const std::vector<std::uint32_t>& positions);
   CyclePlan negotiate(const CycleReport& report);
-  TunedKnobs rank0_knobs() const;  // rank 0: the settings its next plan carries
+  TunedKnobs rank0_knobs() const;            // rank 0: the settings its next plan carries
   Clock::time_point next_own_cycle() const;  // with mutex_ held
   std::vector<Response> resolve(const CyclePlan& plan);
   void feed_autotuner(const std::vector<Response>& executed);
@@ -100,21 +100,21 @@ class BackgroundLoop {
   std::condition_variable submitted_;  // wakes an idle loop
   std::deque<TensorEntry> queue_;
   std::set<std::string> in_flight_;
-  std::string failure_;  // set once the loop has ended; what submit() reports
+  std::string failure_;             // set once the loop has ended; what submit() reports
   bool failure_lost_peer_ = false;  // ...because a peer was lost (WorkersLostError)
   std::atomic<bool> stop_requested_{false};
-  bool cycling_ = false;                 // a thread is inside cycle()
-  std::condition_variable cycle_done_;   // cycling_ became false
-  Clock::time_point last_cycle_start_;   // of the newest cycle, whichever thread ran it
-  double cycle_time_ms_;                 // the newest plan's batching window
-  bool work_pending_ = false;            // operations negotiated but not finished after the newest cycle
+  bool cycling_ = false;                // a thread is inside cycle()
+  std::condition_variable cycle_done_;  // cycling_ became false
+  Clock::time_point last_cycle_start_;  // of the newest cycle, whichever thread ran it
+  double cycle_time_ms_;                // the newest plan's batching window
+  bool work_pending_ = false;           // operations negotiated but not finished after the newest cycle
   std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken
   std::condition_variable timeline_taken_;
 
   // The cycling thread only.
   std::unordered_map<std::string, TensorEntry> pending_;
   bool stopped_by_plan_ = false;
-  std::optional<TunedKnobs> plan_knobs_;  // the settings of rank 0's latest plan, once there was one
+  std::optional<TunedKnobs> plan_knobs_;         // the settings of rank 0's latest plan, once there was one
   std::atomic<std::uint64_t> cycles_{0};         // for the debug log at the end
   std::atomic<std::uint64_t> agreed_cycles_{0};  // ...of which the shortcut planned
 

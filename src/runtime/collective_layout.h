@@ -30,8 +30,8 @@ struct AlltoallLayout {
 AlltoallLayout alltoall_layout(const Response& response, const TensorView& input, int rank, int world);
 
 struct ReducescatterLayout {
-  std::vector<std::size_t> counts;   // elements of each rank's share, in rank order
-  std::vector<std::size_t> offsets;  // where each share starts, in elements
+  std::vector<std::size_t> counts;         // elements of each rank's share, in rank order
+  std::vector<std::size_t> offsets;        // where each share starts, in elements
   std::vector<std::int64_t> output_shape;  // this rank's share
 };
 ReducescatterLayout reducescatter_layout(const TensorView& input, int rank, int world);

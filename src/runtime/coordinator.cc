@@ -7,8 +7,7 @@
 
 namespace dtrain::runtime {
 
-Coordinator::Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector,
-                         Timeline* timeline)
+Coordinator::Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector, Timeline* timeline)
     : world_size_(world_size), cache_(cache), stall_inspector_(std::move(stall_inspector)), timeline_(timeline) {}
 
 void Coordinator::add(Request request, std::optional<std::uint32_t> cache_position, Clock::time_point now) {
@@ -58,8 +57,9 @@ int Coordinator::record(const std::vector<CycleReport>& reports, Clock::time_poi
       add(request_for_rank(cache_.response_at(position), r), position, now);
     }
     for (const Request& request : report.requests) {
-      if (request.rank != r) throw Error("dtrain: control message from rank " + std::to_string(r) + " claims rank " +
-                                         std::to_string(request.rank));
+      if (request.rank != r)
+        throw Error("dtrain: control message from rank " + std::to_string(r) + " claims rank " +
+                    std::to_string(request.rank));
       if (request.type == OpType::kJoin) {
         joined_.insert(r);
         last_joined = r;  // ranks are visited in order, so ties go to the highest rank

@@ -45,8 +45,8 @@ class Coordinator {
   // The phases of plan(), in order.
   // Records every rank's submissions and joins; returns the rank that joined last this cycle, or -1.
   int record(const std::vector<CycleReport>& reports, Clock::time_point now, CyclePlan& plan);
-  void plan_ready(CyclePlan& plan);                         // every name all non-joined ranks submitted
-  void plan_join(int last_joined, CyclePlan& plan);         // once every rank has joined
+  void plan_ready(CyclePlan& plan);                           // every name all non-joined ranks submitted
+  void plan_join(int last_joined, CyclePlan& plan);           // once every rank has joined
   void check_stalls(Clock::time_point now, CyclePlan& plan);  // the stall inspector, on what is left
 
   void add(Request request, std::optional<std::uint32_t> cache_position, Clock::time_point now);

@@ -17,7 +17,8 @@ std::vector<char> encode(const CycleSummary& summary, std::size_t capacity) {
   std::vector<char> bytes(1 + sizeof(count) + words * sizeof(std::uint64_t));
   bytes[0] = summary.needs_coordinator ? 1 : 0;
   std::memcpy(bytes.data() + 1, &count, sizeof(count));
-  if (words > 0) std::memcpy(bytes.data() + 1 + sizeof(count), summary.cache_bits.data(), words * sizeof(std::uint64_t));
+  if (words > 0)
+    std::memcpy(bytes.data() + 1 + sizeof(count), summary.cache_bits.data(), words * sizeof(std::uint64_t));
   if (bytes.size() <= capacity) return bytes;
   // Too many bits: no bits, and the coordinator's full path (5 bytes, which any slot holds).
   const std::uint32_t none = 0;

@@ -20,8 +20,8 @@ int as_round_number(const std::string& text) {
   try {
     return std::stoi(text);
   } catch (const std::exception&) {
-    throw Error("dtrain: the rendezvous store's '" + std::string(rendezvous::kElasticRoundKey) + "' is not a number: '" +
-                text + "'");
+    throw Error("dtrain: the rendezvous store's '" + std::string(rendezvous::kElasticRoundKey) +
+                "' is not a number: '" + text + "'");
   }
 }
 
@@ -75,9 +75,10 @@ rendezvous::ElasticRound join_next_round(const RuntimeConfig& config, int last_r
     if (auto newest = store([](rendezvous::RendezvousClient& s) { return s.try_get(rendezvous::kElasticRoundKey); })) {
       const int number = as_round_number(*newest);
       if (number > seen) {
-        rendezvous::ElasticRound round = rendezvous::decode_round(number, store([&](rendezvous::RendezvousClient& s) {
-          return s.wait_get(rendezvous::elastic_round_key(number), config.timeout);
-        }));
+        rendezvous::ElasticRound round =
+            rendezvous::decode_round(number, store([&](rendezvous::RendezvousClient& s) {
+                                       return s.wait_get(rendezvous::elastic_round_key(number), config.timeout);
+                                     }));
         if (!round.closed_reason.empty()) throw Error("dtrain: elastic: " + round.closed_reason);
         if (round.rank_of(config.elastic_worker)) return round;
         // A round formed without this worker: it started while a world ran (it joins a later

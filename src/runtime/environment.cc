@@ -54,10 +54,10 @@ void read_launcher_world(RuntimeConfig& c) {
   c.local_rank = number<int>(c.launched_by_mpirun ? "OMPI_COMM_WORLD_LOCAL_RANK" : "DTRAIN_LOCAL_RANK", c.rank);
   c.cross_size = number<int>("DTRAIN_CROSS_SIZE", 1);
   c.cross_rank = number<int>("DTRAIN_CROSS_RANK", 0);
-  require(c.local_rank >= 0 && c.local_rank < c.local_size, "DTRAIN_LOCAL_RANK=" + std::to_string(c.local_rank) +
-                                                                " is outside 0.." + std::to_string(c.local_size - 1));
-  require(c.cross_rank >= 0 && c.cross_rank < c.cross_size, "DTRAIN_CROSS_RANK=" + std::to_string(c.cross_rank) +
-                                                                " is outside 0.." + std::to_string(c.cross_size - 1));
+  require(c.local_rank >= 0 && c.local_rank < c.local_size,
+          "DTRAIN_LOCAL_RANK=" + std::to_string(c.local_rank) + " is outside 0.." + std::to_string(c.local_size - 1));
+  require(c.cross_rank >= 0 && c.cross_rank < c.cross_size,
+          "DTRAIN_CROSS_RANK=" + std::to_string(c.cross_rank) + " is outside 0.." + std::to_string(c.cross_size - 1));
   c.rendezvous_addr = text("DTRAIN_RENDEZVOUS_ADDR");
   c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", 0);
   c.job_token = text("DTRAIN_JOB_TOKEN");
@@ -86,7 +86,8 @@ void read_slurm_world(RuntimeConfig& c, const slurm::SlurmStep& step) {
   if (c.rendezvous_addr.empty()) {
     c.rendezvous_addr = step.first_node();
     c.rendezvous_in_step = true;
-    c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", slurm::derived_rendezvous_port(step.job_id, step.step_id));
+    c.rendezvous_port =
+        number<int>("DTRAIN_RENDEZVOUS_PORT", slurm::derived_rendezvous_port(step.job_id, step.step_id));
   } else {
     c.rendezvous_port = number<int>("DTRAIN_RENDEZVOUS_PORT", 0);
     require(c.rendezvous_port > 0, "DTRAIN_RENDEZVOUS_ADDR is set but DTRAIN_RENDEZVOUS_PORT is not");

@@ -46,8 +46,8 @@ struct RuntimeConfig {
   double stall_shutdown_s = 0;  // 0: never
   std::string timeline_path;
   bool timeline_mark_cycles = false;  // a marker at each cycle that had work
-  bool shared_memory = true;  // DTRAIN_SHM: allreduce through shared memory among a host's ranks
-  int hierarchical = -1;      // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on
+  bool shared_memory = true;          // DTRAIN_SHM: allreduce through shared memory among a host's ranks
+  int hierarchical = -1;              // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on
   // DTRAIN_TCP_MESH: over TCP (not MPI), negotiation and small collectives go over dtrain's
   // own mesh of connections (runtime/transport/tcp/mesh_transport.h); 0: all over Gloo.
   bool tcp_mesh = true;

@@ -29,8 +29,7 @@ std::vector<Response> fuse_responses(std::vector<Response> responses, std::size_
   // First merge each group into one unit (the coordinator emits a group's members together).
   std::vector<Response> units;
   for (auto& r : responses) {
-    if (fusible(r) && !r.group.empty() && !units.empty() && fusible(units.back()) &&
-        units.back().group == r.group) {
+    if (fusible(r) && !r.group.empty() && !units.empty() && fusible(units.back()) && units.back().group == r.group) {
       append(units.back(), r);
     } else {
       units.push_back(std::move(r));

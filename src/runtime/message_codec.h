@@ -18,7 +18,9 @@ template <typename T>
 inline constexpr bool kIsVector<std::vector<T>> = true;
 
 template <typename T>
-inline constexpr bool kIsMessage = requires { MessageFields<T>::list; };
+inline constexpr bool kIsMessage = requires {
+  MessageFields<T>::list;
+};
 
 template <typename Message>
 void put_message(WireWriter& w, const Message& message);

@@ -29,42 +29,46 @@ struct MessageFields;  // ::list: a tuple of Field
 
 template <>
 struct MessageFields<Request> {
-  static constexpr auto list = std::tuple{
-      field("rank", &Request::rank),           field("type", &Request::type),
-      field("name", &Request::name),           field("dtype", &Request::dtype),
-      field("device", &Request::device),       field("shape", &Request::shape),
-      field("reduce_op", &Request::reduce_op), field("root", &Request::root),
-      field("prescale", &Request::prescale),   field("postscale", &Request::postscale),
-      field("splits", &Request::splits),       field("group", &Request::group),
-      field("group_size", &Request::group_size)};
+  static constexpr auto list = std::tuple{field("rank", &Request::rank),
+                                          field("type", &Request::type),
+                                          field("name", &Request::name),
+                                          field("dtype", &Request::dtype),
+                                          field("device", &Request::device),
+                                          field("shape", &Request::shape),
+                                          field("reduce_op", &Request::reduce_op),
+                                          field("root", &Request::root),
+                                          field("prescale", &Request::prescale),
+                                          field("postscale", &Request::postscale),
+                                          field("splits", &Request::splits),
+                                          field("group", &Request::group),
+                                          field("group_size", &Request::group_size)};
 };
 
 template <>
 struct MessageFields<Response> {
-  static constexpr auto list = std::tuple{
-      field("type", &Response::type),
-      field("names", &Response::names),
-      field("error", &Response::error),
-      field("dtype", &Response::dtype),
-      field("device", &Response::device),
-      field("reduce_op", &Response::reduce_op),
-      field("prescale", &Response::prescale),
-      field("postscale", &Response::postscale),
-      field("root", &Response::root),
-      field("shape", &Response::shape),
-      field("group", &Response::group),
-      field("group_size", &Response::group_size),
-      field("world_size", &Response::world_size),
-      field("sizes", &Response::sizes),
-      field("joined_ranks", &Response::joined_ranks),
-      field("last_joined", &Response::last_joined)};
+  static constexpr auto list = std::tuple{field("type", &Response::type),
+                                          field("names", &Response::names),
+                                          field("error", &Response::error),
+                                          field("dtype", &Response::dtype),
+                                          field("device", &Response::device),
+                                          field("reduce_op", &Response::reduce_op),
+                                          field("prescale", &Response::prescale),
+                                          field("postscale", &Response::postscale),
+                                          field("root", &Response::root),
+                                          field("shape", &Response::shape),
+                                          field("group", &Response::group),
+                                          field("group_size", &Response::group_size),
+                                          field("world_size", &Response::world_size),
+                                          field("sizes", &Response::sizes),
+                                          field("joined_ranks", &Response::joined_ranks),
+                                          field("last_joined", &Response::last_joined)};
 };
 
 template <>
 struct MessageFields<CycleReport> {
-  static constexpr auto list = std::tuple{field("shutdown", &CycleReport::shutdown),
-                                          field("cache_bits", &CycleReport::cache_bits),
-                                          field("requests", &CycleReport::requests)};
+  static constexpr auto list =
+      std::tuple{field("shutdown", &CycleReport::shutdown), field("cache_bits", &CycleReport::cache_bits),
+                 field("requests", &CycleReport::requests)};
 };
 
 // An item's response is on the wire only when it is not a cache position (message.cc).
@@ -76,11 +80,10 @@ struct MessageFields<CyclePlan::Item> {
 
 template <>
 struct MessageFields<CyclePlan> {
-  static constexpr auto list = std::tuple{field("shutdown", &CyclePlan::shutdown),
-                                          field("shutdown_reason", &CyclePlan::shutdown_reason),
-                                          field("items", &CyclePlan::items),
-                                          field("fusion_threshold_bytes", &CyclePlan::fusion_threshold_bytes),
-                                          field("cycle_time_ms", &CyclePlan::cycle_time_ms)};
+  static constexpr auto list =
+      std::tuple{field("shutdown", &CyclePlan::shutdown), field("shutdown_reason", &CyclePlan::shutdown_reason),
+                 field("items", &CyclePlan::items), field("fusion_threshold_bytes", &CyclePlan::fusion_threshold_bytes),
+                 field("cycle_time_ms", &CyclePlan::cycle_time_ms)};
 };
 
 // Its encoder writes these in place for speed (cycle_summary.cc); the decoder walks them.

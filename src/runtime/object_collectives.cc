@@ -29,8 +29,7 @@ std::string broadcast_object(const std::string& bytes, int root, const std::stri
 }
 
 std::vector<std::string> allgather_object(const std::string& bytes, const std::string& name) {
-  const CollectiveResult gathered =
-      allgather(name, bytes_view(bytes.data(), static_cast<std::int64_t>(bytes.size())));
+  const CollectiveResult gathered = allgather(name, bytes_view(bytes.data(), static_cast<std::int64_t>(bytes.size())));
   const char* data = static_cast<const char*>(gathered.output().data);
   std::vector<std::string> everyone;
   for (std::int64_t length : gathered.received_splits()) {

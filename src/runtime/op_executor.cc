@@ -115,15 +115,14 @@ void OpExecutor::run_on_device(const Response& response, std::vector<TensorEntry
     }
   }
   if (!device_engine_) {
-    device_engine_ = make_device_engine_(device, [this](const Response& r, std::vector<TensorEntry*>& host_tensors) {
-      run_on_host(r, host_tensors);
-    });
+    device_engine_ = make_device_engine_(
+        device, [this](const Response& r, std::vector<TensorEntry*>& host_tensors) { run_on_host(r, host_tensors); });
     device_ = device_engine_->device();
   }
   if (device >= 0 && device != device_) {
-    throw Error("dtrain: " + std::string(to_string(response.type)) + " '" + response.names[0] + "' is on cuda:" +
-                std::to_string(device) + " but this process's collectives run on cuda:" + std::to_string(device_) +
-                " (one GPU per process)");
+    throw Error("dtrain: " + std::string(to_string(response.type)) + " '" + response.names[0] +
+                "' is on cuda:" + std::to_string(device) +
+                " but this process's collectives run on cuda:" + std::to_string(device_) + " (one GPU per process)");
   }
   device_engine_->execute(response, tensors);
 }
@@ -131,8 +130,8 @@ void OpExecutor::run_on_device(const Response& response, std::vector<TensorEntry
 void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& tensors) {
   const DataType dtype = response.dtype;
   const std::size_t esize = element_size(dtype);
-  const std::size_t total = static_cast<std::size_t>(std::accumulate(response.sizes.begin(), response.sizes.end(),
-                                                                     std::int64_t{0}));
+  const std::size_t total =
+      static_cast<std::size_t>(std::accumulate(response.sizes.begin(), response.sizes.end(), std::int64_t{0}));
   if (tensors.size() == 1 || transport_.reduces_pieces_in_place()) {
     // Each tensor is reduced where it is, in its output (the transport copies straight from
     // and to it). A rank that has joined contributes zeros from a scratch buffer.

@@ -19,11 +19,11 @@ struct OpState {
   Status status = Status::kPending;
   std::string error;
   bool workers_lost = false;  // failed because a peer was lost: wait() raises WorkersLostError
-  int remaining = 1;  // tensors still to finish (a grouped allreduce has several)
+  int remaining = 1;          // tensors still to finish (a grouped allreduce has several)
 
   // Results.
   TensorView output;
-  std::vector<std::byte> owned_output;  // when no allocator was given
+  std::vector<std::byte> owned_output;        // when no allocator was given
   std::shared_ptr<void> owned_device_output;  // the same, for CUDA tensors
   std::vector<std::int64_t> received_splits;
   int last_joined_rank = -1;

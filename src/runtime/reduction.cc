@@ -12,14 +12,10 @@ template <typename T>
 T combine(ReduceOp op, T a, T b) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      return static_cast<T>(a + b);
-    case ReduceOp::kMin:
-      return std::min(a, b);
-    case ReduceOp::kMax:
-      return std::max(a, b);
-    case ReduceOp::kProduct:
-      return static_cast<T>(a * b);
+    case ReduceOp::kAverage: return static_cast<T>(a + b);
+    case ReduceOp::kMin: return std::min(a, b);
+    case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kProduct: return static_cast<T>(a * b);
   }
   return a;
 }
@@ -121,8 +117,7 @@ void reduce_and_scale(DataType dtype, ReduceOp op, void* out, const void* a, con
     case DataType::kFloat32: return sum_and_scale_typed<float>(out, a, b, count, factor);
     case DataType::kFloat64: return sum_and_scale_typed<double>(out, a, b, count, factor);
     case DataType::kFloat16: return sum_and_scale_half<half_to_float, float_to_half>(out, a, b, count, factor);
-    case DataType::kBFloat16:
-      return sum_and_scale_half<bfloat16_to_float, float_to_bfloat16>(out, a, b, count, factor);
+    case DataType::kBFloat16: return sum_and_scale_half<bfloat16_to_float, float_to_bfloat16>(out, a, b, count, factor);
     default: return;
   }
 }

@@ -104,12 +104,11 @@ Response build_response(const std::vector<const Request*>& requests, const std::
     case OpType::kAllgather:
     case OpType::kAlltoall:
       checks.push_back({"number of dimensions", [](const Request& r) { return std::to_string(r.shape.size()); }});
-      checks.push_back({"shape after the first dimension",
-                        [](const Request& r) { return shape_string(trailing_dims(r)); }});
+      checks.push_back(
+          {"shape after the first dimension", [](const Request& r) { return shape_string(trailing_dims(r)); }});
       break;
     case OpType::kBarrier:
-    case OpType::kJoin:
-      break;
+    case OpType::kJoin: break;
   }
   for (const auto& [what, describe] : checks) {
     if (std::string message = disagreement(requests, what, describe); !message.empty()) return fail(message);
@@ -117,8 +116,7 @@ Response build_response(const std::vector<const Request*>& requests, const std::
 
   if (!joined_ranks.empty()) {
     if (first->type != OpType::kAllreduce && first->type != OpType::kBarrier) {
-      return fail("cannot run while " + rank_list(joined_ranks) +
-                  " joined; joined ranks take part in allreduce only");
+      return fail("cannot run while " + rank_list(joined_ranks) + " joined; joined ranks take part in allreduce only");
     }
     if (first->type == OpType::kAllreduce && first->reduce_op != ReduceOp::kSum &&
         first->reduce_op != ReduceOp::kAverage) {
@@ -130,17 +128,14 @@ Response build_response(const std::vector<const Request*>& requests, const std::
   std::int64_t elements = 1;
   for (auto d : first->shape) elements *= d;
   switch (first->type) {
-    case OpType::kAllreduce:
-      response.sizes = {elements};
-      break;
+    case OpType::kAllreduce: response.sizes = {elements}; break;
     case OpType::kAllgather:
       for (const Request* r : requests) response.sizes.push_back(r->shape[0]);
       break;
     case OpType::kAlltoall:
       for (const Request* r : requests) response.sizes.insert(response.sizes.end(), r->splits.begin(), r->splits.end());
       break;
-    default:
-      break;
+    default: break;
   }
   return response;
 }

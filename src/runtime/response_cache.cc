@@ -57,10 +57,8 @@ bool ResponseCache::cacheable(const Response& response) {
     case OpType::kAllgather:
     case OpType::kBroadcast:
     case OpType::kAlltoall:
-    case OpType::kReducescatter:
-      return true;
-    default:
-      return false;
+    case OpType::kReducescatter: return true;
+    default: return false;
   }
 }
 

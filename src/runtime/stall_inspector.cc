@@ -47,14 +47,16 @@ std::string StallInspector::check(const std::vector<Pending>& pending, Clock::ti
     std::ostringstream out;
     out << "stall: ranks have not all submitted these tensors (a rank may be stuck, or the ranks run different "
            "code paths): ";
-    for (std::size_t i = 0; i < stalled.size() && i < 10; ++i) out << (i ? "; " : "") << describe_stall(*stalled[i], now);
+    for (std::size_t i = 0; i < stalled.size() && i < 10; ++i)
+      out << (i ? "; " : "") << describe_stall(*stalled[i], now);
     if (stalled.size() > 10) out << "; and " << stalled.size() - 10 << " more";
     last_warning_ = out.str();
     last_warning_time_ = now;
     log().warn("{}", last_warning_);
   }
   if (beyond_shutdown) {
-    return "dtrain: shutting down after a stall of more than " + std::to_string(static_cast<long long>(shutdown_seconds_)) +
+    return "dtrain: shutting down after a stall of more than " +
+           std::to_string(static_cast<long long>(shutdown_seconds_)) +
            " s (DTRAIN_STALL_SHUTDOWN_S): " + describe_stall(*beyond_shutdown, now);
   }
   return {};

@@ -37,8 +37,8 @@ int Timeline::track_of(const std::string& tensor) {
   auto [it, inserted] = tracks_.emplace(tensor, static_cast<int>(tracks_.size()) + 1);
   if (inserted) {
     // Chrome shows one row ("process") per tensor, labelled with its name.
-    write_event(nlohmann::json{{"name", "process_name"}, {"ph", "M"}, {"pid", it->second}, {"tid", 0},
-                               {"args", {{"name", tensor}}}}
+    write_event(nlohmann::json{
+        {"name", "process_name"}, {"ph", "M"}, {"pid", it->second}, {"tid", 0}, {"args", {{"name", tensor}}}}
                     .dump());
   }
   return it->second;
@@ -61,25 +61,29 @@ void Timeline::end(const std::string& tensor) {
 
 void Timeline::instant(const std::string& tensor, const std::string& what) {
   const int pid = track_of(tensor);
-  write_event(nlohmann::json{{"name", what}, {"ph", "i"}, {"s", "p"}, {"ts", micros(Clock::now())}, {"pid", pid},
-                             {"tid", 0}}
-                  .dump());
+  write_event(
+      nlohmann::json{{"name", what}, {"ph", "i"}, {"s", "p"}, {"ts", micros(Clock::now())}, {"pid", pid}, {"tid", 0}}
+          .dump());
 }
 
 void Timeline::span(const std::string& tensor, const std::string& activity, Clock::time_point start,
                     Clock::time_point stop) {
   const int pid = track_of(tensor);
-  write_event(nlohmann::json{{"name", activity}, {"ph", "X"}, {"ts", micros(start)},
-                             {"dur", std::max<long long>(0, micros(stop) - micros(start))}, {"pid", pid}, {"tid", 0}}
-                  .dump());
+  write_event(nlohmann::json{
+      {"name", activity},
+      {"ph", "X"},
+      {"ts", micros(start)},
+      {"dur", std::max<long long>(0, micros(stop) - micros(start))},
+      {"pid", pid},
+      {"tid", 0}}.dump());
 }
 
 void Timeline::mark_cycle(Clock::time_point start) {
   if (!mark_cycles_) return;
   const int pid = track_of("(cycles)");
-  write_event(nlohmann::json{{"name", "CYCLE_START"}, {"ph", "i"}, {"s", "p"}, {"ts", micros(start)}, {"pid", pid},
-                             {"tid", 0}}
-                  .dump());
+  write_event(
+      nlohmann::json{{"name", "CYCLE_START"}, {"ph", "i"}, {"s", "p"}, {"ts", micros(start)}, {"pid", pid}, {"tid", 0}}
+          .dump());
 }
 
 void Timeline::flush() { out_.flush(); }

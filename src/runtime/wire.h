@@ -16,7 +16,7 @@ namespace dtrain::runtime {
 class WireWriter {
  public:
   template <typename T>
-    requires std::is_trivially_copyable_v<T>
+  requires std::is_trivially_copyable_v<T>
   void put(const T& value) {
     const auto* p = reinterpret_cast<const char*>(&value);
     bytes_.insert(bytes_.end(), p, p + sizeof(T));
@@ -41,8 +41,7 @@ class WireReader {
   explicit WireReader(const std::vector<char>& bytes) : bytes_(bytes) {}
 
   template <typename T>
-    requires std::is_trivially_copyable_v<T>
-  T get() {
+  requires std::is_trivially_copyable_v<T> T get() {
     need(sizeof(T));
     T value;
     std::memcpy(&value, bytes_.data() + offset_, sizeof(T));

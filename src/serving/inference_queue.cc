@@ -5,8 +5,7 @@
 
 namespace dtrain::serving {
 
-InferenceQueue::InferenceQueue(std::vector<std::unique_ptr<Endpoint>> endpoints, size_t capacity,
-                               BatchOptions batching)
+InferenceQueue::InferenceQueue(std::vector<std::unique_ptr<Endpoint>> endpoints, size_t capacity, BatchOptions batching)
     : capacity_(capacity), batching_(batching), endpoints_(std::move(endpoints)) {
   if (endpoints_.empty()) throw std::invalid_argument("InferenceQueue: needs at least one endpoint");
   if (batching_.max_batch < 1) throw std::invalid_argument("InferenceQueue: max_batch must be at least 1");

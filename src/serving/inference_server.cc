@@ -49,7 +49,8 @@ struct InferenceServer::Impl {
 
   void invocations(const httplib::Request& request, httplib::Response& response) {
     InferenceQueue* model = queue.load();
-    if (!model) return answer_error(response, 503, "the model is still loading (GET /ping answers 200 once it is ready)");
+    if (!model)
+      return answer_error(response, 503, "the model is still loading (GET /ping answers 200 once it is ready)");
     InvocationRequest invocation;
     invocation.content_type = media_type(request.get_header_value("Content-Type"));
     invocation.body = request.body;
@@ -97,14 +98,12 @@ struct InferenceServer::Impl {
         }
         break;
       case 413:
-        answer_error(response, 413, "payload larger than the server's limit of " +
-                                        std::to_string(options.max_payload_bytes) + " bytes (--max-payload-mb)");
+        answer_error(response, 413,
+                     "payload larger than the server's limit of " + std::to_string(options.max_payload_bytes) +
+                         " bytes (--max-payload-mb)");
         break;
-      case 400:
-        answer_error(response, 400, "malformed HTTP request");
-        break;
-      default:
-        answer_error(response, response.status, "HTTP status " + std::to_string(response.status));
+      case 400: answer_error(response, 400, "malformed HTTP request"); break;
+      default: answer_error(response, response.status, "HTTP status " + std::to_string(response.status));
     }
     return httplib::Server::HandlerResponse::Handled;
   }
@@ -140,9 +139,8 @@ struct InferenceServer::Impl {
       // SageMaker only looks at the status; the body stays empty.
       response.status = queue.load() ? 200 : 503;
     });
-    http.Post("/invocations", [this](const httplib::Request& request, httplib::Response& response) {
-      invocations(request, response);
-    });
+    http.Post("/invocations",
+              [this](const httplib::Request& request, httplib::Response& response) { invocations(request, response); });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
       response.set_content(metrics_text(), "text/plain; version=0.0.4");
     });
@@ -156,21 +154,23 @@ struct InferenceServer::Impl {
           {"MaxPayloadInMB", static_cast<int64_t>(options.max_payload_bytes >> 20)}};
       response.set_content(body.dump(), "application/json");
     });
-    http.set_error_handler(httplib::Server::HandlerWithResponse(
-        [this](const httplib::Request& request, httplib::Response& response) { return error_page(request, response); }));
+    http.set_error_handler(
+        httplib::Server::HandlerWithResponse([this](const httplib::Request& request, httplib::Response& response) {
+          return error_page(request, response);
+        }));
     http.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr error) {
       std::string what = "internal error";
       try {
         if (error) std::rethrow_exception(error);
       } catch (const std::exception& e) {
         what += std::string(": ") + e.what();
-      } catch (...) {
-      }
+      } catch (...) {}
       answer_error(response, 500, what);
     });
     http.set_post_routing_handler(
         [this](const httplib::Request& request, httplib::Response& response) { record(request, response); });
-    http.set_logger([this](const httplib::Request& request, const httplib::Response& response) { log(request, response); });
+    http.set_logger(
+        [this](const httplib::Request& request, const httplib::Response& response) { log(request, response); });
   }
 };
 

@@ -15,7 +15,7 @@ namespace dtrain::serving {
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
-  int port = 8080;  // 0: any free port (tests)
+  int port = 8080;                             // 0: any free port (tests)
   size_t max_payload_bytes = size_t{6} << 20;  // SageMaker's limit for real-time endpoints
   // Connections served at once. Each waits for its request's inference, so
   // this should exceed workers + queue capacity: then overload is refused by

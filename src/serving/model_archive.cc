@@ -168,7 +168,8 @@ void read_pax_records(const std::string& data, const std::string& context, std::
         uint64_t decimal = 0;  // pax numbers are decimal
         if (value.empty()) throw ModelError(context + ": bad pax size");
         for (char c : value) {
-          if (c < '0' || c > '9' || decimal > (uint64_t{1} << 58)) throw ModelError(context + ": bad pax size " + value);
+          if (c < '0' || c > '9' || decimal > (uint64_t{1} << 58))
+            throw ModelError(context + ": bad pax size " + value);
           decimal = decimal * 10 + static_cast<uint64_t>(c - '0');
         }
         size = decimal;
@@ -220,8 +221,12 @@ class Unpacker {
       }
 
       std::string name = field_text(reinterpret_cast<const char*>(header.data()), 100);
-      const bool ustar = std::memcmp(header.data() + 257, "ustar\0" "00", 8) == 0;
-      if (ustar && header[345] != 0) name = field_text(reinterpret_cast<const char*>(header.data()) + 345, 155) + "/" + name;
+      const bool ustar = std::memcmp(header.data() + 257,
+                                     "ustar\0"
+                                     "00",
+                                     8) == 0;
+      if (ustar && header[345] != 0)
+        name = field_text(reinterpret_cast<const char*>(header.data()) + 345, 155) + "/" + name;
       std::string link = field_text(reinterpret_cast<const char*>(header.data()) + 157, 100);
       if (long_name) name = *long_name;
       if (pax_path) name = *pax_path;
@@ -235,19 +240,13 @@ class Unpacker {
       switch (type) {
         case '0':
         case '\0':
-        case '7':
-          write_file(relative, *size, header.data(), context);
-          break;
+        case '7': write_file(relative, *size, header.data(), context); break;
         case '5':
           make_directory(relative, context);
           in_.skip(*size + padding_of(*size), "a directory entry");
           break;
-        case '2':
-          make_symlink(relative, link, context);
-          break;
-        case '1':
-          make_hard_link(relative, link, context);
-          break;
+        case '2': make_symlink(relative, link, context); break;
+        case '1': make_hard_link(relative, link, context); break;
         default:
           throw ModelError(context + ": entry type '" + std::string(1, type) +
                            "' refused (a model archive holds files, directories and links)");
@@ -271,7 +270,8 @@ class Unpacker {
     fs::create_directories(parent, error);
     if (error) throw ModelError(context + ": cannot create " + parent.string() + ": " + error.message());
     const fs::path real = fs::canonical(parent, error);
-    if (error || !is_within(root_, real)) throw ModelError(context + ": refused: its directory resolves outside the model");
+    if (error || !is_within(root_, real))
+      throw ModelError(context + ": refused: its directory resolves outside the model");
     return real;
   }
 

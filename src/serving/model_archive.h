@@ -25,7 +25,6 @@ struct ArchiveLimits {
 // files and FIFOs; more than the limits; a bad header checksum, a truncated
 // archive or a gzip error. A refused archive leaves what was unpacked so far:
 // the caller unpacks into a fresh directory it removes.
-void unpack_model_archive(const std::string& archive, const std::string& destination,
-                          const ArchiveLimits& limits = {});
+void unpack_model_archive(const std::string& archive, const std::string& destination, const ArchiveLimits& limits = {});
 
 }  // namespace dtrain::serving

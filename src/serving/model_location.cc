@@ -21,7 +21,8 @@ ModelLocation::ModelLocation(const std::string& path, const ArchiveLimits& limit
   }
   if (!fs::is_regular_file(status)) throw ModelError(path + ": neither a model directory nor a model.tar.gz");
   std::string scratch = (fs::temp_directory_path(error) / "dtrain-serve-model-XXXXXX").string();
-  if (!mkdtemp(scratch.data())) throw ModelError("cannot create a directory to unpack " + path + ": " + std::strerror(errno));
+  if (!mkdtemp(scratch.data()))
+    throw ModelError("cannot create a directory to unpack " + path + ": " + std::strerror(errno));
   scratch_ = scratch;
   try {
     unpack_model_archive(path, scratch, limits);

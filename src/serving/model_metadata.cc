@@ -41,7 +41,8 @@ ModelMetadata read_model_metadata(const fs::path& directory) {
   const std::string context = file.string();
   std::ifstream in(file);
   if (!in) {
-    throw ModelError(context + ": missing: not a model written by a dtrain trainer (dtrain-mnist, dtrain-maskrcnn train)");
+    throw ModelError(context +
+                     ": missing: not a model written by a dtrain trainer (dtrain-mnist, dtrain-maskrcnn train)");
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -74,9 +75,10 @@ ModelMetadata read_model_metadata(const fs::path& directory) {
     }
     for (size_t i = 0; i < meta["categories"].size(); ++i) {
       const json& entry = meta["categories"][i];
-      if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
-          !entry.contains("name") || !entry["name"].is_string()) {
-        throw ModelError(context + ": categories[" + std::to_string(i) + "] must be {\"id\": integer, \"name\": string}");
+      if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() || !entry.contains("name") ||
+          !entry["name"].is_string()) {
+        throw ModelError(context + ": categories[" + std::to_string(i) +
+                         "] must be {\"id\": integer, \"name\": string}");
       }
       out.categories.push_back({entry["id"].get<int64_t>(), entry["name"].get<std::string>()});
     }

@@ -39,7 +39,8 @@ std::optional<double> env_seconds(const char* name) {
   // from_chars reads plain decimals only (no leading '+', no hex), and all of them must be used.
   const auto [stop, error] = std::from_chars(text->data(), end, value, std::chars_format::general);
   if (error != std::errc() || stop != end || !std::isfinite(value) || !(value > 0)) {
-    throw SettingError(quoted(name, *text) + " is not a number of seconds: expected a decimal above 0, e.g. 300 or 2.5");
+    throw SettingError(quoted(name, *text) +
+                       " is not a number of seconds: expected a decimal above 0, e.g. 300 or 2.5");
   }
   return value;
 }

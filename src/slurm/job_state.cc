@@ -27,10 +27,9 @@ std::string field(std::string_view line, std::string_view key) {
 }  // namespace
 
 bool JobState::ended() const {
-  static const std::set<std::string> still_going = {"PENDING",    "CONFIGURING", "RUNNING",    "COMPLETING",
-                                                    "SUSPENDED",  "REQUEUED",    "REQUEUE_HOLD", "REQUEUE_FED",
-                                                    "RESIZING",   "SIGNALING",   "STAGE_OUT",  "STOPPED",
-                                                    "RESV_DEL_HOLD"};
+  static const std::set<std::string> still_going = {
+      "PENDING",     "CONFIGURING", "RUNNING",   "COMPLETING", "SUSPENDED", "REQUEUED",     "REQUEUE_HOLD",
+      "REQUEUE_FED", "RESIZING",    "SIGNALING", "STAGE_OUT",  "STOPPED",   "RESV_DEL_HOLD"};
   return !still_going.contains(state);
 }
 

@@ -56,27 +56,27 @@ std::optional<SlurmStep> slurm_step_from_environment(const EnvironmentReader& re
   }
 
   if (step.rank >= step.size) {
-    throw SlurmError(fmt::format("SLURM_PROCID={} is outside 0..{} (SLURM_STEP_NUM_TASKS={})", step.rank,
-                                 step.size - 1, step.size));
+    throw SlurmError(
+        fmt::format("SLURM_PROCID={} is outside 0..{} (SLURM_STEP_NUM_TASKS={})", step.rank, step.size - 1, step.size));
   }
   if (per_node.size() != step.nodes.size()) {
-    throw SlurmError(fmt::format("SLURM_STEP_TASKS_PER_NODE names {} nodes but SLURM_STEP_NODELIST {}",
-                                 per_node.size(), step.nodes.size()));
+    throw SlurmError(fmt::format("SLURM_STEP_TASKS_PER_NODE names {} nodes but SLURM_STEP_NODELIST {}", per_node.size(),
+                                 step.nodes.size()));
   }
   int total = 0;
   for (int n : per_node) total += n;
   if (total != step.size) {
-    throw SlurmError(fmt::format("SLURM_STEP_TASKS_PER_NODE adds up to {} tasks but SLURM_STEP_NUM_TASKS={}", total,
-                                 step.size));
+    throw SlurmError(
+        fmt::format("SLURM_STEP_TASKS_PER_NODE adds up to {} tasks but SLURM_STEP_NUM_TASKS={}", total, step.size));
   }
   if (step.node_index >= step.node_count()) {
-    throw SlurmError(fmt::format("SLURM_NODEID={} is outside the step's {} nodes", step.node_index,
-                                 step.node_count()));
+    throw SlurmError(fmt::format("SLURM_NODEID={} is outside the step's {} nodes", step.node_index, step.node_count()));
   }
   step.local_size = per_node[static_cast<size_t>(step.node_index)];
   if (step.local_rank >= step.local_size) {
     throw SlurmError(fmt::format("SLURM_LOCALID={} is outside 0..{} ({} tasks on node {})", step.local_rank,
-                                 step.local_size - 1, step.local_size, step.nodes[static_cast<size_t>(step.node_index)]));
+                                 step.local_size - 1, step.local_size,
+                                 step.nodes[static_cast<size_t>(step.node_index)]));
   }
   return step;
 }

@@ -15,14 +15,14 @@
 namespace dtrain::slurm {
 
 struct SlurmStep {
-  int rank = 0;        // SLURM_PROCID
-  int size = 1;        // SLURM_STEP_NUM_TASKS
-  int local_rank = 0;  // SLURM_LOCALID
-  int local_size = 1;  // this node's entry of SLURM_STEP_TASKS_PER_NODE
-  int node_index = 0;  // SLURM_NODEID
+  int rank = 0;                    // SLURM_PROCID
+  int size = 1;                    // SLURM_STEP_NUM_TASKS
+  int local_rank = 0;              // SLURM_LOCALID
+  int local_size = 1;              // this node's entry of SLURM_STEP_TASKS_PER_NODE
+  int node_index = 0;              // SLURM_NODEID
   std::vector<std::string> nodes;  // SLURM_STEP_NODELIST, expanded
-  std::string job_id;   // SLURM_JOB_ID
-  std::string step_id;  // SLURM_STEP_ID
+  std::string job_id;              // SLURM_JOB_ID
+  std::string step_id;             // SLURM_STEP_ID
 
   int node_count() const { return static_cast<int>(nodes.size()); }
   // Where task 0 runs: Slurm numbers nodes in node-list order and gives task 0 to node 0.

@@ -182,8 +182,8 @@ std::optional<TrainingProgress> Checkpointer::restore(torch::nn::Module& model,
         throw Error("dtrain: checkpoint " + source + " has no tensor 'model." + name + "' (another model?)");
       }
       if (value.sizes() != tensor.sizes()) {
-        throw Error("dtrain: checkpoint " + source + ": 'model." + name + "' has shape " +
-                    c10::str(value.sizes()) + " but the model's is " + c10::str(tensor.sizes()));
+        throw Error("dtrain: checkpoint " + source + ": 'model." + name + "' has shape " + c10::str(value.sizes()) +
+                    " but the model's is " + c10::str(tensor.sizes()));
       }
       tensor.copy_(value);
     }

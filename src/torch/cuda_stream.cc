@@ -9,9 +9,7 @@
 namespace dtrain::libtorch {
 
 #if DTRAIN_TORCH_CUDA
-void* current_cuda_stream(const at::Device& device) {
-  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
-}
+void* current_cuda_stream(const at::Device& device) { return c10::cuda::getCurrentCUDAStream(device.index()).stream(); }
 #else
 void* current_cuda_stream(const at::Device& device) {
   throw Error("dtrain: a tensor on " + device.str() +

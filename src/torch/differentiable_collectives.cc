@@ -20,16 +20,14 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-std::string backward_name(AutogradContext* context) {
-  return context->saved_data["name"].toStringRef() + ".backward";
-}
+std::string backward_name(AutogradContext* context) { return context->saved_data["name"].toStringRef() + ".backward"; }
 
 ReduceOp saved_op(AutogradContext* context) { return static_cast<ReduceOp>(context->saved_data["op"].toInt()); }
 
 void require_sum_or_average(ReduceOp op, const char* function) {
   if (op != ReduceOp::kSum && op != ReduceOp::kAverage) {
-    throw Error(std::string("dtrain::") + function + ": op must be Sum or Average (the gradient of " +
-                to_string(op) + " over ranks is not a collective of the same kind)");
+    throw Error(std::string("dtrain::") + function + ": op must be Sum or Average (the gradient of " + to_string(op) +
+                " over ranks is not a collective of the same kind)");
   }
 }
 

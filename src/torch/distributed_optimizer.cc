@@ -38,11 +38,11 @@ struct DistributedOptimizer::Impl {
   };
 
   DistributedOptimizerOptions options;
-  std::vector<Slot> slots;  // one per named parameter, whether or not it requires a gradient now
+  std::vector<Slot> slots;                // one per named parameter, whether or not it requires a gradient now
   std::unordered_set<const void*> named;  // the named parameters' TensorImpls
   bool synchronized = false;
   bool broken = false;  // a reduction of this step failed: zero_grad() starts over
-  int skipping = 0;  // live SkipSynchronize guards
+  int skipping = 0;     // live SkipSynchronize guards
 
   bool any_reduction_failed() const {
     for (const auto& slot : slots) {
@@ -58,8 +58,7 @@ struct DistributedOptimizer::Impl {
       if (slot.started) {
         try {
           slot.handle.wait();
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
       }
       slot.started = false;
       slot.passes = 0;
@@ -188,8 +187,7 @@ DistributedOptimizer::~DistributedOptimizer() {
     if (slot.started) {
       try {
         slot.handle.wait();  // the runtime must not write into a gradient after we are gone
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
     }
   }
 }

@@ -5,7 +5,11 @@ namespace dtrain::libtorch {
 
 DistributedSampler::DistributedSampler(std::size_t dataset_size, int num_replicas, int rank, bool shuffle,
                                        std::uint64_t seed, bool drop_last)
-    : dataset_size_(dataset_size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed),
+    : dataset_size_(dataset_size),
+      num_replicas_(num_replicas),
+      rank_(rank),
+      shuffle_(shuffle),
+      seed_(seed),
       drop_last_(drop_last) {
   if (num_replicas < 1 || rank < 0 || rank >= num_replicas) {
     throw Error("dtrain::DistributedSampler: rank " + std::to_string(rank) + " is outside 0.." +

@@ -37,7 +37,8 @@ ps::UpdateRuleSpec rule_of(torch::optim::Optimizer& optimizer) {
     rule.nesterov = sgd->nesterov();
     rule.weight_decay = sgd->weight_decay();
   } else if (auto* adam = dynamic_cast<const torch::optim::AdamOptions*>(&options)) {
-    if (adam->amsgrad()) throw Error("dtrain::PSOptimizer: Adam with amsgrad is not supported by the parameter servers");
+    if (adam->amsgrad())
+      throw Error("dtrain::PSOptimizer: Adam with amsgrad is not supported by the parameter servers");
     rule.kind = ps::UpdateRuleSpec::Kind::kAdam;
     rule.beta1 = std::get<0>(adam->betas());
     rule.beta2 = std::get<1>(adam->betas());
@@ -90,12 +91,13 @@ struct PSOptimizer::Impl {
       }
       const ps::Piece& p = client->plan().pieces()[static_cast<std::size_t>(piece)];
       // The request copies the bytes before push() returns: `wire` may go after this.
-      client->push(piece, start_step + steps, lr, data + p.offset, [this, piece](const std::string& error, std::string&& value) {
-        std::lock_guard lock(mutex);
-        if (!error.empty() && first_error.empty()) first_error = error;
-        if (error.empty()) fresh_values[static_cast<std::size_t>(piece)] = std::move(value);
-        if (--outstanding == 0) replies_done.notify_all();
-      });
+      client->push(piece, start_step + steps, lr, data + p.offset,
+                   [this, piece](const std::string& error, std::string&& value) {
+                     std::lock_guard lock(mutex);
+                     if (!error.empty() && first_error.empty()) first_error = error;
+                     if (error.empty()) fresh_values[static_cast<std::size_t>(piece)] = std::move(value);
+                     if (--outstanding == 0) replies_done.notify_all();
+                   });
     }
     slot.pushed = true;
   }
@@ -138,7 +140,8 @@ PSOptimizer::PSOptimizer(torch::optim::Optimizer& optimizer, const NamedTensors&
     }
     if (!parameter.requires_grad()) continue;
     if (parameter.scalar_type() != at::kFloat || !parameter.is_cpu() || !parameter.is_contiguous()) {
-      throw Error("dtrain::PSOptimizer: parameter '" + name + "' is not a contiguous float32 CPU tensor; parameter "
+      throw Error("dtrain::PSOptimizer: parameter '" + name +
+                  "' is not a contiguous float32 CPU tensor; parameter "
                   "servers hold float32");
     }
     Impl::Slot slot;

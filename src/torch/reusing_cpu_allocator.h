@@ -53,7 +53,7 @@ class ReusingCpuAllocator final : public c10::Allocator {
   std::size_t min_block_bytes_;
   std::size_t max_cached_bytes_;
   mutable std::mutex mutex_;
-  mutable std::unordered_map<void*, std::size_t> live_;   // cached-size blocks in use -> rounded size
+  mutable std::unordered_map<void*, std::size_t> live_;     // cached-size blocks in use -> rounded size
   mutable std::map<std::size_t, std::vector<void*>> idle_;  // rounded size -> idle blocks
   mutable std::size_t idle_bytes_ = 0;
 };

@@ -62,8 +62,7 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root) {
 
 double metric_average(double value, const std::string& name) {
   double result = value;
-  dtrain::allreduce(name, {&value, DataType::kFloat64, {1}}, {&result, DataType::kFloat64, {1}},
-                    {ReduceOp::kAverage});
+  dtrain::allreduce(name, {&value, DataType::kFloat64, {1}}, {&result, DataType::kFloat64, {1}}, {ReduceOp::kAverage});
   return result;
 }
 

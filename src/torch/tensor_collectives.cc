@@ -167,10 +167,10 @@ TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& na
 
 struct TensorGroupHandle::State {
   Handle handle;
-  std::vector<at::Tensor> inputs;          // kept alive while the runtime reads them
-  std::vector<at::Tensor> works;           // what the runtime reads and writes
-  std::vector<at::Tensor> copy_back_to;    // in place: the caller's tensors
-  std::vector<at::Device> devices;         // where each result belongs
+  std::vector<at::Tensor> inputs;        // kept alive while the runtime reads them
+  std::vector<at::Tensor> works;         // what the runtime reads and writes
+  std::vector<at::Tensor> copy_back_to;  // in place: the caller's tensors
+  std::vector<at::Device> devices;       // where each result belongs
 };
 
 bool TensorGroupHandle::poll() const { return !state_ || state_->handle.poll(); }

@@ -85,7 +85,8 @@ void TorchState::sync() {
     small += "dtrain.sampler.epoch " + std::to_string(sampler_->epoch()) + "\n";
     small += "dtrain.sampler.consumed " + std::to_string(sampler_->consumed()) + "\n";
   }
-  std::map<std::string, std::int64_t> received = decode_counters(broadcast_bytes(small, 0, "elastic.torch_state.counters"));
+  std::map<std::string, std::int64_t> received =
+      decode_counters(broadcast_bytes(small, 0, "elastic.torch_state.counters"));
   if (sampler_) {
     sampler_->set_position(received["dtrain.sampler.epoch"],
                            static_cast<std::size_t>(received["dtrain.sampler.consumed"]));

@@ -60,7 +60,7 @@ const std::map<std::string, std::set<std::string>> kOnlyThroughPublicHeader = {
 // Files that measure or test a module's internals on purpose.
 bool may_reach_internals(const std::string& file, const std::string& module) {
   return file.rfind("tests/" + module + "/", 0) == 0 ||
-         file.rfind("tests/fuzz/", 0) == 0 ||  // fuzz targets reach the decoders themselves
+         file.rfind("tests/fuzz/", 0) == 0 ||                              // fuzz targets reach the decoders themselves
          (module == "runtime" && file.rfind("bench/allreduce/", 0) == 0);  // the data path alone
 }
 
@@ -68,10 +68,11 @@ std::string project_path(const fs::path& path) { return fs::relative(path, kRoot
 
 // The module of a file under src/ or include/, or "" for apps, tests and benchmarks.
 std::string module_of(const std::string& file) {
-  static const std::map<std::string, std::string> kPublic = {
-      {"include/dtrain/dtrain.h", "runtime"}, {"include/dtrain/elastic.h", "runtime"},
-      {"include/dtrain/torch.h", "torch"}, {"include/dtrain/error.h", "error"},
-      {"include/dtrain/torch_threads.h", "torch_threads"}};
+  static const std::map<std::string, std::string> kPublic = {{"include/dtrain/dtrain.h", "runtime"},
+                                                             {"include/dtrain/elastic.h", "runtime"},
+                                                             {"include/dtrain/torch.h", "torch"},
+                                                             {"include/dtrain/error.h", "error"},
+                                                             {"include/dtrain/torch_threads.h", "torch_threads"}};
   if (auto it = kPublic.find(file); it != kPublic.end()) return it->second;
   std::smatch m;
   if (std::regex_match(file, m, std::regex(R"(src/vision/([^/]+)/.*)"))) return "vision/" + m[1].str();
@@ -150,7 +151,8 @@ TEST(IncludeRules, RuntimeAndAdapterAreReachedThroughTheirPublicHeaders) {
     auto it = kOnlyThroughPublicHeader.find(to);
     if (it == kOnlyThroughPublicHeader.end() || it->second.count(target)) continue;
     if (module_of(include.file) == to || may_reach_internals(include.file, to)) continue;
-    ADD_FAILURE() << where(include) << ": " << to << " is internal; include \"" << it->second.begin()->substr(8) << "\"";
+    ADD_FAILURE() << where(include) << ": " << to << " is internal; include \"" << it->second.begin()->substr(8)
+                  << "\"";
   }
 }
 

@@ -68,10 +68,12 @@ size_t samples_of(const std::string& metrics_file, const std::string& name) {
 // An MNIST job of two hosts whose ranks each say where they are, train, and then wait for
 // the gate file (the browser creates it once it has seen the job running), at most 150 s.
 void write_mnist_spec(const TempDir& dir, const std::string& name, int hosts, const std::string& gate) {
-  std::string wait = gate.empty() ? "" : " && for i in $(seq 1500); do [ -e '" + gate + "' ] && exit 0; sleep 0.1; done; exit 1";
+  std::string wait =
+      gate.empty() ? "" : " && for i in $(seq 1500); do [ -e '" + gate + "' ] && exit 0; sleep 0.1; done; exit 1";
   const std::string timeline = (dir.path() / "jobs" / name / "timeline.json").string();
   write_text(dir.path() / (name + ".yaml"), "name: " + name + R"y(
-command: ["sh", "-c", "echo rank $DTRAIN_RANK on $SM_CURRENT_HOST && ')y" DTRAIN_MNIST R"y(' \"$@\")y" + wait + R"y(", "mnist"]
+command: ["sh", "-c", "echo rank $DTRAIN_RANK on $SM_CURRENT_HOST && ')y" DTRAIN_MNIST R"y(' \"$@\")y" +
+                                                wait + R"y(", "mnist"]
 hyperparameters: {epochs: 1, steps: 60, batch-size: 64, log-every: 10}
 channels:
   training: {source: ')y" MNIST_DATA_DIR R"y('}
@@ -82,7 +84,8 @@ metric_definitions:
 output_path: jobs
 environment:
   OMP_NUM_THREADS: "1"
-  DTRAIN_TIMELINE: )y" + timeline + "\ninstance_count: " + std::to_string(hosts) + "\n");
+  DTRAIN_TIMELINE: )y" + timeline +
+                                                "\ninstance_count: " + std::to_string(hosts) + "\n");
 }
 
 bool browser_available(std::string& why) {
@@ -135,9 +138,11 @@ TEST(DashboardInABrowser, ALiveJobGoesFromRunningToCompletedThenComparesAndDraws
   ASSERT_TRUE(dashboard.wait_for_stdout("dtrain dashboard: http://", 30)) << dashboard.out();
   std::smatch address;
   const std::string dashboard_out = dashboard.out();
-  ASSERT_TRUE(std::regex_search(dashboard_out, address, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/"))) << dashboard_out;
+  ASSERT_TRUE(std::regex_search(dashboard_out, address, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/")))
+      << dashboard_out;
 
-  Json compare = browse({"compare", "--url", address[0], "--jobs", "mnist-live,mnist-one", "--metric", "train:loss"}, dir);
+  Json compare =
+      browse({"compare", "--url", address[0], "--jobs", "mnist-live,mnist-one", "--metric", "train:loss"}, dir);
   EXPECT_EQ(compare["series"], 2) << compare;
   EXPECT_EQ(compare["points"], losses + samples_of(dir / "jobs/mnist-one/metrics.jsonl", "train:loss")) << compare;
 
@@ -154,8 +159,8 @@ TEST(DashboardInABrowser, ALiveJobGoesFromRunningToCompletedThenComparesAndDraws
   EXPECT_NE(std::find(drawn["stepActivities"].begin(), drawn["stepActivities"].end(), "ALLREDUCE"),
             drawn["stepActivities"].end())
       << drawn;
-  Json curves = browse({"precision-recall", "--url", address[0], "--job", "mnist-one", "--file",
-                       "report/bbox_pr.json"}, dir);
+  Json curves =
+      browse({"precision-recall", "--url", address[0], "--job", "mnist-one", "--file", "report/bbox_pr.json"}, dir);
   ASSERT_EQ(curves["charts"].size(), 4u) << curves;
   const char* areas[] = {"all", "small", "medium", "large"};
   for (size_t a = 0; a < 4; ++a) {

@@ -57,7 +57,8 @@ class DashboardServerTest : public ::testing::Test {
     write_text(jobs.path() / "mnist/status.json",
                Json{{"job_name", "mnist"}, {"status", "Completed"}, {"started_at", 100.0}}.dump());
     write_text(jobs.path() / "mnist/metrics.jsonl",
-               R"({"time":101,"host":"algo-1","rank":0,"name":"train:loss","value":0.7})" "\n");
+               R"({"time":101,"host":"algo-1","rank":0,"name":"train:loss","value":0.7})"
+               "\n");
     write_text(jobs.path() / "mnist/logs/algo-1.log", "[algo-1:0]<stdout>:Step #20\n");
     write_text(jobs.path() / "mnist/timeline.json",
                "[\n{\"name\":\"ALLREDUCE\",\"ph\":\"X\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":0}\n]\n");
@@ -123,7 +124,9 @@ TEST_F(DashboardServerTest, AHalfWrittenJobIsShownAsFarAsItIsReadable) {
   write_text(jobs.path() / "broken/status.json", "{\"job_name\": \"broken\", \"status\": \"Runn");
   write_text(jobs.path() / "broken/summary.json", "not json");
   write_text(jobs.path() / "broken/metrics.jsonl",
-             "\x01\xff garbage\n" R"({"time":1,"host":"algo-1","rank":0,"name":"loss","value":2})" "\n{\"time\":2,\"na");
+             "\x01\xff garbage\n"
+             R"({"time":1,"host":"algo-1","rank":0,"name":"loss","value":2})"
+             "\n{\"time\":2,\"na");
   write_text(jobs.path() / "broken/logs/algo-1.log", "bytes that are not UTF-8: \xc3\x28\n");
   start();
   Json list = get_json("/api/jobs");
@@ -140,10 +143,11 @@ TEST_F(DashboardServerTest, AHalfWrittenJobIsShownAsFarAsItIsReadable) {
 TEST_F(DashboardServerTest, TraversalIsRefusedHoweverItIsSpelt) {
   start();
   for (const char* target :
-       {"/files/mnist/../../etc/passwd", "/files/mnist/%2e%2e/%2e%2e/etc/passwd", "/files/mnist/logs/%2E%2E%2F..%2Fsecret",
-        "/files/mnist/secret.txt", "/files/mnist//etc/passwd", "/files/mnist/logs/..%5c..%5csecret",
-        "/api/jobs/mnist/log?host=../../secret", "/api/jobs/mnist/log?host=..%2F..%2Fsecret",
-        "/api/jobs/mnist/timeline?file=../timeline.json", "/api/jobs/mnist/timeline?file=logs%2Falgo-1.log"}) {
+       {"/files/mnist/../../etc/passwd", "/files/mnist/%2e%2e/%2e%2e/etc/passwd",
+        "/files/mnist/logs/%2E%2E%2F..%2Fsecret", "/files/mnist/secret.txt", "/files/mnist//etc/passwd",
+        "/files/mnist/logs/..%5c..%5csecret", "/api/jobs/mnist/log?host=../../secret",
+        "/api/jobs/mnist/log?host=..%2F..%2Fsecret", "/api/jobs/mnist/timeline?file=../timeline.json",
+        "/api/jobs/mnist/timeline?file=logs%2Falgo-1.log"}) {
     const int status = raw_status(port, target);
     EXPECT_TRUE(status == 400 || status == 404) << target << " answered " << status;
   }
@@ -200,7 +204,9 @@ TEST_F(DashboardServerTest, ManyClientsAtOnceAreAllAnswered) {
       httplib::Client own("127.0.0.1", port);
       own.set_read_timeout(60, 0);
       for (int i = 0; i < 25; ++i) {
-        const char* path = (c + i) % 3 == 0 ? "/api/jobs" : (c + i) % 3 == 1 ? "/api/jobs/mnist" : "/files/mnist/model.tar.gz";
+        const char* path = (c + i) % 3 == 0   ? "/api/jobs"
+                           : (c + i) % 3 == 1 ? "/api/jobs/mnist"
+                                              : "/files/mnist/model.tar.gz";
         auto r = own.Get(path);
         (r && r->status == 200 ? answered : failed)++;
       }

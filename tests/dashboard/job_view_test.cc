@@ -39,9 +39,17 @@ Json running_status(int runner_pid) {
           {"failure_reason", nullptr},
           {"updated_at", 1001.0},
           {"hosts",
-           {{{"name", "algo-1"}, {"state", "running"}, {"exit_code", nullptr}, {"signal", nullptr}, {"reason", nullptr},
+           {{{"name", "algo-1"},
+             {"state", "running"},
+             {"exit_code", nullptr},
+             {"signal", nullptr},
+             {"reason", nullptr},
              {"staging", Json::array()}},
-            {{"name", "algo-2"}, {"state", "lost"}, {"exit_code", 137}, {"signal", 9}, {"reason", "algo-2: killed"},
+            {{"name", "algo-2"},
+             {"state", "lost"},
+             {"exit_code", 137},
+             {"signal", 9},
+             {"reason", "algo-2: killed"},
              {"staging", Json::array()}}}}};
 }
 
@@ -54,9 +62,10 @@ class JobView : public ::testing::Test {
 
 TEST_F(JobView, ARunningJobShowsItsStatusHostsRanksAndLastMetrics) {
   write("status.json", running_status(::getpid()).dump());
-  write("metrics.jsonl",
-        R"({"time":1002.5,"host":"algo-1","rank":0,"name":"train:loss","value":0.9})" "\n"
-        R"({"time":1003.5,"host":"algo-1","rank":0,"name":"train:loss","value":0.5})" "\n");
+  write("metrics.jsonl", R"({"time":1002.5,"host":"algo-1","rank":0,"name":"train:loss","value":0.9})"
+                         "\n"
+                         R"({"time":1003.5,"host":"algo-1","rank":0,"name":"train:loss","value":0.5})"
+                         "\n");
   write("logs/algo-1.log", "hello\n");
   Json d = job_detail(job());
   EXPECT_EQ(d["status"], "Running");
@@ -137,11 +146,13 @@ TEST_F(JobView, TheSummaryDecidesOnceWritten) {
 
 TEST_F(JobView, MalformedAndTruncatedFilesLeaveFieldsEmptyNotAnError) {
   write("status.json", "{\"job_name\": \"mnist-2x1\", \"status\": \"Runn");  // cut mid-write
-  write("summary.json", "[1, 2, 3]");                                       // not an object
+  write("summary.json", "[1, 2, 3]");                                        // not an object
   write("metrics.jsonl",
         "garbage\n"
-        R"({"time":5,"host":"algo-1","rank":null,"name":"loss","value":1.5})" "\n"
-        R"({"time":6,"name":"loss","value":"NaN"})" "\n"
+        R"({"time":5,"host":"algo-1","rank":null,"name":"loss","value":1.5})"
+        "\n"
+        R"({"time":6,"name":"loss","value":"NaN"})"
+        "\n"
         R"({"time":7,"host":"algo-1","rank":0,"name":"loss","val)");
   Json d = job_detail(job());
   EXPECT_EQ(d["status"], "Unknown");
@@ -153,8 +164,12 @@ TEST_F(JobView, MalformedAndTruncatedFilesLeaveFieldsEmptyNotAnError) {
   EXPECT_EQ(m["skipped"], 2);
   EXPECT_EQ(m["samples"][0]["time"], 0.0);  // no start known: seconds since the first sample
   // The half line is not consumed: the next read starts at it.
-  const std::string complete_lines = "garbage\n" R"({"time":5,"host":"algo-1","rank":null,"name":"loss","value":1.5})" "\n"
-                                     R"({"time":6,"name":"loss","value":"NaN"})" "\n";
+  const std::string complete_lines =
+      "garbage\n"
+      R"({"time":5,"host":"algo-1","rank":null,"name":"loss","value":1.5})"
+      "\n"
+      R"({"time":6,"name":"loss","value":"NaN"})"
+      "\n";
   EXPECT_EQ(m["next"].get<uint64_t>(), complete_lines.size());
 }
 

@@ -43,7 +43,9 @@ TEST(TimelineReader, SpansNestPerTrackAndTracksAreNamed) {
 
 TEST(TimelineReader, AFileStillBeingWrittenGivesWhatIsComplete) {
   // No closing bracket, an open span, and half an event at the end.
-  Timeline t = parse_timeline(std::string(kTrace) + ",\n{\"name\":\"ALLREDUCE\",\"ph\":\"B\",\"ts\":50,\"pid\":2,\"tid\":0},\n{\"ph\":\"E\",\"ts");
+  Timeline t =
+      parse_timeline(std::string(kTrace) +
+                     ",\n{\"name\":\"ALLREDUCE\",\"ph\":\"B\",\"ts\":50,\"pid\":2,\"tid\":0},\n{\"ph\":\"E\",\"ts");
   EXPECT_TRUE(t.truncated);
   EXPECT_EQ(t.spans.size(), 4u);
   EXPECT_EQ(t.skipped, 2u);  // the half event and the span left open

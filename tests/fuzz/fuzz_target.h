@@ -29,8 +29,7 @@ void expect_clean_errors(Decode&& decode) {
     throw;
   } catch (const std::length_error&) {
     throw;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
 }
 
 }  // namespace dtrain::fuzz

@@ -5,8 +5,7 @@
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  dtrain::fuzz::expect_clean_errors([&] {
-    dtrain::job::parse_job_spec(dtrain::fuzz::as_text(data, size), "fuzz.yaml", "/nonexistent-job-dir");
-  });
+  dtrain::fuzz::expect_clean_errors(
+      [&] { dtrain::job::parse_job_spec(dtrain::fuzz::as_text(data, size), "fuzz.yaml", "/nonexistent-job-dir"); });
   return 0;
 }

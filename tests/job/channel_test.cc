@@ -16,8 +16,8 @@
 namespace dtrain::job {
 namespace {
 
-using testing::TempDir;
 using testing::read_file;
+using testing::TempDir;
 using testing::write_file;
 
 std::vector<std::string> keys(int n) {
@@ -54,8 +54,7 @@ TEST(ChannelStager, ListsFilesRecursivelySorted) {
   write_file(dir / "src/b.bin", "bb");
   write_file(dir / "src/a/z.bin", "z");
   write_file(dir / "src/a/c.bin", "ccc");
-  EXPECT_EQ(list_channel_files(dir / "src"),
-            (std::vector<std::string>{"a/c.bin", "a/z.bin", "b.bin"}));
+  EXPECT_EQ(list_channel_files(dir / "src"), (std::vector<std::string>{"a/c.bin", "a/z.bin", "b.bin"}));
 }
 
 TEST(ChannelStager, CopiesShardsAndMounts) {

@@ -52,9 +52,8 @@ TEST(Hyperparameters, DecodeParsesJsonStringsAndKeepsOthers) {
 TEST(Hyperparameters, CmdArgsAreSortedWithPythonStr) {
   Hyperparameters hp = Json::parse(
       R"({"x": 1.0, "use_amp": true, "options": {"b": 2, "a": "x"}, "layers": [64, 32], "name": "plain text", "nothing": null})");
-  std::vector<std::string> expected = {"--layers", "[64, 32]", "--name",    "plain text",
-                                       "--nothing", "",        "--options", "a=x,b=2",
-                                       "--use_amp", "True",    "-x",        "1.0"};
+  std::vector<std::string> expected = {"--layers",  "[64, 32]", "--name",    "plain text", "--nothing", "",
+                                       "--options", "a=x,b=2",  "--use_amp", "True",       "-x",        "1.0"};
   EXPECT_EQ(to_cmd_args(hp), expected);
 }
 

@@ -35,7 +35,7 @@ using testing::TempDir;
 using testing::write_file;
 using Json = nlohmann::json;
 
-#define SKIP_UNLESS_ROOT()                                                              \
+#define SKIP_UNLESS_ROOT() \
   if (::geteuid() != 0) GTEST_SKIP() << "netns hosts need root (network namespaces)"
 
 Json read_json(const std::string& path) { return Json::parse(read_file(path)); }
@@ -143,9 +143,12 @@ pid_t find_entrypoint(const std::string& root) {
 // An elastic job on process hosts whose ranks wait for DIR/go: they need not use the runtime
 // (no round is formed; the launcher waits for its workers as the hosts wait for each other).
 void write_waiting_elastic_spec(const TempDir& dir) {
-  write_file(dir / "spec.yaml", "name: elastic-proc\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; "
-                                "while [ ! -e " + (dir / "go") + " ]; do sleep 0.1; done', algo]\n"
-                                "instance_count: 3\nelastic: {min_hosts: 1}\noutput_path: out\n");
+  write_file(dir / "spec.yaml",
+             "name: elastic-proc\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; "
+             "while [ ! -e " +
+                 (dir / "go") +
+                 " ]; do sleep 0.1; done', algo]\n"
+                 "instance_count: 3\nelastic: {min_hosts: 1}\noutput_path: out\n");
 }
 
 TEST(ProcessHosts, RunsAJobWithArgumentsMetricsAndArtifacts) {
@@ -221,10 +224,12 @@ output_path: out
 // memory within each host, which needs each host's own segment directory.
 TEST(ProcessHosts, MpiEngineRunsCollectivesWithMetricsAndArtifacts) {
   TempDir dir;
-  write_file(dir / "spec.yaml", std::string(R"y(
+  write_file(dir / "spec.yaml",
+             std::string(R"y(
 name: mpi-proc
 command: ["sh", "-c", "echo \"mpi world $OMPI_COMM_WORLD_SIZE rank $OMPI_COMM_WORLD_RANK on $SM_CURRENT_HOST DTRAIN_SIZE=${DTRAIN_SIZE:-unset} loss: 0.$OMPI_COMM_WORLD_RANK\" && )y") +
-                                    DTRAIN_COLLECTIVES_DEMO + R"y( && echo $OMPI_COMM_WORLD_RANK > $SM_MODEL_DIR/model-$OMPI_COMM_WORLD_RANK", "algo"]
+                 DTRAIN_COLLECTIVES_DEMO +
+                 R"y( && echo $OMPI_COMM_WORLD_RANK > $SM_MODEL_DIR/model-$OMPI_COMM_WORLD_RANK", "algo"]
 instance_count: 2
 processes_per_host: 2
 distribution: {engine: mpi}
@@ -297,8 +302,7 @@ unknown_field: 1
   ASSERT_TRUE(r.exited);
   EXPECT_EQ(r.exit_code, 2);
   for (const char* field : {"name:", "command:", "instance_count:", "channels.training.source:",
-                            "channels.training.input_mode:", "metric_definitions[0].regex:",
-                            "unknown_field:"}) {
+                            "channels.training.input_mode:", "metric_definitions[0].regex:", "unknown_field:"}) {
     EXPECT_NE(r.err.find(std::string("  ") + field), std::string::npos) << field << "\n" << r.err;
   }
   EXPECT_NE(r.err.find("7 problems"), std::string::npos) << r.err;
@@ -420,14 +424,16 @@ TEST(JobCommands, RenderRefusesAnElasticJobInOneLine) {
 // host's entry point has failed, so an elastic launcher sets the host aside again.
 TEST(JobCommands, HostExecAnswersLikeSshForAHostWhoseEntryPointFailed) {
   TempDir dir;
-  write_file(dir / "hosts.json", R"({"kind": "process", "hosts": [{"name": "algo-2", "address": "127.0.0.2", "root": ")" +
-                                     (dir / "algo-2") + R"("}]})");
+  write_file(dir / "hosts.json",
+             R"({"kind": "process", "hosts": [{"name": "algo-2", "address": "127.0.0.2", "root": ")" +
+                 (dir / "algo-2") + R"("}]})");
   ChildRunner up({DTRAIN_BINARY, "job", "host-exec", "--table", dir / "hosts.json", "algo-2", "echo", "on", "algo-2"});
   ChildResult r = up.finish(30);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "on algo-2\n");
   write_file(dir / "algo-2/output/failure", "ClientError: algo-2: the link to the master algo-1 failed");
-  ChildRunner down({DTRAIN_BINARY, "job", "host-exec", "--table", dir / "hosts.json", "algo-2", "echo", "on", "algo-2"});
+  ChildRunner down(
+      {DTRAIN_BINARY, "job", "host-exec", "--table", dir / "hosts.json", "algo-2", "echo", "on", "algo-2"});
   r = down.finish(30);
   EXPECT_EQ(r.exit_code, 255);
   EXPECT_EQ(r.out, "");
@@ -440,8 +446,9 @@ TEST(JobCommands, RunRefusesAMissingChannelSourceInOneLine) {
   ChildResult r = run_job(dir / "spec.yaml", {"--work-dir", dir / "work"}, 30);
   ASSERT_TRUE(r.exited);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "dtrain job: channels.training.source: no such directory on this machine: "
-                   "/no/such/dtrain-channel\n");
+  EXPECT_EQ(r.err,
+            "dtrain job: channels.training.source: no such directory on this machine: "
+            "/no/such/dtrain-channel\n");
   EXPECT_FALSE(fs::exists(dir / "out"));
   EXPECT_FALSE(fs::exists(dir / "work"));
 }
@@ -479,8 +486,9 @@ TEST(JobCommands, ValidateAcceptsAMissingChannelSourceWithANote) {
   ASSERT_TRUE(r.exited);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("valid job remote-channel"), std::string::npos) << r.out;
-  EXPECT_EQ(r.err, "dtrain job: note: channels.training.source: no such directory on this machine: "
-                   "/no/such/dtrain-channel (needed by dtrain job run)\n");
+  EXPECT_EQ(r.err,
+            "dtrain job: note: channels.training.source: no such directory on this machine: "
+            "/no/such/dtrain-channel (needed by dtrain job run)\n");
 }
 
 // A typo in a setting the entry point reads is the host's one-line error, not another value
@@ -488,10 +496,12 @@ TEST(JobCommands, ValidateAcceptsAMissingChannelSourceWithANote) {
 TEST(Entrypoint, AMalformedSettingIsAOneLineErrorNamingItsVariable) {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"DTRAIN_HOST_WAIT_S=2m", "dtrain entrypoint: DTRAIN_HOST_WAIT_S='2m' is not a number of seconds: expected a "
-                                "decimal above 0, e.g. 300 or 2.5\n"},
-      {"DTRAIN_HOST_PORT=29x", "dtrain entrypoint: DTRAIN_HOST_PORT='29x' is not a port: expected a whole number "
-                               "from 1 to 65535\n"}};
+      {"DTRAIN_HOST_WAIT_S=2m",
+       "dtrain entrypoint: DTRAIN_HOST_WAIT_S='2m' is not a number of seconds: expected a "
+       "decimal above 0, e.g. 300 or 2.5\n"},
+      {"DTRAIN_HOST_PORT=29x",
+       "dtrain entrypoint: DTRAIN_HOST_PORT='29x' is not a port: expected a whole number "
+       "from 1 to 65535\n"}};
   for (const auto& [setting, message] : cases) {
     ChildRunner child({DTRAIN_BINARY, "entrypoint", "--base-dir", dir / "opt/ml", "--", "true"}, {setting});
     ChildResult r = child.finish(30);
@@ -510,20 +520,21 @@ TEST(Entrypoint, AsRankExportsTheToolkitEnvironmentAndArguments) {
   config.resource.hosts = {"algo-1"};
   config.input_data_config = Json::parse(R"({"training": {"TrainingInputMode": "File"}})");
   write_container_config(layout, config);
-  ChildRunner child({DTRAIN_BINARY, "entrypoint", "--as-rank", "--base-dir", layout.base_dir(), "--",
-                     "sh", "-c", "env > \"$SM_OUTPUT_DATA_DIR/env\"; printf '%s\\n' \"$@\" > \"$SM_OUTPUT_DATA_DIR/args\"", "algo"});
+  ChildRunner child({DTRAIN_BINARY, "entrypoint", "--as-rank", "--base-dir", layout.base_dir(), "--", "sh", "-c",
+                     "env > \"$SM_OUTPUT_DATA_DIR/env\"; printf '%s\\n' \"$@\" > \"$SM_OUTPUT_DATA_DIR/args\"",
+                     "algo"});
   ChildResult r = child.finish(30);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
   EXPECT_EQ(read_file(layout.output_data_dir() + "/args"),
             "--epochs\n10\n--momentum\n1e-05\n--name\nplain text\n--optimizer\nadam\n--quoted_number\n5\n"
             "--use_amp\nTrue\n-x\n1.0\n");
   std::string env = read_file(layout.output_data_dir() + "/env");
-  for (const std::string& line : std::vector<std::string>{"SM_HP_OPTIMIZER=adam", "SM_HP_USE_AMP=true", "SM_HP_QUOTED_NUMBER=5", "SM_HP_X=1.0",
-        "SM_HP_MOMENTUM=1e-05", "SM_CURRENT_HOST=algo-1", "SM_HOSTS=[\"algo-1\"]",
-        "SM_CHANNELS=[\"training\"]", "SM_CHANNEL_TRAINING=" + layout.channel_dir("training"),
-        "SM_MODEL_DIR=" + layout.model_dir(),
-        std::string("SM_HPS={\"epochs\":10,\"momentum\":1e-05,\"name\":\"plain text\",\"optimizer\":\"adam\","
-                    "\"quoted_number\":\"5\",\"use_amp\":true,\"x\":1.0}")}) {
+  for (const std::string& line : std::vector<std::string>{
+           "SM_HP_OPTIMIZER=adam", "SM_HP_USE_AMP=true", "SM_HP_QUOTED_NUMBER=5", "SM_HP_X=1.0", "SM_HP_MOMENTUM=1e-05",
+           "SM_CURRENT_HOST=algo-1", "SM_HOSTS=[\"algo-1\"]", "SM_CHANNELS=[\"training\"]",
+           "SM_CHANNEL_TRAINING=" + layout.channel_dir("training"), "SM_MODEL_DIR=" + layout.model_dir(),
+           std::string("SM_HPS={\"epochs\":10,\"momentum\":1e-05,\"name\":\"plain text\",\"optimizer\":\"adam\","
+                       "\"quoted_number\":\"5\",\"use_amp\":true,\"x\":1.0}")}) {
     EXPECT_NE(env.find("\n" + line + "\n"), std::string::npos) << line;
   }
 }
@@ -545,7 +556,8 @@ channels:
 output_path: out
 )y");
   pid_t runner = 0;
-  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work", "--keep-work-dir"}, 90, &runner);
+  ChildResult r =
+      run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work", "--keep-work-dir"}, 90, &runner);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
   std::vector<std::string> together;
   for (int h = 1; h <= 3; ++h) {
@@ -585,7 +597,8 @@ channels:
 output_path: out
 )y");
   pid_t runner = 0;
-  ChildResult r = run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work", "--keep-work-dir"}, 90, &runner);
+  ChildResult r =
+      run_job(dir / "spec.yaml", {"--hosts", "netns", "--work-dir", dir / "work", "--keep-work-dir"}, 90, &runner);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
   for (int h = 1; h <= 3; ++h) {
     std::string data = dir / ("work/hosts/algo-" + std::to_string(h) + "/output/data/");
@@ -600,7 +613,6 @@ output_path: out
   expect_no_network_leftovers(runner);
 }
 
-
 TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
   SKIP_UNLESS_ROOT();
   TempDir dir;
@@ -608,7 +620,8 @@ TEST(NetnsHosts, LeftoversOfACrashedRunAreRemovedByTheNextRun) {
   write_file(dir / "crash.yaml", "name: crash\ncommand: [sh, -c, 'echo ready; exec sleep " + marker +
                                      "', algo]\ninstance_count: 2\noutput_path: out\n");
   write_file(dir / "next.yaml", "name: next\ncommand: ['true']\ninstance_count: 2\noutput_path: out\n");
-  ChildRunner crashed({DTRAIN_BINARY, "job", "run", dir / "crash.yaml", "--hosts", "netns", "--work-dir", dir / "work"});
+  ChildRunner crashed(
+      {DTRAIN_BINARY, "job", "run", dir / "crash.yaml", "--hosts", "netns", "--work-dir", dir / "work"});
   pid_t crashed_pid = crashed.pid();
   ASSERT_TRUE(crashed.wait_for_stdout("]<stdout>:ready", 60, 2)) << crashed.out();
   crashed.signal(SIGKILL);  // no teardown: its namespaces and links stay behind
@@ -635,14 +648,15 @@ TEST(NetnsHosts, AHostCutOffMidRunIsTheJobsFailureAndStopsTheOthers) {
   TempDir dir;
   write_file(dir / "spec.yaml", std::string(R"y(
 name: partition
-command: [")y") + DTRAIN_ALLREDUCE_LOOP + R"y("]
+command: [")y") + DTRAIN_ALLREDUCE_LOOP +
+                                    R"y("]
 instance_count: 3
 environment: {DTRAIN_TIMEOUT_S: "30"}
 max_run_seconds: 90
 output_path: out
 )y");
-  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
-                     dir / "work", "--keep-work-dir"});
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir", dir / "work",
+                     "--keep-work-dir"});
   pid_t runner = child.pid();
   ASSERT_TRUE(child.wait_for_stdout(": ready", 60, 3)) << child.out();
 
@@ -668,7 +682,8 @@ output_path: out
   EXPECT_EQ(summary["hosts"][2]["stopped_because"], nullptr);
   for (int h : {0, 1}) EXPECT_EQ(summary["hosts"][h]["stopped_because"], "algo-3 failed") << summary["hosts"][h];
   EXPECT_NE(r.err.find("dtrain job partition: algo-1, algo-2 stopped because algo-3 failed\n"
-                       "dtrain job partition: Failed (exit 1): " + reason),
+                       "dtrain job partition: Failed (exit 1): " +
+                       reason),
             std::string::npos)
       << r.err;
   EXPECT_EQ(launch::testing::wait_for_no_marker(DTRAIN_ALLREDUCE_LOOP, 5), 0);
@@ -690,7 +705,8 @@ command: [")y") + DTRAIN_MNIST + R"y("]
 instance_count: 3
 hyperparameters: {elastic: true, threads: 1, commit-every: 10, log-every: 10}
 channels:
-  training: {source: ")y" + MNIST_DATA_DIR + R"y(", shared: true}
+  training: {source: ")y" + MNIST_DATA_DIR +
+                                    R"y(", shared: true}
 elastic: {min_hosts: 2}
 environment: {DTRAIN_TIMEOUT_S: "10", OMP_NUM_THREADS: "1"}
 metric_definitions:
@@ -698,8 +714,8 @@ metric_definitions:
 max_run_seconds: 540
 output_path: out
 )y");
-  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
-                     dir / "work", "--keep-work-dir"});
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir", dir / "work",
+                     "--keep-work-dir"});
   pid_t runner = child.pid();
   ASSERT_TRUE(child.wait_for_stdout("<stdout>:Step #30\t", 300)) << child.out();
   const std::string algo3 = "dtrain-" + std::to_string(runner) + "-algo-3";  // local_cluster's namespace name
@@ -796,13 +812,18 @@ TEST_P(NetnsHostsWithEngine, ThreeHostCollectivesJobProducesModelMetricsAndSumma
   SKIP_UNLESS_ROOT();
   const EngineCase& e = GetParam();
   TempDir dir;
-  write_file(dir / "spec.yaml", std::string(R"y(
+  write_file(
+      dir / "spec.yaml",
+      std::string(R"y(
 name: collectives-3x1
-command: ["sh", "-c", "echo \"world )y") + e.world + R"y( at $(ip -o -4 addr show eth0 | awk '{print $4}') custom $CUSTOM_OPTION\" && )y" +
-                                    DTRAIN_COLLECTIVES_DEMO + R"y( && echo trained > $SM_MODEL_DIR/model.txt && ip -o -4 addr show eth0 > $SM_OUTPUT_DATA_DIR/address", "algo"]
+command: ["sh", "-c", "echo \"world )y") +
+          e.world + R"y( at $(ip -o -4 addr show eth0 | awk '{print $4}') custom $CUSTOM_OPTION\" && )y" +
+          DTRAIN_COLLECTIVES_DEMO +
+          R"y( && echo trained > $SM_MODEL_DIR/model.txt && ip -o -4 addr show eth0 > $SM_OUTPUT_DATA_DIR/address", "algo"]
 instance_count: 3
 processes_per_host: 1
-distribution: {engine: )y" + e.engine + R"y(, custom_mpi_options: "-x CUSTOM_OPTION=seen"}
+distribution: {engine: )y" +
+          e.engine + R"y(, custom_mpi_options: "-x CUSTOM_OPTION=seen"}
 environment: {DTRAIN_LOG_LEVEL: info}
 metric_definitions:
   - {name: allreduce_sum, regex: "allreduce Sum \\[([0-9.]+)"}
@@ -856,11 +877,11 @@ TEST_P(NetnsHostsWithEngine, KillingOneHostsRankEndsTheJobNamingTheRank) {
   const EngineCase& e = GetParam();
   TempDir dir;
   const std::string marker = unique_sleep_seconds("3000");
-  write_file(dir / "spec.yaml",
-             "name: killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " + marker +
-                 "', algo]\ninstance_count: 3\ndistribution: {engine: " + e.engine + "}\noutput_path: out\n");
-  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir",
-                     dir / "work", "--keep-work-dir"});
+  write_file(dir / "spec.yaml", "name: killed\ncommand: [sh, -c, 'echo ready on $SM_CURRENT_HOST; exec sleep " +
+                                    marker + "', algo]\ninstance_count: 3\ndistribution: {engine: " + e.engine +
+                                    "}\noutput_path: out\n");
+  ChildRunner child({DTRAIN_BINARY, "job", "run", dir / "spec.yaml", "--hosts", "netns", "--work-dir", dir / "work",
+                     "--keep-work-dir"});
   pid_t runner = child.pid();
   ASSERT_TRUE(child.wait_for_stdout("]<stdout>:ready on algo-", 60, 3)) << child.out();
 

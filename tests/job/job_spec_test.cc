@@ -78,9 +78,8 @@ TEST(JobSpec, DefaultsForOptionalFields) {
 
 TEST(JobSpec, SetOverridesFieldsWithYamlValues) {
   JobSpec spec = parse_job_spec("name: a\ncommand: [true]\nhyperparameters: {lr: 0.1}\n", "s", "/tmp",
-                                {"instance_count=3", "hyperparameters.lr=0.5",
-                                 "hyperparameters.new=\"7\"", "distribution.engine=mpi",
-                                 "hyperparameters.SOLVER.BASE_LR=0.02"});
+                                {"instance_count=3", "hyperparameters.lr=0.5", "hyperparameters.new=\"7\"",
+                                 "distribution.engine=mpi", "hyperparameters.SOLVER.BASE_LR=0.02"});
   EXPECT_EQ(spec.instance_count, 3);
   EXPECT_EQ(spec.hyperparameters["lr"], nlohmann::ordered_json(0.5));
   EXPECT_EQ(spec.hyperparameters["new"], nlohmann::ordered_json("7"));
@@ -89,7 +88,8 @@ TEST(JobSpec, SetOverridesFieldsWithYamlValues) {
 }
 
 TEST(JobSpec, ParameterServerEngineIsAccepted) {
-  JobSpec spec = parse_job_spec("name: a\ncommand: [true]\ndistribution: {engine: parameter_server}\n", "s", "/tmp", {});
+  JobSpec spec =
+      parse_job_spec("name: a\ncommand: [true]\ndistribution: {engine: parameter_server}\n", "s", "/tmp", {});
   EXPECT_EQ(spec.engine, Engine::kParameterServer);
   EXPECT_EQ(to_string(spec.engine), "parameter_server");
 }
@@ -119,8 +119,7 @@ colour: blue
     EXPECT_EQ(e.exit_code(), 2);
     for (const char* field :
          {"name:", "command:", "instance_count:", "processes_per_host:", "hyperparameters:",
-          "channels.training.input_mode:",
-          "channels.training.distribution:", "channels.training.shared:",
+          "channels.training.input_mode:", "channels.training.distribution:", "channels.training.shared:",
           "distribution.engine:", "metric_definitions[0].regex:", "metric_definitions[1].regex:",
           "checkpoint.local_path:", "max_run_seconds:", "environment.1BAD:", "colour:"}) {
       EXPECT_NE(m.find(std::string("\n  ") + field), std::string::npos) << field << "\n" << m;
@@ -130,16 +129,17 @@ colour: blue
     EXPECT_NE(m.find("gloo, mpi"), std::string::npos) << m;
     EXPECT_NE(m.find("15 problems"), std::string::npos) << m;
     EXPECT_EQ(m.find("channels.training.source:"), std::string::npos)
-        << "a source missing on this machine is not a problem of the spec\n" << m;
+        << "a source missing on this machine is not a problem of the spec\n"
+        << m;
   }
 }
 
 TEST(JobSpec, ChannelSourcesNeedNotExistButMissingOnesAreListed) {
   TempDir dir;
   std::filesystem::create_directories(dir / "here");
-  JobSpec spec = parse_job_spec(
-      "name: a\ncommand: [x]\nchannels:\n  present: {source: here}\n  absent: {source: /no/such/dir}\n",
-      "s", dir.path());
+  JobSpec spec =
+      parse_job_spec("name: a\ncommand: [x]\nchannels:\n  present: {source: here}\n  absent: {source: /no/such/dir}\n",
+                     "s", dir.path());
   ASSERT_EQ(spec.channels.size(), 2u);
   EXPECT_EQ(spec.channels[0].source, "/no/such/dir");
   EXPECT_EQ(missing_channel_sources(spec),
@@ -159,8 +159,8 @@ TEST(JobSpec, SharedChannelsCannotBeShardedOrPiped) {
 }
 
 TEST(JobSpec, ElasticSectionWithDefaults) {
-  JobSpec spec = parse_job_spec("name: a\ncommand: [x]\ninstance_count: 4\nprocesses_per_host: 2\nelastic: {min_hosts: 2}\n",
-                                "s", "/tmp");
+  JobSpec spec = parse_job_spec(
+      "name: a\ncommand: [x]\ninstance_count: 4\nprocesses_per_host: 2\nelastic: {min_hosts: 2}\n", "s", "/tmp");
   ASSERT_TRUE(spec.elastic);
   EXPECT_EQ(spec.elastic->min_hosts, 2);
   EXPECT_EQ(spec.elastic->max_hosts, 4) << "max_hosts defaults to instance_count";
@@ -219,8 +219,7 @@ elastic: {max_hosts: 4, timeout_s: -1, host_cooldown_s: soon, reset_limit: -2, g
         "\n  elastic.max_hosts: must be an integer in 1..3, got '4'",
         "\n  elastic.timeout_s: must be a number of seconds >= 0, got '-1'",
         "\n  elastic.host_cooldown_s: must be a number of seconds >= 0, got 'soon'",
-        "\n  elastic.reset_limit: must be an integer in 0..1000000, got '-2'",
-        "\n  elastic.grace: unknown field"}) {
+        "\n  elastic.reset_limit: must be an integer in 0..1000000, got '-2'", "\n  elastic.grace: unknown field"}) {
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
   }
   EXPECT_NE(m.find("7 problems"), std::string::npos) << m;

@@ -41,9 +41,25 @@ TEST(KubeflowManifest, EngineMpiLaunchesWithMpirunAndTheCustomOptions) {
   YAML::Node m = YAML::Load(render_mpijob(spec, KubeflowOptions{}));
   const YAML::Node lc = m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
   std::vector<std::string> command = lc["command"].as<std::vector<std::string>>();
-  std::vector<std::string> expected = {"dtrain", "run", "--mpi", "--mpi-args", "-x NCCL_DEBUG=INFO",
-                                       "--hostfile", "/etc/mpi/hostfile", "-np", "8", "--", "dtrain-mnist",
-                                       "--log-every", "10", "--epochs", "2", "--lr", "0.001", "--optimizer", "adam"};
+  std::vector<std::string> expected = {"dtrain",
+                                       "run",
+                                       "--mpi",
+                                       "--mpi-args",
+                                       "-x NCCL_DEBUG=INFO",
+                                       "--hostfile",
+                                       "/etc/mpi/hostfile",
+                                       "-np",
+                                       "8",
+                                       "--",
+                                       "dtrain-mnist",
+                                       "--log-every",
+                                       "10",
+                                       "--epochs",
+                                       "2",
+                                       "--lr",
+                                       "0.001",
+                                       "--optimizer",
+                                       "adam"};
   EXPECT_EQ(command, expected);
 }
 
@@ -57,8 +73,9 @@ TEST(KubeflowManifest, AnElasticJobIsRefusedInOneLine) {
   } catch (const JobError& e) {
     const std::string m = e.what();
     EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_TRUE(m.starts_with("elastic: not supported by --target kubeflow: an MPIJob (kubeflow.org/v2beta1) has no "
-                              "elastic policy"))
+    EXPECT_TRUE(
+        m.starts_with("elastic: not supported by --target kubeflow: an MPIJob (kubeflow.org/v2beta1) has no "
+                      "elastic policy"))
         << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
@@ -103,9 +120,10 @@ TEST(KubeflowManifest, RendersAnMpiJobV2beta1FieldByField) {
   const YAML::Node lc = launcher["template"]["spec"]["containers"][0];
   EXPECT_EQ(lc["image"].as<std::string>(), "registry.example/dtrain:1.0");
   std::vector<std::string> command = lc["command"].as<std::vector<std::string>>();
-  std::vector<std::string> expected = {"dtrain", "run", "--hostfile", "/etc/mpi/hostfile", "-np", "8",
-                                       "--", "dtrain-mnist", "--log-every", "10", "--epochs", "2",
-                                       "--lr", "0.001", "--optimizer", "adam"};
+  std::vector<std::string> expected = {"dtrain",      "run",   "--hostfile",  "/etc/mpi/hostfile",
+                                       "-np",         "8",     "--",          "dtrain-mnist",
+                                       "--log-every", "10",    "--epochs",    "2",
+                                       "--lr",        "0.001", "--optimizer", "adam"};
   EXPECT_EQ(command, expected);
   auto env = env_of(lc);
   EXPECT_EQ(env["SM_CHANNEL_TRAINING"], "/data/channels/training");

@@ -18,9 +18,8 @@ TEST(TaggedLine, SplitsHostRankAndText) {
 }
 
 TEST(MetricExtractor, FirstGroupOfEveryMatchingDefinition) {
-  MetricExtractor extractor({{"loss", "loss: ([0-9.eE+-]+)"},
-                             {"accuracy", "acc(?:uracy)?=([0-9.]+)%"},
-                             {"never", "nomatch ([0-9]+)"}});
+  MetricExtractor extractor(
+      {{"loss", "loss: ([0-9.eE+-]+)"}, {"accuracy", "acc(?:uracy)?=([0-9.]+)%"}, {"never", "nomatch ([0-9]+)"}});
   auto samples = extractor.extract("epoch 1 loss: 1.5e-2 acc=97.5%\n", "algo-1", 0, 12.5);
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_EQ(samples[0].name, "loss");

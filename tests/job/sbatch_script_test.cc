@@ -25,15 +25,14 @@ TEST(SbatchScript, DirectivesEnvironmentAndOneEntryPointPerNode) {
   options.log_file = "/shared/jobs/mnist-2x4/slurm-work/slurm.log";
   options.partition = "gpu";
   const std::string script = render_sbatch_script(two_by_four(), options);
-  for (const char* line : {"#!/bin/bash\n", "#SBATCH --job-name=mnist-2x4\n", "#SBATCH --nodes=2\n",
-                           "#SBATCH --ntasks-per-node=4\n", "#SBATCH --time=0-01:31:00\n",
-                           "#SBATCH --output=/shared/jobs/mnist-2x4/slurm-work/slurm.log\n",
-                           "#SBATCH --partition=gpu\n", "export NOTE='it'\\''s fine'\n",
-                           "export OMP_NUM_THREADS='1'\n",
-                           "exec srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --label --kill-on-bad-exit=0 \\\n"
-                           "  '/opt/dtrain/bin/dtrain' job slurm-host --hosts-dir "
-                           "'/shared/jobs/mnist-2x4/slurm-work/hosts' -- '/opt/dtrain/bin/dtrain-mnist' "
-                           "'--log-every' '10'\n"}) {
+  for (const char* line :
+       {"#!/bin/bash\n", "#SBATCH --job-name=mnist-2x4\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n",
+        "#SBATCH --time=0-01:31:00\n", "#SBATCH --output=/shared/jobs/mnist-2x4/slurm-work/slurm.log\n",
+        "#SBATCH --partition=gpu\n", "export NOTE='it'\\''s fine'\n", "export OMP_NUM_THREADS='1'\n",
+        "exec srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --label --kill-on-bad-exit=0 \\\n"
+        "  '/opt/dtrain/bin/dtrain' job slurm-host --hosts-dir "
+        "'/shared/jobs/mnist-2x4/slurm-work/hosts' -- '/opt/dtrain/bin/dtrain-mnist' "
+        "'--log-every' '10'\n"}) {
     EXPECT_NE(script.find(line), std::string::npos) << line << "\n---\n" << script;
   }
 }

@@ -39,11 +39,10 @@ void write_sample(const ContainerLayout& layout) {
 }
 
 const std::vector<std::string> kExpectedArgs = {
-    "--big",      "1e+16",    "--epochs",        "10",         "--layers", "[64, 32]",
-    "--learning_rate", "0.001", "--momentum",    "1e-05",      "--name",   "plain text",
-    "--neg",      "-3",       "--nothing",       "",           "--optimizer", "adam",
-    "--options",  "a=x,b=2",  "--quoted_number", "5",          "--use_amp", "True",
-    "-x",         "1.0"};
+    "--big",     "1e+16",      "--epochs",    "10",     "--layers",   "[64, 32]", "--learning_rate",
+    "0.001",     "--momentum", "1e-05",       "--name", "plain text", "--neg",    "-3",
+    "--nothing", "",           "--optimizer", "adam",   "--options",  "a=x,b=2",  "--quoted_number",
+    "5",         "--use_amp",  "True",        "-x",     "1.0"};
 
 TEST(ContainerLayout, WritesTheOptMlTree) {
   TempDir dir;

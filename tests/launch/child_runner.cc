@@ -17,15 +17,11 @@
 namespace dtrain::launch::testing {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
-ChildRunner::ChildRunner(std::vector<std::string> argv, std::vector<std::string> extra_env,
-                         bool stdin_pipe) {
+ChildRunner::ChildRunner(std::vector<std::string> argv, std::vector<std::string> extra_env, bool stdin_pipe) {
   std::vector<std::string> env = current_environment();
   EnvVars overrides;
   for (const auto& e : extra_env) {
@@ -79,8 +75,7 @@ bool ChildRunner::wait_for_stdout(const std::string& needle, double timeout_s, i
   double deadline = now_s() + timeout_s;
   auto occurrences = [&] {
     int found = 0;
-    for (size_t pos = result_.out.find(needle); pos != std::string::npos;
-         pos = result_.out.find(needle, pos + 1)) {
+    for (size_t pos = result_.out.find(needle); pos != std::string::npos; pos = result_.out.find(needle, pos + 1)) {
       ++found;
     }
     return found;

@@ -14,9 +14,9 @@
 namespace dtrain::launch::testing {
 
 struct ChildResult {
-  bool exited = false;   // false: killed by a signal (or by the timeout)
-  int exit_code = -1;    // when exited
-  int signal = 0;        // when killed
+  bool exited = false;  // false: killed by a signal (or by the timeout)
+  int exit_code = -1;   // when exited
+  int signal = 0;       // when killed
   bool timed_out = false;
   double seconds = 0;
   std::string out;
@@ -25,8 +25,7 @@ struct ChildResult {
 
 class ChildRunner {
  public:
-  ChildRunner(std::vector<std::string> argv, std::vector<std::string> extra_env = {},
-              bool stdin_pipe = false);
+  ChildRunner(std::vector<std::string> argv, std::vector<std::string> extra_env = {}, bool stdin_pipe = false);
   ~ChildRunner();
 
   pid_t pid() const { return child_.pid; }

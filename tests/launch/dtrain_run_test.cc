@@ -38,8 +38,7 @@ std::vector<std::string> dtrain_run(std::vector<std::string> args) {
   return args;
 }
 
-ChildResult run_dtrain(std::vector<std::string> args, double timeout_s = 60,
-                       std::vector<std::string> extra_env = {}) {
+ChildResult run_dtrain(std::vector<std::string> args, double timeout_s = 60, std::vector<std::string> extra_env = {}) {
   ChildRunner child(dtrain_run(std::move(args)), std::move(extra_env));
   return child.finish(timeout_s);
 }
@@ -60,8 +59,7 @@ TEST(DtrainRun, RelaysPrefixedLinesFromEveryRank) {
   auto r = run_dtrain({"-np", "2", "sh", "-c", "echo hi; echo oops >&2; printf partial"});
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* line : {"[0]<stdout>:hi", "[1]<stdout>:hi", "[0]<stdout>:partial",
-                           "[1]<stdout>:partial"}) {
+  for (const char* line : {"[0]<stdout>:hi", "[1]<stdout>:hi", "[0]<stdout>:partial", "[1]<stdout>:partial"}) {
     EXPECT_TRUE(has_line(r.out, line)) << line << " missing from:\n" << r.out;
   }
   EXPECT_TRUE(has_line(r.err, "[0]<stderr>:oops")) << r.err;
@@ -76,13 +74,12 @@ TEST(DtrainRun, AcceptsTheCommandAfterDoubleDash) {
 }
 
 TEST(DtrainRun, GivesEachRankItsPlacementAndTheJobsRendezvous) {
-  auto r = run_dtrain(
-      {"-np", "3", "-H", "localhost:1,127.0.0.1:4", "sh", "-c",
-       "echo env $DTRAIN_RANK $DTRAIN_SIZE $DTRAIN_LOCAL_RANK $DTRAIN_LOCAL_SIZE "
-       "$DTRAIN_CROSS_RANK $DTRAIN_CROSS_SIZE $DTRAIN_HOSTNAME $DTRAIN_RENDEZVOUS_ADDR "
-       "$DTRAIN_RENDEZVOUS_PORT $DTRAIN_JOB_TOKEN $DTRAIN_JOB_ID ${DTRAIN_IFACE-unset} "
-       "${DTRAIN_CYCLE_TIME_MS-unset} ${DTRAIN_LOG_LEVEL-unset} $USER_VAR"},
-      60, {"DTRAIN_CYCLE_TIME_MS=7", "USER_VAR=kept"});
+  auto r = run_dtrain({"-np", "3", "-H", "localhost:1,127.0.0.1:4", "sh", "-c",
+                       "echo env $DTRAIN_RANK $DTRAIN_SIZE $DTRAIN_LOCAL_RANK $DTRAIN_LOCAL_SIZE "
+                       "$DTRAIN_CROSS_RANK $DTRAIN_CROSS_SIZE $DTRAIN_HOSTNAME $DTRAIN_RENDEZVOUS_ADDR "
+                       "$DTRAIN_RENDEZVOUS_PORT $DTRAIN_JOB_TOKEN $DTRAIN_JOB_ID ${DTRAIN_IFACE-unset} "
+                       "${DTRAIN_CYCLE_TIME_MS-unset} ${DTRAIN_LOG_LEVEL-unset} $USER_VAR"},
+                      60, {"DTRAIN_CYCLE_TIME_MS=7", "USER_VAR=kept"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::regex pattern(
       R"(\[(\d)\]<stdout>:env (\d) 3 (\d) (\d) (\d) 2 (\S+) 127\.0\.0\.1 (\d+) ([0-9a-f]{32}) ([0-9a-f]{8}) unset 7 unset kept)");
@@ -112,14 +109,13 @@ TEST(DtrainRun, GivesEachRankItsPlacementAndTheJobsRendezvous) {
 }
 
 TEST(DtrainRun, ExportsKnobsFromFlags) {
-  auto r = run_dtrain({"-np", "1", "--network-interface", "lo", "--timeline-filename",
-                       "/tmp/tl.json", "--fusion-threshold-mb", "2", "--cycle-time-ms", "3.5",
-                       "--stall-warning-s", "60", "--stall-shutdown-s", "120", "--verbose", "sh",
-                       "-c",
-                       "echo $DTRAIN_IFACE $DTRAIN_TIMELINE $DTRAIN_FUSION_THRESHOLD "
-                       "$DTRAIN_CYCLE_TIME_MS $DTRAIN_STALL_WARNING_S $DTRAIN_STALL_SHUTDOWN_S "
-                       "$DTRAIN_LOG_LEVEL"},
-                      60, {"DTRAIN_CYCLE_TIME_MS=7"});
+  auto r = run_dtrain(
+      {"-np", "1", "--network-interface", "lo", "--timeline-filename", "/tmp/tl.json", "--fusion-threshold-mb", "2",
+       "--cycle-time-ms", "3.5", "--stall-warning-s", "60", "--stall-shutdown-s", "120", "--verbose", "sh", "-c",
+       "echo $DTRAIN_IFACE $DTRAIN_TIMELINE $DTRAIN_FUSION_THRESHOLD "
+       "$DTRAIN_CYCLE_TIME_MS $DTRAIN_STALL_WARNING_S $DTRAIN_STALL_SHUTDOWN_S "
+       "$DTRAIN_LOG_LEVEL"},
+      60, {"DTRAIN_CYCLE_TIME_MS=7"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[0]<stdout>:lo /tmp/tl.json 2097152 3.5 60 120 debug\n");
 }
@@ -137,8 +133,7 @@ TEST(DtrainRun, WorkersRendezvousThroughTheStore) {
 TEST(DtrainRun, FirstFailingRankStopsTheOthers) {
   std::string marker = unique_sleep();
   auto r = run_dtrain({"-np", "3", "--kill-grace-s", "2", "sh", "-c",
-                       "if [ $DTRAIN_RANK = 1 ]; then sleep 0.3; exit 3; fi; sleep " + marker +
-                           "; echo not reached"},
+                       "if [ $DTRAIN_RANK = 1 ]; then sleep 0.3; exit 3; fi; sleep " + marker + "; echo not reached"},
                       30);
   ASSERT_FALSE(r.timed_out);  // the others sleep for an hour: they were stopped, not awaited
   EXPECT_EQ(r.exit_code, 1);
@@ -149,9 +144,9 @@ TEST(DtrainRun, FirstFailingRankStopsTheOthers) {
 
 TEST(DtrainRun, NamesTheSignalThatKilledAWorker) {
   std::string marker = unique_sleep();
-  auto r = run_dtrain({"-np", "2", "--kill-grace-s", "1", "sh", "-c",
-                       "if [ $DTRAIN_RANK = 1 ]; then kill -9 $$; fi; sleep " + marker},
-                      30);
+  auto r = run_dtrain(
+      {"-np", "2", "--kill-grace-s", "1", "sh", "-c", "if [ $DTRAIN_RANK = 1 ]; then kill -9 $$; fi; sleep " + marker},
+      30);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "dtrain run: rank 1 (host localhost) was killed by signal 9 (SIGKILL)\n");
   EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
@@ -159,8 +154,8 @@ TEST(DtrainRun, NamesTheSignalThatKilledAWorker) {
 
 TEST(DtrainRun, SigtermToTheLauncherReachesEveryWorker) {
   std::string marker = unique_sleep();
-  ChildRunner launcher(dtrain_run({"-np", "3", "--start-timeout", "0", "sh", "-c",
-                                   "echo started; sleep " + marker + "; echo not reached"}));
+  ChildRunner launcher(dtrain_run(
+      {"-np", "3", "--start-timeout", "0", "sh", "-c", "echo started; sleep " + marker + "; echo not reached"}));
   ASSERT_TRUE(launcher.wait_for_stdout("<stdout>:started", 20, 3)) << launcher.out();
   launcher.signal(SIGTERM);
   auto r = launcher.finish(20);
@@ -188,8 +183,7 @@ TEST(DtrainRun, WorkersAndWhatTheyStartedDieWithALauncherKilledBySigkill) {
 
 TEST(DtrainRun, WorkersIgnoringTheSignalAreKilledAfterTheGrace) {
   std::string marker = unique_sleep();
-  ChildRunner launcher(dtrain_run({"-np", "2", "--kill-grace-s", "1", "--start-timeout", "0",
-                                   "sh", "-c",
+  ChildRunner launcher(dtrain_run({"-np", "2", "--kill-grace-s", "1", "--start-timeout", "0", "sh", "-c",
                                    "trap '' INT TERM; echo started; sleep " + marker}));
   ASSERT_TRUE(launcher.wait_for_stdout("<stdout>:started", 20, 2)) << launcher.out();
   launcher.signal(SIGINT);
@@ -202,8 +196,7 @@ TEST(DtrainRun, WorkersIgnoringTheSignalAreKilledAfterTheGrace) {
 
 TEST(DtrainRun, StartTimeoutFailsWorkersThatNeverReachRendezvous) {
   std::string marker = unique_sleep();
-  auto r = run_dtrain({"-np", "2", "--start-timeout", "2", "--kill-grace-s", "1", "sleep", marker},
-                      30);
+  auto r = run_dtrain({"-np", "2", "--start-timeout", "2", "--kill-grace-s", "1", "sleep", marker}, 30);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_GE(r.seconds, 2);  // and the message below says the deadline, not something else, ended it
@@ -212,10 +205,10 @@ TEST(DtrainRun, StartTimeoutFailsWorkersThatNeverReachRendezvous) {
 }
 
 TEST(DtrainRun, StartTimeoutSparesReadyWorkersAndThoseThatAlreadyFinished) {
-  auto r = run_dtrain({"-np", "2", "--start-timeout", "1", "sh", "-c",
-                       "if [ $DTRAIN_RANK = 0 ]; then exit 0; fi; exec " +
-                           std::string(DTRAIN_TEST_WORKER) + " ready-then-sleep 2.5"},
-                      30);
+  auto r = run_dtrain(
+      {"-np", "2", "--start-timeout", "1", "sh", "-c",
+       "if [ $DTRAIN_RANK = 0 ]; then exit 0; fi; exec " + std::string(DTRAIN_TEST_WORKER) + " ready-then-sleep 2.5"},
+      30);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GE(r.seconds, 2.5);
 }
@@ -249,12 +242,11 @@ TEST(DtrainRun, RankStatusFileSaysHowEachRankRanAndEnded) {
   const std::string file = temp / "ranks.json";
   const std::string done = temp / "rank-2-done";
   // Rank 0 exits at once, rank 2 reaches rendezvous and exits, then rank 1 is killed.
-  auto r = run_dtrain({"--rank-status-file", file, "-np", "3", "--kill-grace-s", "1", "--start-timeout", "20", "sh",
-                       "-c",
-                       "case $DTRAIN_RANK in 0) exit 0;; 2) " + std::string(DTRAIN_TEST_WORKER) +
-                           " ready-then-sleep 0 && touch " + done + "; exit 0;; esac; while [ ! -e " + done +
-                           " ]; do sleep 0.05; done; kill -9 $$"},
-                      30);
+  auto r = run_dtrain(
+      {"--rank-status-file", file, "-np", "3", "--kill-grace-s", "1", "--start-timeout", "20", "sh", "-c",
+       "case $DTRAIN_RANK in 0) exit 0;; 2) " + std::string(DTRAIN_TEST_WORKER) + " ready-then-sleep 0 && touch " +
+           done + "; exit 0;; esac; while [ ! -e " + done + " ]; do sleep 0.05; done; kill -9 $$"},
+      30);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto ranks = nlohmann::json::parse(read_file(file))["ranks"];
   ASSERT_EQ(ranks.size(), 3u) << ranks;
@@ -325,20 +317,24 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"ZeroSlots", {"-H", "a:0", "true"}, "'a:0'"},
         UsageCase{"NonNumericSlots", {"-H", "a:x", "true"}, "'a:x'"},
         UsageCase{"EmptyHostList", {"-H", "", "true"}, "-H: empty host list"},
-        UsageCase{"TooManyRanks", {"-np", "5", "-H", "localhost:4", "true"},
-                  "-np 5 but only 4 slots on hosts localhost:4"},
+        UsageCase{
+            "TooManyRanks", {"-np", "5", "-H", "localhost:4", "true"}, "-np 5 but only 4 slots on hosts localhost:4"},
         UsageCase{"ZeroRanks", {"-np", "0", "true"}, "-np must be at least 1, got 0"},
         UsageCase{"NonNumericNp", {"-np", "x", "true"}, "--np"},
         UsageCase{"UnknownFlag", {"--bogus", "true"}, "unknown option '--bogus'"},
         UsageCase{"MissingCommand", {"-np", "2"}, "missing command"},
         UsageCase{"NothingAfterDoubleDash", {"-np", "2", "--"}, "missing command"},
-        UsageCase{"MissingHostfile", {"--hostfile", "/nonexistent/hosts", "true"},
+        UsageCase{"MissingHostfile",
+                  {"--hostfile", "/nonexistent/hosts", "true"},
                   "cannot read hostfile '/nonexistent/hosts'"},
         UsageCase{"BadHostfileLine", {"--hostfile", bad_hostfile(), "true"}, " line 3: bad slot count"},
-        UsageCase{"BothHostListAndHostfile", {"-H", "localhost:1", "--hostfile", "/x", "true"}, "either -H or --hostfile"},
+        UsageCase{
+            "BothHostListAndHostfile", {"-H", "localhost:1", "--hostfile", "/x", "true"}, "either -H or --hostfile"},
         UsageCase{"NegativeStartTimeout", {"--start-timeout", "-1", "true"}, "--start-timeout"},
         UsageCase{"PsModeWithoutPs", {"--ps-mode", "sync", "true"}, "need --ps"},
-        UsageCase{"UnknownPsMode", {"--ps", "--ps-mode", "eventual", "true"}, "--ps-mode must be async or sync, got 'eventual'"},
+        UsageCase{"UnknownPsMode",
+                  {"--ps", "--ps-mode", "eventual", "true"},
+                  "--ps-mode must be async or sync, got 'eventual'"},
         UsageCase{"NegativePsStaleness", {"--ps", "--ps-staleness", "-2", "true"}, "--ps-staleness must be >= 0"},
         UsageCase{"PsWithMpi", {"--ps", "--mpi", "true"}, "--ps"}),
     [](const ::testing::TestParamInfo<UsageCase>& info) { return info.param.name; });
@@ -371,12 +367,12 @@ TEST(DtrainRunWithParameterServers, AServerThatDiesEndsTheJobNamingIt) {
   const std::string marker = unique_sleep();
   // The worker kills its sibling, the server (both are the launcher's children; the server's
   // process name is the launcher's, "dtrain", the worker's "sh"), then waits.
-  auto r = run_dtrain({"--ps", "-np", "1", "sh", "-c", "sleep 1; pkill -KILL -P $PPID -x dtrain; sleep " + marker},
-                      60);
+  auto r = run_dtrain({"--ps", "-np", "1", "sh", "-c", "sleep 1; pkill -KILL -P $PPID -x dtrain; sleep " + marker}, 60);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("dtrain run: ps0 (host localhost) was killed by signal 9 (SIGKILL) while the workers were training"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("dtrain run: ps0 (host localhost) was killed by signal 9 (SIGKILL) while the workers were training"),
+      std::string::npos)
       << r.err;
   EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0) << "the worker was stopped";
 }
@@ -402,7 +398,9 @@ class DtrainRunOverSsh : public ::testing::Test {
               "while [ $# -gt 0 ]; do\n"
               "  case \"$1\" in -o|-p|-i) shift 2 ;; -*) shift ;; *) break ;; esac\n"
               "done\n"
-              "echo \"$1\" >> " << dir_ << "/hosts-contacted\n"
+              "echo \"$1\" >> "
+           << dir_
+           << "/hosts-contacted\n"
               "shift\n"
               "exec sh -c \"$*\"\n";
     script.close();
@@ -433,16 +431,14 @@ TEST_F(DtrainRunOverSsh, PlacesRanksOnRemoteHostsAndAdvertisesAReachableAddress)
     EXPECT_EQ(m[1], m[2]);
     seen.insert(m[2].str() + " " + m[3].str() + " " + m[4].str() + " " + m[5].str());
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"0 0 0 fakehost-a", "1 1 0 fakehost-a",
-                                         "2 0 1 fakehost-b"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"0 0 0 fakehost-a", "1 1 0 fakehost-a", "2 0 1 fakehost-b"}));
   // Probed once per host, then one connection per rank.
   auto contacted = lines_of(read_file(dir_ + "/hosts-contacted"));
   EXPECT_EQ(contacted.size(), 5u);
 }
 
 TEST_F(DtrainRunOverSsh, RemoteWorkersRendezvousThroughTheStore) {
-  auto r = run({"-H", "fakehost-a:1,fakehost-b:1", "--network-interface", "lo",
-                DTRAIN_TEST_WORKER, "exchange"});
+  auto r = run({"-H", "fakehost-a:1,fakehost-b:1", "--network-interface", "lo", DTRAIN_TEST_WORKER, "exchange"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has_line(r.out, "[1]<stdout>:rank 1 saw [hello from 0][hello from 1]")) << r.out;
 }
@@ -458,9 +454,8 @@ TEST_F(DtrainRunOverSsh, RemoteFailureStopsEveryRank) {
   auto lines = lines_of(r.err);
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.back(), "dtrain run: rank 2 (host fakehost-b) exited with status 5");
-  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
-                          [](const std::string& l) { return l.starts_with("dtrain run:"); }),
-            1);
+  EXPECT_EQ(
+      std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("dtrain run:"); }), 1);
   EXPECT_EQ(testing::wait_for_no_marker(marker, 5), 0);
 }
 

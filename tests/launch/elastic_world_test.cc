@@ -88,7 +88,8 @@ TEST(ElasticWorld, MemberThatNeverAsksIsGivenUpOnAfterTheArrivalTimeout) {
   EXPECT_EQ(decision.lost, (std::vector<int>{1}));
   ASSERT_TRUE(decision.round);
   EXPECT_EQ(members(*decision.round), (std::vector<int>{0, 2}));
-  EXPECT_EQ(world.losses().back(), "host b: worker 1 did not reach round 2 within 10 s (stalled, or its host unreachable)");
+  EXPECT_EQ(world.losses().back(),
+            "host b: worker 1 did not reach round 2 within 10 s (stalled, or its host unreachable)");
   // Its process, killed by the driver, ends as a loss already counted.
   EXPECT_EQ(world.worker_ended(1, kKilled, t0 + 12s), ElasticWorld::Ending::kLost);
   EXPECT_EQ(world.losses().size(), 1u);
@@ -127,7 +128,8 @@ TEST(ElasticWorld, AfterAMembersDeathOneThatNeverAsksIsGivenUpOnAfterTwoArrivalT
   EXPECT_EQ(decision.lost, (std::vector<int>{2}));
   ASSERT_TRUE(decision.round);
   EXPECT_EQ(members(*decision.round), (std::vector<int>{0}));
-  EXPECT_EQ(world.losses().back(), "host c: worker 2 did not reach round 2 within 20 s (stalled, or its host unreachable)");
+  EXPECT_EQ(world.losses().back(),
+            "host c: worker 2 did not reach round 2 within 20 s (stalled, or its host unreachable)");
 }
 
 TEST(ElasticWorld, NewWorkersWaitUntilTheMembersAskAtACommit) {

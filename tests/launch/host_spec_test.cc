@@ -42,16 +42,15 @@ TEST(HostList, AcceptsAddressesAndSpacesAroundEntries) {
 }
 
 TEST(HostList, RejectsMalformedEntries) {
-  for (const char* bad : {"a:", "a:0", "a:x", "a:-1", "a:2x", "", " ", ":2", "a:2,,b:1", "a:2,",
-                          "a:1:2", "-a:1", "a:99999999999"}) {
+  for (const char* bad :
+       {"a:", "a:0", "a:x", "a:-1", "a:2x", "", " ", ":2", "a:2,,b:1", "a:2,", "a:1:2", "-a:1", "a:99999999999"}) {
     std::string message = usage_message([&] { parse_host_list(bad); });
     EXPECT_TRUE(message.starts_with("-H: ")) << bad << " -> " << message;
   }
 }
 
 TEST(HostList, ErrorNamesTheBadEntry) {
-  EXPECT_NE(usage_message([] { parse_host_list("good:1,bad:x"); }).find("bad:x"),
-            std::string::npos);
+  EXPECT_NE(usage_message([] { parse_host_list("good:1,bad:x"); }).find("bad:x"), std::string::npos);
   EXPECT_NE(usage_message([] { parse_host_list("a:1,a:2"); }).find("'a'"), std::string::npos);
 }
 
@@ -83,21 +82,17 @@ TEST(Hostfile, ErrorsNameFileAndLine) {
     const char* text;
     int line;
   };
-  for (Case c : {Case{"a slots=2\nb slots=x\n", 2}, Case{"# c\n\na slots=0\n", 3},
-                 Case{"a slots=2 extra\n", 1}, Case{"a\nb\nc maxslots=3\n", 3},
-                 Case{"a slots=\n", 1}, Case{"a:2\n", 1}}) {
+  for (Case c : {Case{"a slots=2\nb slots=x\n", 2}, Case{"# c\n\na slots=0\n", 3}, Case{"a slots=2 extra\n", 1},
+                 Case{"a\nb\nc maxslots=3\n", 3}, Case{"a slots=\n", 1}, Case{"a:2\n", 1}}) {
     std::string message = usage_message([&] { parse_hostfile_text(c.text, "my.hosts"); });
-    EXPECT_NE(message.find("hostfile my.hosts line " + std::to_string(c.line) + ":"),
-              std::string::npos)
+    EXPECT_NE(message.find("hostfile my.hosts line " + std::to_string(c.line) + ":"), std::string::npos)
         << c.text << " -> " << message;
   }
 }
 
 TEST(Hostfile, RejectsEmptyFileAndDuplicates) {
-  EXPECT_NE(usage_message([] { parse_hostfile_text("# nothing\n\n", "f"); }).find("no hosts"),
-            std::string::npos);
-  EXPECT_NE(usage_message([] { parse_hostfile_text("a\na slots=2\n", "f"); }).find("'a'"),
-            std::string::npos);
+  EXPECT_NE(usage_message([] { parse_hostfile_text("# nothing\n\n", "f"); }).find("no hosts"), std::string::npos);
+  EXPECT_NE(usage_message([] { parse_hostfile_text("a\na slots=2\n", "f"); }).find("'a'"), std::string::npos);
 }
 
 TEST(Hostfile, ReadsFromDiskAndReportsMissingFile) {

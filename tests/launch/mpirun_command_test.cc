@@ -19,11 +19,32 @@ TEST(MpirunCommand, CarriesHostsKnobsInterfaceAndExtraArguments) {
   s.extra_args = split_arguments("  --bind-to  none ");
   s.running_as_root = true;
   s.command = {"./train", "--epochs", "1"};
-  const std::vector<std::string> expected = {
-      "mpirun", "-np", "4", "-H", "a:2,b:2", "--map-by", "slot", "--tag-output", "--allow-run-as-root",
-      "--mca", "btl_tcp_if_include", "eth1", "--mca", "oob_tcp_if_include", "eth1",
-      "-x", "DTRAIN_CYCLE_TIME_MS", "-x", "DTRAIN_FUSION_THRESHOLD", "-x", "PATH",
-      "--bind-to", "none", "./train", "--epochs", "1"};
+  const std::vector<std::string> expected = {"mpirun",
+                                             "-np",
+                                             "4",
+                                             "-H",
+                                             "a:2,b:2",
+                                             "--map-by",
+                                             "slot",
+                                             "--tag-output",
+                                             "--allow-run-as-root",
+                                             "--mca",
+                                             "btl_tcp_if_include",
+                                             "eth1",
+                                             "--mca",
+                                             "oob_tcp_if_include",
+                                             "eth1",
+                                             "-x",
+                                             "DTRAIN_CYCLE_TIME_MS",
+                                             "-x",
+                                             "DTRAIN_FUSION_THRESHOLD",
+                                             "-x",
+                                             "PATH",
+                                             "--bind-to",
+                                             "none",
+                                             "./train",
+                                             "--epochs",
+                                             "1"};
   EXPECT_EQ(mpirun_argv(s), expected);
 }
 
@@ -54,8 +75,11 @@ TEST(MpirunCommand, AnAgentStartsTheDaemonsAsOneMcaValue) {
 }
 
 TEST(MpirunCommand, SharedKnobsLeaveOutWhatMpiProvides) {
-  const EnvVars rank_env = {{"DTRAIN_RANK", "1"},        {"DTRAIN_SIZE", "2"}, {"DTRAIN_JOB_TOKEN", "t"},
-                            {"DTRAIN_STALL_WARNING_S", "5"}, {"DTRAIN_HOSTNAME", "h"}};
+  const EnvVars rank_env = {{"DTRAIN_RANK", "1"},
+                            {"DTRAIN_SIZE", "2"},
+                            {"DTRAIN_JOB_TOKEN", "t"},
+                            {"DTRAIN_STALL_WARNING_S", "5"},
+                            {"DTRAIN_HOSTNAME", "h"}};
   EXPECT_EQ(shared_knobs(rank_env), (EnvVars{{"DTRAIN_STALL_WARNING_S", "5"}}));
 }
 

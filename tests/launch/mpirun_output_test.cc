@@ -13,9 +13,7 @@ namespace {
 
 int exited(int code) { return code << 8; }  // a wait status as WIFEXITED/WEXITSTATUS read it
 
-std::vector<RankPlacement> two_hosts_two_slots() {
-  return assign_ranks({{"algo-1", 2}, {"algo-2", 2}}, 4);
-}
+std::vector<RankPlacement> two_hosts_two_slots() { return assign_ranks({{"algo-1", 2}, {"algo-2", 2}}, 4); }
 
 void feed(MpirunOutput& output, const std::vector<std::string>& lines) {
   for (const auto& line : lines) output.relay(line + "\n");
@@ -38,14 +36,14 @@ TEST(MpirunOutput, RankTagsWithoutHosts) {
 TEST(MpirunOutput, AKilledRankIsNamedWithItsSignal) {
   MpirunOutput output(two_hosts_two_slots(), true);
   feed(output, {
-      "--------------------------------------------------------------------------",
-      "Primary job  terminated normally, but 1 process returned",
-      "a non-zero exit code. Per user-direction, the job has been aborted.",
-      "--------------------------------------------------------------------------",
-      "--------------------------------------------------------------------------",
-      "mpirun noticed that process rank 2 with PID 12450 on node algo-2 exited on signal 9 (Killed).",
-      "--------------------------------------------------------------------------",
-  });
+                   "--------------------------------------------------------------------------",
+                   "Primary job  terminated normally, but 1 process returned",
+                   "a non-zero exit code. Per user-direction, the job has been aborted.",
+                   "--------------------------------------------------------------------------",
+                   "--------------------------------------------------------------------------",
+                   "mpirun noticed that process rank 2 with PID 12450 on node algo-2 exited on signal 9 (Killed).",
+                   "--------------------------------------------------------------------------",
+               });
   ASSERT_TRUE(output.failed_rank());
   EXPECT_EQ(output.failed_rank()->rank, 2);
   EXPECT_EQ(output.failed_rank()->host, "algo-2");
@@ -56,14 +54,14 @@ TEST(MpirunOutput, AKilledRankIsNamedWithItsSignal) {
 TEST(MpirunOutput, ARanksExitCodeIsNamedWithItsHost) {
   MpirunOutput output(two_hosts_two_slots(), true);
   feed(output, {
-      "--------------------------------------------------------------------------",
-      "mpirun detected that one or more processes exited with non-zero status, thus causing",
-      "the job to be terminated. The first process to do so was:",
-      "",
-      "  Process name: [[23554,1],3]",
-      "  Exit code:    3",
-      "--------------------------------------------------------------------------",
-  });
+                   "--------------------------------------------------------------------------",
+                   "mpirun detected that one or more processes exited with non-zero status, thus causing",
+                   "the job to be terminated. The first process to do so was:",
+                   "",
+                   "  Process name: [[23554,1],3]",
+                   "  Exit code:    3",
+                   "--------------------------------------------------------------------------",
+               });
   ASSERT_TRUE(output.failed_rank());
   EXPECT_EQ(output.failed_rank()->host, "algo-2");
   EXPECT_EQ(output.describe_failure(exited(3)), "rank 3 (host algo-2) exited with status 3");
@@ -72,14 +70,14 @@ TEST(MpirunOutput, ARanksExitCodeIsNamedWithItsHost) {
 TEST(MpirunOutput, OtherwiseMpirunsFirstMessageExplains) {
   MpirunOutput output(two_hosts_two_slots(), true);
   feed(output, {
-      "--------------------------------------------------------------------------",
-      "mpirun was unable to find the specified executable file, and therefore",
-      "did not launch the job.",
-      "--------------------------------------------------------------------------",
-      "--------------------------------------------------------------------------",
-      "a second message",
-      "--------------------------------------------------------------------------",
-  });
+                   "--------------------------------------------------------------------------",
+                   "mpirun was unable to find the specified executable file, and therefore",
+                   "did not launch the job.",
+                   "--------------------------------------------------------------------------",
+                   "--------------------------------------------------------------------------",
+                   "a second message",
+                   "--------------------------------------------------------------------------",
+               });
   EXPECT_FALSE(output.failed_rank());
   EXPECT_EQ(output.describe_failure(exited(134)),
             "mpirun exited with status 134: mpirun was unable to find the specified executable file, "

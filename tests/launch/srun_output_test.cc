@@ -62,10 +62,20 @@ TEST(SrunCommand, RanksFillNodesInOrderAsSrunsBlockDistributionDoes) {
   EXPECT_EQ(placements[2].host, "b");
   EXPECT_EQ(placements[4].host, "c");
   const auto argv = srun_argv({placements, {"--cpu-bind=none"}, {"train", "--epochs", "1"}});
-  const std::vector<std::string> expected = {
-      "srun",        "--nodes=3",         "--nodelist=a,b,c", "--ntasks=5",      "--ntasks-per-node=2",
-      "--distribution=block", "--kill-on-bad-exit=1", "--label", "--overlap", "--export=ALL",
-      "--cpu-bind=none", "train", "--epochs", "1"};
+  const std::vector<std::string> expected = {"srun",
+                                             "--nodes=3",
+                                             "--nodelist=a,b,c",
+                                             "--ntasks=5",
+                                             "--ntasks-per-node=2",
+                                             "--distribution=block",
+                                             "--kill-on-bad-exit=1",
+                                             "--label",
+                                             "--overlap",
+                                             "--export=ALL",
+                                             "--cpu-bind=none",
+                                             "train",
+                                             "--epochs",
+                                             "1"};
   EXPECT_EQ(argv, expected);
   // Two ranks on three nodes use two of them.
   EXPECT_EQ(srun_argv({place_on_allocation({"5", {"a", "b", "c"}, 0}, 2), {}, {"x"}})[1], "--nodes=2");

@@ -34,9 +34,10 @@ TEST(ShellQuote, QuotesEverythingElse) {
 
 // The quoted word must come back from a real shell as exactly the original.
 TEST(ShellQuote, RoundTripsThroughSh) {
-  std::vector<std::string> words = {"", "plain", "two words", "it's", "\"dq\"", "$(id)", "`id`",
-                                    "a\\b", "*", "~", "new\nline", "tab\there", "'", "''",
-                                    "!bang", "\xc3\xa9t\xc3\xa9", "semi;colon", "-n"};
+  std::vector<std::string> words = {
+      "",           "plain", "two words", "it's",      "\"dq\"", "$(id)", "`id`",  "a\\b",
+      "*",          "~",     "new\nline", "tab\there", "'",      "''",    "!bang", "\xc3\xa9t\xc3\xa9",
+      "semi;colon", "-n"};
   std::string script = "for w in";
   for (const auto& w : words) script += " " + shell_quote(w);
   script += "; do printf '%s\\0' \"$w\"; done";
@@ -51,31 +52,28 @@ TEST(ShellQuote, RoundTripsThroughSh) {
 TEST(SshCommand, WorkerArgv) {
   SshOptions options;
   auto argv = ssh_worker_argv("node1", options, "sh -c 'true'");
-  EXPECT_EQ(argv, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o",
-                                            "StrictHostKeyChecking=no", "node1", "sh -c 'true'"}));
+  EXPECT_EQ(argv, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "node1",
+                                            "sh -c 'true'"}));
   options.port = 2222;
   options.identity_file = "/keys/id ed25519";
   argv = ssh_worker_argv("node1", options, "cmd");
-  EXPECT_EQ(argv, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o",
-                                            "StrictHostKeyChecking=no", "-p", "2222", "-i",
-                                            "/keys/id ed25519", "node1", "cmd"}));
+  EXPECT_EQ(argv, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-p",
+                                            "2222", "-i", "/keys/id ed25519", "node1", "cmd"}));
 }
 
 TEST(SshCommand, ProbeArgv) {
   SshOptions options;
   options.port = 22;
   auto argv = ssh_probe_argv("node2", options);
-  EXPECT_EQ(argv, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o",
-                                            "ConnectTimeout=5", "-o", "StrictHostKeyChecking=no",
-                                            "-p", "22", "node2", "true"}));
+  EXPECT_EQ(argv, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o",
+                                            "StrictHostKeyChecking=no", "-p", "22", "node2", "true"}));
 }
 
 TEST(SshCommand, RemoteScriptShape) {
-  std::string script = remote_worker_script("/work dir", {{"DTRAIN_RANK", "1"}},
-                                            {"python3", "train.py", "--name", "a b"}, 5);
+  std::string script =
+      remote_worker_script("/work dir", {{"DTRAIN_RANK", "1"}}, {"python3", "train.py", "--name", "a b"}, 5);
   EXPECT_NE(script.find("cd '/work dir' || exit 127"), std::string::npos) << script;
-  EXPECT_NE(script.find("env 'DTRAIN_RANK=1' python3 train.py --name 'a b' &"), std::string::npos)
-      << script;
+  EXPECT_NE(script.find("env 'DTRAIN_RANK=1' python3 train.py --name 'a b' &"), std::string::npos) << script;
   EXPECT_NE(script.find("sleep 5;"), std::string::npos) << script;
   EXPECT_EQ(remote_shell_command("echo 'x'"), "sh -c 'echo '\\''x'\\'''");
 }
@@ -85,8 +83,7 @@ TEST(SshCommand, RemoteScriptShape) {
 // Our stdin pipe stands in for the ssh channel's stdin.
 class RemoteScript : public ::testing::Test {
  protected:
-  std::string run_remote(const std::vector<std::string>& command, const EnvVars& env,
-                         double grace = 1) {
+  std::string run_remote(const std::vector<std::string>& command, const EnvVars& env, double grace = 1) {
     return remote_shell_command(remote_worker_script(dir_, env, command, grace));
   }
   // A space in the path: the script must quote the directory.
@@ -114,8 +111,7 @@ TEST_F(RemoteScript, PassesTheExitStatusThrough) {
 
 TEST_F(RemoteScript, ClosingStdinKillsTheWorker) {
   std::string marker = "61." + std::to_string(::getpid());
-  ChildRunner child({"/bin/sh", "-c", run_remote({"sh", "-c", "echo up; exec sleep " + marker}, {})},
-                    {}, true);
+  ChildRunner child({"/bin/sh", "-c", run_remote({"sh", "-c", "echo up; exec sleep " + marker}, {})}, {}, true);
   ASSERT_TRUE(child.wait_for_stdout("up\n", 10));
   child.close_stdin();  // what ssh does on the remote side when the connection closes
   auto result = child.finish(10);
@@ -127,9 +123,8 @@ TEST_F(RemoteScript, ClosingStdinKillsTheWorker) {
 
 TEST_F(RemoteScript, KillsAWorkerThatIgnoresSigtermAfterTheGrace) {
   ChildRunner child(
-      {"/bin/sh", "-c",
-       run_remote({"sh", "-c", "trap '' TERM; echo up; while :; do sleep 0.05; done"}, {}, 0.5)},
-      {}, true);
+      {"/bin/sh", "-c", run_remote({"sh", "-c", "trap '' TERM; echo up; while :; do sleep 0.05; done"}, {}, 0.5)}, {},
+      true);
   ASSERT_TRUE(child.wait_for_stdout("up\n", 10));
   child.close_stdin();
   auto result = child.finish(10);

@@ -31,9 +31,9 @@ int main(int argc, char** argv) {
   int rank = std::stoi(env("DTRAIN_RANK"));
   int size = std::stoi(env("DTRAIN_SIZE"));
   httplib::Client client(env("DTRAIN_RENDEZVOUS_ADDR"), std::stoi(env("DTRAIN_RENDEZVOUS_PORT")));
-  client.set_default_headers({{dtrain::rendezvous::kTokenHeader, env("DTRAIN_JOB_TOKEN")},
-                              {dtrain::rendezvous::kVersionHeader,
-                               std::to_string(dtrain::rendezvous::kProtocolVersion)}});
+  client.set_default_headers(
+      {{dtrain::rendezvous::kTokenHeader, env("DTRAIN_JOB_TOKEN")},
+       {dtrain::rendezvous::kVersionHeader, std::to_string(dtrain::rendezvous::kProtocolVersion)}});
   client.set_connection_timeout(5);
 
   if (mode == "exchange") {

@@ -7,9 +7,7 @@
 namespace dtrain::launch {
 namespace {
 
-std::map<std::string, std::string> as_map(const EnvVars& vars) {
-  return {vars.begin(), vars.end()};
-}
+std::map<std::string, std::string> as_map(const EnvVars& vars) { return {vars.begin(), vars.end()}; }
 
 WorkerEnvSettings base_settings() {
   WorkerEnvSettings s;
@@ -60,13 +58,11 @@ TEST(WorkerEnv, ExportsFlagsOnlyWhenGiven) {
 }
 
 TEST(WorkerEnv, MergeReplacesInPlaceAndAppendsNewInOrder) {
-  std::vector<std::string> parent = {"PATH=/bin", "DTRAIN_RANK=99", "HOME=/root",
-                                     "DTRAIN_CYCLE_TIME_MS=7", "EMPTY="};
+  std::vector<std::string> parent = {"PATH=/bin", "DTRAIN_RANK=99", "HOME=/root", "DTRAIN_CYCLE_TIME_MS=7", "EMPTY="};
   EnvVars overrides = {{"DTRAIN_RANK", "0"}, {"DTRAIN_SIZE", "2"}, {"A", "x=y"}};
   auto merged = merge_environment(parent, overrides);
-  std::vector<std::string> expected = {"PATH=/bin",  "DTRAIN_RANK=0", "HOME=/root",
-                                       "DTRAIN_CYCLE_TIME_MS=7", "EMPTY=", "DTRAIN_SIZE=2",
-                                       "A=x=y"};
+  std::vector<std::string> expected = {"PATH=/bin", "DTRAIN_RANK=0", "HOME=/root", "DTRAIN_CYCLE_TIME_MS=7",
+                                       "EMPTY=",    "DTRAIN_SIZE=2", "A=x=y"};
   EXPECT_EQ(merged, expected);
 }
 

@@ -158,7 +158,6 @@ TEST_F(EventFileWriterTest, TwoWritersInOneProcessWriteTwoFiles) {
   EXPECT_TRUE(eval_events[1]["scalars"].contains("eval/bbox_mAP"));
 }
 
-
 TEST_F(EventFileWriterTest, CorruptedBytesAreReportedAsCrcErrors) {
   std::string path;
   {
@@ -181,9 +180,9 @@ TEST_F(EventFileWriterTest, CorruptedBytesAreReportedAsCrcErrors) {
   };
   const std::vector<Case> cases = {
       {second + 12 + 5, "record 1 at offset " + std::to_string(second) + ": data CRC mismatch"},  // in the data
-      {pristine.size() - 1, "data CRC mismatch"},                                                // in the data CRC
-      {second + 1, "length CRC mismatch"},                                                       // in the length
-      {8, "record 0 at offset 0: length CRC mismatch"},                                          // in the length CRC
+      {pristine.size() - 1, "data CRC mismatch"},                                                 // in the data CRC
+      {second + 1, "length CRC mismatch"},                                                        // in the length
+      {8, "record 0 at offset 0: length CRC mismatch"},                                           // in the length CRC
   };
   for (const Case& c : cases) {
     std::string corrupted = pristine;

@@ -35,8 +35,9 @@ const UpdateRuleSpec kPlainSgd{};  // lr * gradient, no momentum
 void register_all(ParameterStore& store, int workers) {
   for (int w = 0; w < workers; ++w) {
     bool ok = false;
-    store.register_worker(w, workers, {{"w#0", 2}}, kPlainSgd, w == 0 ? std::vector<std::string>{bytes_of({1, 2})} : std::vector<std::string>{},
-                          0, [&ok](const grpc::Status& s, std::int64_t) { ok = s.ok(); });
+    store.register_worker(w, workers, {{"w#0", 2}}, kPlainSgd,
+                          w == 0 ? std::vector<std::string>{bytes_of({1, 2})} : std::vector<std::string>{}, 0,
+                          [&ok](const grpc::Status& s, std::int64_t) { ok = s.ok(); });
     ASSERT_TRUE(ok) << "worker " << w;
   }
 }

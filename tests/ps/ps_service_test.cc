@@ -57,7 +57,8 @@ TEST(ParameterService, WorkersPushAndPullThroughGrpc) {
   PsClient other(client_options(1, 2, server.port()), one_parameter(3));
   // The other worker registers first and waits for the chief's values.
   std::thread late([&] { EXPECT_EQ(other.register_worker({}, nullptr, 0).start_step, 7); });
-  const auto registration = chief.register_worker({}, [&](const Piece&) { return initial.data(); }, 7);
+  const auto registration = chief.register_worker(
+      {}, [&](const Piece&) { return initial.data(); }, 7);
   late.join();
   EXPECT_EQ(registration.mode, "async");
   EXPECT_EQ(floats(other.pull({0})[0]), initial);
@@ -76,7 +77,8 @@ TEST(ParameterService, RequestsWithoutTheJobTokenAreRefused) {
   PsClient intruder(client_options(0, 1, server.port(), "guess"), one_parameter(1));
   const float value = 0;
   try {
-    intruder.register_worker({}, [&](const Piece&) { return &value; }, 0);
+    intruder.register_worker(
+        {}, [&](const Piece&) { return &value; }, 0);
     FAIL() << "registered without the token";
   } catch (const PsError& e) {
     const std::string message = e.what();
@@ -91,7 +93,8 @@ TEST(ParameterService, AServerThatIsGoneIsNamedInTheWorkersError) {
   options.rpc_timeout_s = 3;
   PsClient chief(options, one_parameter(2));
   const std::vector<float> initial = {0, 0};
-  chief.register_worker({}, [&](const Piece&) { return initial.data(); }, 0);
+  chief.register_worker(
+      {}, [&](const Piece&) { return initial.data(); }, 0);
   server.reset();
   auto [error, value] = push_and_wait(chief, 0, 0, 0.1, {1, 1});
   EXPECT_NE(error.find("pushing 'w#0' to parameter server 0 (127.0.0.1:"), std::string::npos) << error;

@@ -63,8 +63,8 @@ TEST_F(RendezvousServerTest, MissingKeyIs404) {
 
 TEST_F(RendezvousServerTest, WrongOrMissingTokenIs403) {
   ASSERT_EQ(client().Put("/v1/kv/secret", "v", "text/plain")->status, 200);
-  for (const std::string& token : {std::string("ffffffffffffffffffffffffffffffff"),
-                                   std::string("short"), std::string()}) {
+  for (const std::string& token :
+       {std::string("ffffffffffffffffffffffffffffffff"), std::string("short"), std::string()}) {
     auto c = client(token);
     auto expect_forbidden = [&](const httplib::Result& res) {
       ASSERT_TRUE(res);

@@ -103,8 +103,8 @@ TEST(Autotuner, LogsEverySampleAndTheChoice) {
     last = line;
   }
   EXPECT_EQ(phases["warmup"], 2);
-  EXPECT_EQ(phases["fusion"], 6);  // 0, 1, 4, 16, 64 and 128 MiB
-  EXPECT_EQ(phases["cycle"], 5);   // 0.5, 1, 2.5, 5 and 10 ms
+  EXPECT_EQ(phases["fusion"], 6);   // 0, 1, 4, 16, 64 and 128 MiB
+  EXPECT_EQ(phases["cycle"], 5);    // 0.5, 1, 2.5, 5 and 10 ms
   EXPECT_EQ(phases["confirm"], 6);  // the winner and the defaults, three each, taking turns
   EXPECT_EQ(last.substr(last.find(',') + 1), "final," + std::to_string(16 * kMiB) + ",2.5,,,,");
 }

@@ -43,8 +43,8 @@ TEST(Allreduce, EveryOpEveryDtypeOneToThreeDimensions) {
       for (const auto& shape : shapes) {
         auto c = std::make_unique<Case>(Case{Tensor(dtype, shape), Tensor(dtype, shape), dtype, op, {}});
         for (std::size_t i = 0; i < c->in.size(); ++i) c->in.set(i, contribution(rank(), i, op));
-        const std::string name = std::string("ar.") + to_string(dtype) + "." + to_string(op) + "." +
-                                 std::to_string(shape.size());
+        const std::string name =
+            std::string("ar.") + to_string(dtype) + "." + to_string(op) + "." + std::to_string(shape.size());
         c->handle = allreduce_async(name, c->in.view, c->out.view, {op});
         cases.push_back(std::move(c));
       }
@@ -63,7 +63,8 @@ TEST(Allreduce, InPlace) {
   Tensor t(DataType::kFloat32, {5});
   for (std::size_t i = 0; i < 5; ++i) t.set(i, contribution(rank(), i));
   allreduce("inplace", t.view, t.view, {ReduceOp::kSum});
-  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(t.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32));
+  for (std::size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(t.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32));
 }
 
 TEST(Allreduce, PrescaleAndPostscale) {
@@ -92,7 +93,8 @@ TEST(Allreduce, ManyAsyncSubmittedTogetherAreFusedAndEachCorrect) {
     for (std::size_t i = 0; i < t.size(); ++i) t.set(i, contribution(rank(), i + k));
   }
   for (int k = 0; k < 300; ++k) {
-    handles.push_back(allreduce_async("fused." + std::to_string(k), tensors[k].view, tensors[k].view, {ReduceOp::kSum}));
+    handles.push_back(
+        allreduce_async("fused." + std::to_string(k), tensors[k].view, tensors[k].view, {ReduceOp::kSum}));
   }
   for (auto& h : handles) h.wait();  // all of them, before any assertion can return
   for (int k = 0; k < 300; ++k) {
@@ -106,7 +108,8 @@ TEST(Allreduce, RepeatedStepsOfManyTensorsStayCorrect) {
   // A training loop's shape: the same 40 gradients every step. Under DTRAIN_AUTOTUNE (the job
   // test runs it so) the fusion threshold and cycle time change between steps.
   std::vector<Tensor> tensors;
-  for (int k = 0; k < 40; ++k) tensors.emplace_back(DataType::kFloat32, std::vector<std::int64_t>{1 + (k * 997) % 20000});
+  for (int k = 0; k < 40; ++k)
+    tensors.emplace_back(DataType::kFloat32, std::vector<std::int64_t>{1 + (k * 997) % 20000});
   for (int step = 0; step < 60; ++step) {
     std::vector<Handle> handles;
     for (int k = 0; k < 40; ++k) {
@@ -215,7 +218,8 @@ TEST(Mismatch, ShapeDtypeOpAndRootFailOnEveryRankNamingThem) {
   message = error_of([&] { allreduce("mismatch.dtype", typed.view, typed.view); });
   EXPECT_NE(message.find("dtype differs across ranks: rank 0 has float64"), std::string::npos) << message;
 
-  message = error_of([&] { allreduce("mismatch.op", b.view, b.view, {rank() == 0 ? ReduceOp::kMax : ReduceOp::kSum}); });
+  message =
+      error_of([&] { allreduce("mismatch.op", b.view, b.view, {rank() == 0 ? ReduceOp::kMax : ReduceOp::kSum}); });
   EXPECT_NE(message.find("reduce op differs across ranks: rank 0 has Max"), std::string::npos) << message;
 
   message = error_of([&] { broadcast("mismatch.root", b.view, rank() == 0 ? 0 : 1); });
@@ -413,8 +417,8 @@ TEST(Barrier, AmongManyAllgathersAndReducescattersInFlight) {
   std::vector<Handle> gathers, scatters;
   for (int k = 0; k < count; ++k) {
     gathers.push_back(allgather_async("flight.gather." + std::to_string(k), gathered_inputs[k].view));
-    scatters.push_back(reducescatter_async("flight.scatter." + std::to_string(k), scattered_inputs[k].view,
-                                           {ReduceOp::kSum}));
+    scatters.push_back(
+        reducescatter_async("flight.scatter." + std::to_string(k), scattered_inputs[k].view, {ReduceOp::kSum}));
     if (k == count / 2) barrier();
   }
   for (int k = 0; k < count; ++k) {
@@ -422,7 +426,8 @@ TEST(Barrier, AmongManyAllgathersAndReducescattersInFlight) {
     const TensorView gathered = gathers[k].output();
     ASSERT_EQ(gathered.shape, (std::vector<std::int64_t>{2 * size()}));
     for (int r = 0; r < size(); ++r) {
-      for (int i = 0; i < 2; ++i) EXPECT_EQ(testing::load(DataType::kInt64, gathered.data, 2 * r + i), 1000 * k + 10 * r + i);
+      for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(testing::load(DataType::kInt64, gathered.data, 2 * r + i), 1000 * k + 10 * r + i);
     }
     scatters[k].wait();
     const TensorView scattered = scatters[k].output();

@@ -24,7 +24,8 @@ std::vector<std::vector<char>> exchanged(const std::vector<CycleSummary>& summar
 }
 
 TEST(CycleSummary, SameBitsEverywhereAreRunInPositionOrder) {
-  const auto agreed = agreed_positions(exchanged({summary_of({70, 3, 9}), summary_of({9, 70, 3}), summary_of({3, 9, 70})}));
+  const auto agreed =
+      agreed_positions(exchanged({summary_of({70, 3, 9}), summary_of({9, 70, 3}), summary_of({3, 9, 70})}));
   ASSERT_TRUE(agreed.has_value());
   EXPECT_EQ(*agreed, (std::vector<std::uint32_t>{3, 9, 70}));
 }

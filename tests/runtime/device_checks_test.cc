@@ -52,7 +52,8 @@ TEST(GpuEngineChoice, WhatTheUserAsksForWinsOrIsAnError) {
 
 TEST(DeviceNegotiation, CpuOnOneRankAndCudaOnAnotherFailsNamingBoth) {
   const Request a = allreduce_on(0, DeviceType::kCPU), b = allreduce_on(1, DeviceType::kCUDA);
-  EXPECT_EQ(build_response({&a, &b}, {}).error, "allreduce 'grad': device differs across ranks: rank 0 has cpu; rank 1 has cuda");
+  EXPECT_EQ(build_response({&a, &b}, {}).error,
+            "allreduce 'grad': device differs across ranks: rank 0 has cpu; rank 1 has cuda");
   const Request c = allreduce_on(1, DeviceType::kCUDA);
   const Response agreed = build_response({&b, &c}, {});
   ASSERT_TRUE(agreed.ok()) << agreed.error;
@@ -75,7 +76,8 @@ TEST(DeviceNegotiation, TheDeviceSurvivesEncodingAndTheCache) {
 TEST(DeviceNegotiation, FusionKeepsCpuAndCudaTensorsApart) {
   const Request a = allreduce_on(0, DeviceType::kCPU, "a"), b = allreduce_on(0, DeviceType::kCUDA, "b"),
                 c = allreduce_on(0, DeviceType::kCUDA, "c");
-  const auto fused = fuse_responses({build_response({&a}, {}), build_response({&b}, {}), build_response({&c}, {})}, 1 << 20);
+  const auto fused =
+      fuse_responses({build_response({&a}, {}), build_response({&b}, {}), build_response({&c}, {})}, 1 << 20);
   ASSERT_EQ(fused.size(), 2u);
   EXPECT_EQ(fused[0].names, (std::vector<std::string>{"a"}));
   EXPECT_EQ(fused[1].names, (std::vector<std::string>{"b", "c"}));
@@ -127,7 +129,8 @@ TEST(GpuEngineKnob, AnUnknownEngineIsANamedErrorAtInit) {
     init();
     FAIL() << "initialised";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("DTRAIN_GPU_ENGINE must be auto, nccl or staged (got 'gloo')"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("DTRAIN_GPU_ENGINE must be auto, nccl or staged (got 'gloo')"),
+              std::string::npos)
         << e.what();
   }
   unsetenv("DTRAIN_GPU_ENGINE");

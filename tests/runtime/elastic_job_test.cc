@@ -39,8 +39,8 @@ constexpr int kCommitEvery = 5;
 // One `dtrain run` in the background, its output in a file the test reads as it grows.
 class ElasticJob {
  public:
-  ElasticJob(const fs::path& dir, const std::vector<std::string>& launcher_args, const std::vector<std::string>& worker_args,
-             const std::string& timeout_s = "10")
+  ElasticJob(const fs::path& dir, const std::vector<std::string>& launcher_args,
+             const std::vector<std::string>& worker_args, const std::string& timeout_s = "10")
       : log_(dir / "job.log"), tag_("elastic-test-" + std::to_string(std::random_device()())) {
     std::vector<std::string> argv = {"/usr/bin/timeout", "-k", "5", "150", kLauncher, "run"};
     argv.insert(argv.end(), launcher_args.begin(), launcher_args.end());
@@ -147,7 +147,8 @@ TEST(ElasticJob, KilledWorkerLeavesTheOthersTrainingOnTwoRanks) {
   ASSERT_EQ(job.wait(), 0) << job.output();
   const std::string out = job.output();
   EXPECT_NE(out.find("host 127.0.0.2: worker 1 was killed by signal 9 (SIGKILL); the job goes on without it"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("round 2: 2 ranks"), std::string::npos) << out;
   expect_every_step_counted_once(out, 3, 2);
   EXPECT_EQ(job.survivors(), "");
@@ -173,7 +174,8 @@ TEST(ElasticJob, RankZeroIsNotSpecial) {
   ASSERT_EQ(job.wait(), 0) << job.output();
   const std::string out = job.output();
   EXPECT_NE(out.find("round 2: 2 ranks (rank 0 = worker 1 on 127.0.0.2, rank 1 = worker 2 on 127.0.0.3)"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   expect_every_step_counted_once(out, 3, 2);
 }
 
@@ -208,7 +210,9 @@ TEST(ElasticJob, HostFromTheDiscoveryScriptJoinsAtTheNextCommit) {
   EXPECT_NE(out.find("1 new worker waits to join at the next commit"), std::string::npos) << out;
   EXPECT_NE(out.find("round 2: 3 ranks"), std::string::npos) << out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(reset: 2 -> 3 ranks, round 2, resuming at step (\d+), redoing 0)"))) << out;
+  ASSERT_TRUE(
+      std::regex_search(out, m, std::regex(R"(reset: 2 -> 3 ranks, round 2, resuming at step (\d+), redoing 0)")))
+      << out;
   const long joined = std::stol(m[1]);
   EXPECT_EQ(joined % kCommitEvery, 0) << "joined between commits:\n" << out;
   const Done done = done_line(out);
@@ -226,7 +230,8 @@ TEST(ElasticJob, BelowMinNpForLongerThanTheTimeoutFailsWithOneLine) {
   const std::string out = job.output();
   EXPECT_NE(out.find("dtrain run: elastic: 2 workers alive, below --min-np 3 for more than 2 s (lost: host 127.0.0.2: "
                      "worker 1 was killed by signal 9 (SIGKILL))"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_EQ(job.survivors(), "");
   for (const auto& e : fs::directory_iterator("/dev/shm")) {
     const std::string name = e.path().filename();

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   // still be training when something the test waits for has happened).
   const long hold_at = flag(argc, argv, "--hold-at-step", -1);
   const std::string hold_file = text_flag(argc, argv, "--hold-file");
-  std::fprintf(stderr, "worker %s pid %d\n", std::getenv("DTRAIN_ELASTIC_WORKER") ? std::getenv("DTRAIN_ELASTIC_WORKER") : "-",
+  std::fprintf(stderr, "worker %s pid %d\n",
+               std::getenv("DTRAIN_ELASTIC_WORKER") ? std::getenv("DTRAIN_ELASTIC_WORKER") : "-",
                static_cast<int>(::getpid()));
 
   CounterState state;
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
         while (state.now.step == hold_at && !std::filesystem::exists(hold_file)) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
-        if (state.now.step == fail_at) throw std::runtime_error("the program's own failure at step " + std::to_string(fail_at));
+        if (state.now.step == fail_at)
+          throw std::runtime_error("the program's own failure at step " + std::to_string(fail_at));
         float one = 1.0f;
         dtrain::TensorView view{&one, dtrain::DataType::kFloat32, {1}};
         dtrain::ReduceOptions sum;

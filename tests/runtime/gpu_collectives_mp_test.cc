@@ -33,9 +33,9 @@ std::string why_no_gpu() {
   return count == 0 ? "no CUDA device" : "";
 }
 
-#define REQUIRE_GPU()                                                          \
-  if (const std::string why = why_no_gpu(); !why.empty()) {                    \
-    GTEST_SKIP() << "no usable GPU (" << why << "): GPU tests need a GPU";     \
+#define REQUIRE_GPU()                                                      \
+  if (const std::string why = why_no_gpu(); !why.empty()) {                \
+    GTEST_SKIP() << "no usable GPU (" << why << "): GPU tests need a GPU"; \
   }
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
@@ -88,7 +88,8 @@ TEST(GpuAllreduce, EveryOpEveryDtypeAgainstTheHostValues) {
     for (ReduceOp op : ops) {
       Tensor host(dtype, {3, 5});
       for (std::size_t i = 0; i < host.size(); ++i) host.set(i, contribution(rank(), i, op));
-      Case c{std::make_unique<DeviceTensor>(host), std::make_unique<DeviceTensor>(Tensor(dtype, {3, 5})), dtype, op, {}};
+      Case c{
+          std::make_unique<DeviceTensor>(host), std::make_unique<DeviceTensor>(Tensor(dtype, {3, 5})), dtype, op, {}};
       c.handle = allreduce_async(std::string("gpu.ar.") + to_string(dtype) + "." + to_string(op), c.in->view,
                                  c.out->view, {op});
       cases.push_back(std::move(c));
@@ -98,7 +99,8 @@ TEST(GpuAllreduce, EveryOpEveryDtypeAgainstTheHostValues) {
   for (auto& c : cases) {
     const Tensor out = c.out->to_host();
     for (std::size_t i = 0; i < out.size(); ++i) {
-      ASSERT_EQ(out.get(i), expected_reduction(c.op, size(), i, c.dtype)) << to_string(c.dtype) << " " << to_string(c.op);
+      ASSERT_EQ(out.get(i), expected_reduction(c.op, size(), i, c.dtype))
+          << to_string(c.dtype) << " " << to_string(c.op);
     }
   }
 }
@@ -130,8 +132,8 @@ TEST(GpuAllreduce, ManySmallTensorsAreFusedAndEachCorrect) {
     Tensor host(dtype, {1 + (k * 37) % 1000});
     for (std::size_t i = 0; i < host.size(); ++i) host.set(i, contribution(rank(), i + k));
     tensors.push_back(std::make_unique<DeviceTensor>(host));
-    handles.push_back(allreduce_async("gpu.many." + std::to_string(k), tensors.back()->view, tensors.back()->view,
-                                      {ReduceOp::kSum}));
+    handles.push_back(
+        allreduce_async("gpu.many." + std::to_string(k), tensors.back()->view, tensors.back()->view, {ReduceOp::kSum}));
   }
   for (auto& h : handles) h.wait();
   for (int k = 0; k < 300; ++k) {
@@ -245,7 +247,8 @@ TEST(GpuReducescatter, EvenAndUnevenFirstDimensionsWithScaling) {
       const Tensor back = DeviceTensor::copy_to_host(scattered.output());
       for (std::int64_t k = 0; k < my_rows * 2; ++k) {
         const auto global = static_cast<std::size_t>(first_row * 2 + k);
-        ASSERT_EQ(back.get(k), expected_reduction(op, size(), global, DataType::kFloat32)) << rows << " " << to_string(op);
+        ASSERT_EQ(back.get(k), expected_reduction(op, size(), global, DataType::kFloat32))
+            << rows << " " << to_string(op);
       }
     }
   }
@@ -261,8 +264,8 @@ TEST(GpuMismatch, CpuOnOneRankAndCudaOnTheOthersFailsOnEveryRank) {
   REQUIRE_GPU();
   Tensor host(DataType::kFloat32, {4});
   DeviceTensor on_gpu(host);
-  const std::string message =
-      error_of([&] { allreduce("gpu.mixed", rank() == 0 ? host.view : on_gpu.view, rank() == 0 ? host.view : on_gpu.view); });
+  const std::string message = error_of(
+      [&] { allreduce("gpu.mixed", rank() == 0 ? host.view : on_gpu.view, rank() == 0 ? host.view : on_gpu.view); });
   EXPECT_NE(message.find("allreduce 'gpu.mixed': device differs across ranks: rank 0 has cpu; "), std::string::npos)
       << message;
   // The job goes on: the next operation works.

@@ -145,8 +145,9 @@ TEST(Job, RanksThatReachedInitAreNotStoppedByTheStartTimeout) {
 }
 
 TEST(Job, WorkerWithTheWrongTokenIsRefused) {
-  const auto result = run_job(kLauncher + " run -np 2 -- sh -c 'DTRAIN_JOB_TOKEN=forged exec " + kCollectives +
-                              " --gtest_filter=Barrier.*'", 60);
+  const auto result = run_job(
+      kLauncher + " run -np 2 -- sh -c 'DTRAIN_JOB_TOKEN=forged exec " + kCollectives + " --gtest_filter=Barrier.*'",
+      60);
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("refused this rank's job token"), std::string::npos) << result.output;
 }
@@ -170,8 +171,7 @@ TEST(Job, KilledWorkerLeavesNoSharedSegmentThatBreaksTheNextJob) {
 
   const auto crashed = run_job(kLauncher + " run -np 2 --kill-grace-s 1 -- " + kCollectives +
                                " --gtest_filter=JobOnly.RankOneDiesHoldingTheSharedSegment");
-  EXPECT_NE(crashed.output.find("rank 1 (host localhost) was killed by signal 9"), std::string::npos)
-      << crashed.output;
+  EXPECT_NE(crashed.output.find("rank 1 (host localhost) was killed by signal 9"), std::string::npos) << crashed.output;
   EXPECT_FALSE(std::filesystem::exists(stale)) << "the next job's creator should remove it";
   for (const auto& name : dtrain_segments()) {
     EXPECT_EQ(name.find("-" + std::to_string(getpid()) + "-"), std::string::npos) << name;

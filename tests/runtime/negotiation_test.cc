@@ -92,15 +92,17 @@ TEST(ResponseBuilder, NamesTheRanksThatDisagreeOnShape) {
 
 TEST(ResponseBuilder, DtypeOpRootAndOperationMismatches) {
   Request a = allreduce_request(0, "t"), b = allreduce_request(1, "t", {4}, DataType::kFloat64);
-  EXPECT_NE(build_response({&a, &b}, {}).error.find("dtype differs across ranks: rank 0 has float32; rank 1 has float64"),
-            std::string::npos);
+  EXPECT_NE(
+      build_response({&a, &b}, {}).error.find("dtype differs across ranks: rank 0 has float32; rank 1 has float64"),
+      std::string::npos);
   b = allreduce_request(1, "t");
   b.reduce_op = ReduceOp::kMax;
   EXPECT_NE(build_response({&a, &b}, {}).error.find("reduce op differs"), std::string::npos);
   b.reduce_op = ReduceOp::kSum;
   b.type = OpType::kBroadcast;
-  EXPECT_NE(build_response({&a, &b}, {}).error.find("operation differs across ranks: rank 0 has allreduce; rank 1 has "
-                                                    "broadcast"),
+  EXPECT_NE(build_response({&a, &b}, {})
+                .error.find("operation differs across ranks: rank 0 has allreduce; rank 1 has "
+                            "broadcast"),
             std::string::npos);
   a.type = OpType::kBroadcast;
   b.root = 1;
@@ -176,8 +178,7 @@ TEST(Coordinator, CacheBitsStandInForRepeatedRequests) {
   r[1].requests = {allreduce_request(1, "w", {8})};
   plan = coordinator.plan(r, Clock::now());
   ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].response.error,
-            "allreduce 'w': shape differs across ranks: rank 0 has [4]; rank 1 has [8]");
+  EXPECT_EQ(plan.items[0].response.error, "allreduce 'w': shape differs across ranks: rank 0 has [4]; rank 1 has [8]");
 }
 
 TEST(Coordinator, JoinCompletesWhenEveryRankJoinedAndNamesTheLast) {

@@ -33,11 +33,19 @@ class PlacementFromEnvironment : public ::testing::Test {
     }
   }
 
-  static constexpr const char* kLauncherVariables[] = {
-      "DTRAIN_RANK",       "DTRAIN_SIZE",           "DTRAIN_LOCAL_RANK",      "DTRAIN_LOCAL_SIZE",
-      "DTRAIN_CROSS_RANK", "DTRAIN_CROSS_SIZE",     "DTRAIN_RENDEZVOUS_ADDR", "DTRAIN_RENDEZVOUS_PORT",
-      "DTRAIN_JOB_TOKEN",  "OMPI_COMM_WORLD_SIZE",  "OMPI_COMM_WORLD_RANK",   "OMPI_COMM_WORLD_LOCAL_SIZE",
-      "OMPI_COMM_WORLD_LOCAL_RANK"};
+  static constexpr const char* kLauncherVariables[] = {"DTRAIN_RANK",
+                                                       "DTRAIN_SIZE",
+                                                       "DTRAIN_LOCAL_RANK",
+                                                       "DTRAIN_LOCAL_SIZE",
+                                                       "DTRAIN_CROSS_RANK",
+                                                       "DTRAIN_CROSS_SIZE",
+                                                       "DTRAIN_RENDEZVOUS_ADDR",
+                                                       "DTRAIN_RENDEZVOUS_PORT",
+                                                       "DTRAIN_JOB_TOKEN",
+                                                       "OMPI_COMM_WORLD_SIZE",
+                                                       "OMPI_COMM_WORLD_RANK",
+                                                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                       "OMPI_COMM_WORLD_LOCAL_RANK"};
 
  private:
   std::map<std::string, std::optional<std::string>> saved_;

@@ -24,18 +24,18 @@ TEST(HalfFloat, RoundTripsEveryFiniteHalf) {
 TEST(HalfFloat, RoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(float_to_half(1.0f), 0x3c00);
   EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
-  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                // halfway to the next: rounds to inf
-  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);      // tie: even mantissa stays
-  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3c02);      // tie: odd mantissa rounds up
-  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001);           // smallest subnormal
-  EXPECT_EQ(float_to_half(2.9802322e-8f), 0x0000);           // half of it: tie to even (zero)
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);            // halfway to the next: rounds to inf
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // tie: even mantissa stays
+  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3c02);  // tie: odd mantissa rounds up
+  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001);       // smallest subnormal
+  EXPECT_EQ(float_to_half(2.9802322e-8f), 0x0000);       // half of it: tie to even (zero)
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 TEST(BFloat16, RoundsToNearestEven) {
   EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
   EXPECT_EQ(bfloat16_to_float(0x3f80), 1.0f);
-  EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3f80);   // tie to even
+  EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3f80);  // tie to even
   EXPECT_EQ(float_to_bfloat16(1.0f + 3.0f / 256), 0x3f82);
   EXPECT_TRUE(std::isnan(bfloat16_to_float(float_to_bfloat16(std::numeric_limits<float>::quiet_NaN()))));
 }

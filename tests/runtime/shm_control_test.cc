@@ -42,8 +42,8 @@ void on_every_rank(std::vector<std::unique_ptr<ShmControl>>& controls,
 
 // Rank r's message of round k: its length runs from empty to several mailboxes.
 std::vector<char> message_of(int r, int round) {
-  const std::size_t lengths[] = {0, 1, 100, ShmControl::kMailboxBytes, ShmControl::kMailboxBytes + 1,
-                                 3 * ShmControl::kMailboxBytes + 17};
+  const std::size_t lengths[] = {
+      0, 1, 100, ShmControl::kMailboxBytes, ShmControl::kMailboxBytes + 1, 3 * ShmControl::kMailboxBytes + 17};
   std::vector<char> message(lengths[(r + round) % 6]);
   for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<char>((i * 31 + r * 7 + round) % 251);
   return message;

@@ -22,8 +22,7 @@ std::string unique_name(const std::string& what) {
 }
 
 // Runs `body(rank, engine)` on `ranks` threads sharing one freshly created segment.
-void with_local_ranks(int ranks, const std::string& name,
-                      const std::function<void(int, ShmAllreduce&)>& body) {
+void with_local_ranks(int ranks, const std::string& name, const std::function<void(int, ShmAllreduce&)>& body) {
   SharedSegment created = SharedSegment::create(name, ShmAllreduce::segment_bytes(ranks));
   ShmAllreduce::format(created, ranks);
   std::vector<std::unique_ptr<ShmAllreduce>> engines;
@@ -55,7 +54,7 @@ TEST(ShmAllreduce, EveryDtypeAndOpAcrossSeveralChunks) {
             double expected = 1 + static_cast<double>(i % 3);
             for (int k = 1; k < ranks; ++k) {
               const double v = (k + 1) + static_cast<double>(i % 3);
-              expected = op == ReduceOp::kSum ? expected + v
+              expected = op == ReduceOp::kSum   ? expected + v
                          : op == ReduceOp::kMin ? std::min(expected, v)
                          : op == ReduceOp::kMax ? std::max(expected, v)
                                                 : expected * v;
@@ -84,7 +83,8 @@ TEST(ShmAllreduce, PiecesAcrossChunksComeBackReducedAndScaled) {
       }
       with_local_ranks(ranks, unique_name("scaled"), [&](int r, ShmAllreduce& engine) {
         std::vector<BufferPiece> pieces;
-        for (auto& piece : data[r]) pieces.push_back({piece.view.data, static_cast<std::size_t>(piece.view.num_elements())});
+        for (auto& piece : data[r])
+          pieces.push_back({piece.view.data, static_cast<std::size_t>(piece.view.num_elements())});
         engine.allreduce(pieces, dtype, ReduceOp::kSum, 0.25);
       });
       for (int r = 0; r < ranks; ++r) {
@@ -92,7 +92,8 @@ TEST(ShmAllreduce, PiecesAcrossChunksComeBackReducedAndScaled) {
           for (std::size_t i = 0; i < sizes[p]; ++i) {
             // Sums of small even numbers times a power of two: exact in every dtype tested.
             const double expected = (ranks * (ranks + 1) + ranks * static_cast<double>(i % 5) * 4) * 0.25;
-            ASSERT_EQ(data[r][p].get(i), expected) << to_string(dtype) << " rank " << r << " piece " << p << " element " << i;
+            ASSERT_EQ(data[r][p].get(i), expected)
+                << to_string(dtype) << " rank " << r << " piece " << p << " element " << i;
           }
         }
       }

@@ -72,7 +72,8 @@ TEST(Lifecycle, InitAloneIsAWorldOfOneWhateverTheLauncherSays) {
   allreduce("alone", {&value, DataType::kFloat64, {1}}, {&out, DataType::kFloat64, {1}}, {ReduceOp::kSum});
   EXPECT_EQ(out, 4);
   shutdown();
-  for (const char* name : {"DTRAIN_SIZE", "DTRAIN_RANK", "DTRAIN_RENDEZVOUS_ADDR", "DTRAIN_RENDEZVOUS_PORT", "DTRAIN_JOB_TOKEN"}) {
+  for (const char* name :
+       {"DTRAIN_SIZE", "DTRAIN_RANK", "DTRAIN_RENDEZVOUS_ADDR", "DTRAIN_RENDEZVOUS_PORT", "DTRAIN_JOB_TOKEN"}) {
     unsetenv(name);
   }
 }

@@ -16,7 +16,9 @@ inline void store(DataType dtype, void* data, std::size_t i, double v) {
     case DataType::kUInt8: static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(v); break;
     case DataType::kInt32: static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(v); break;
     case DataType::kInt64: static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(v); break;
-    case DataType::kFloat16: static_cast<std::uint16_t*>(data)[i] = runtime::float_to_half(static_cast<float>(v)); break;
+    case DataType::kFloat16:
+      static_cast<std::uint16_t*>(data)[i] = runtime::float_to_half(static_cast<float>(v));
+      break;
     case DataType::kBFloat16:
       static_cast<std::uint16_t*>(data)[i] = runtime::float_to_bfloat16(static_cast<float>(v));
       break;
@@ -55,8 +57,8 @@ struct Tensor {
 };
 
 inline const std::vector<DataType>& all_dtypes() {
-  static const std::vector<DataType> all = {DataType::kUInt8,    DataType::kInt32,   DataType::kInt64,
-                                            DataType::kFloat16,  DataType::kBFloat16, DataType::kFloat32,
+  static const std::vector<DataType> all = {DataType::kUInt8,   DataType::kInt32,    DataType::kInt64,
+                                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                                             DataType::kFloat64};
   return all;
 }

@@ -36,7 +36,7 @@ TEST(Base64, RoundTripsEveryLength) {
 TEST(Base64, KnownVectorsAndOtherEncodersForms) {
   EXPECT_EQ(encode_base64(reinterpret_cast<const uint8_t*>("foobar"), 6), "Zm9vYmFy");
   EXPECT_EQ(decoded("Zm9vYg=="), "foob");
-  EXPECT_EQ(decoded("Zm9vYg"), "foob");       // padding left out
+  EXPECT_EQ(decoded("Zm9vYg"), "foob");         // padding left out
   EXPECT_EQ(decoded("Zm9v\r\nYmE="), "fooba");  // MIME line breaks
   EXPECT_EQ(decoded("data:image/png;base64,Zm9v"), "foo");
 }

@@ -122,7 +122,8 @@ TEST(ModelArchive, AcceptsLinksThatStayInside) {
 TEST(ModelArchive, BoundsTheUnpackedSizeBeforeWriting) {
   TempDir scratch;
   const std::string archive = scratch / "model.tar.gz";
-  TarBuilder::write_gzip(archive, TarBuilder().file("a", std::string(600, 'a')).file("b", std::string(600, 'b')).archive());
+  TarBuilder::write_gzip(archive,
+                         TarBuilder().file("a", std::string(600, 'a')).file("b", std::string(600, 'b')).archive());
   ArchiveLimits limits;
   limits.max_total_bytes = 1000;
   EXPECT_NE(unpack_error(scratch, archive, limits).find("unpacks to more than 1000 bytes (at b)"), std::string::npos);
@@ -133,7 +134,8 @@ TEST(ModelArchive, BoundsTheUnpackedSizeBeforeWriting) {
   const std::string huge = other / "huge.tar.gz";
   TarBuilder::write_gzip(huge, TarBuilder().entry("big", '0', "", "", (uint64_t{1} << 33) - 1).unterminated());
   limits.max_total_bytes = uint64_t{1} << 30;
-  EXPECT_NE(unpack_error(other, huge, limits).find("unpacks to more than 1073741824 bytes (at big)"), std::string::npos);
+  EXPECT_NE(unpack_error(other, huge, limits).find("unpacks to more than 1073741824 bytes (at big)"),
+            std::string::npos);
   EXPECT_FALSE(fs::exists(other.path() / "out" / "big"));
 
   TempDir many;

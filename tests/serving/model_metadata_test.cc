@@ -64,8 +64,7 @@ TEST(ModelMetadata, ErrorsNameTheFileAndField) {
   write_text(file, R"({"kind": "mnist"})");
   EXPECT_EQ(error_of(dir.path()), file + ": \"weights\" must be a file name");
   write_text(file, R"({"kind": "mnist", "weights": "../../etc/passwd"})");
-  EXPECT_EQ(error_of(dir.path()),
-            file + ": \"weights\" ../../etc/passwd must name a file inside the model directory");
+  EXPECT_EQ(error_of(dir.path()), file + ": \"weights\" ../../etc/passwd must name a file inside the model directory");
   write_text(file, R"({"kind": "mnist", "weights": "model.pt"})");
   EXPECT_EQ(error_of(dir.path()),
             file + ": \"weights\" names " + (dir.path() / "model.pt").string() + ", which does not exist");

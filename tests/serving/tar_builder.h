@@ -32,7 +32,10 @@ class TarBuilder {
     std::snprintf(header + 136, 12, "%011o", 0);
     header[156] = type;
     std::snprintf(header + 157, 100, "%s", link.c_str());
-    std::memcpy(header + 257, "ustar\0" "00", 8);
+    std::memcpy(header + 257,
+                "ustar\0"
+                "00",
+                8);
     std::memset(header + 148, ' ', 8);
     unsigned sum = 0;
     for (unsigned char c : header) sum += c;

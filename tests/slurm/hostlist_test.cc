@@ -31,7 +31,8 @@ TEST(Hostlist, MalformedListsAreErrorsNamingTheList) {
 // tests/fuzz/slurm_hostlist): refused before the names are made.
 TEST(Hostlist, ListsOfMoreThanAMillionHostsAreRefused) {
   EXPECT_EQ(expand_hostlist("n[1-1000]m[1-1000]").size(), 1000000u);
-  for (const char* bad : {"a[1-99999]b[1-99999]", "a[1-2]b[1-1000]c[1-1000]", "n[1-100000,1-100000,1-100000,1-100000,"
+  for (const char* bad : {"a[1-99999]b[1-99999]", "a[1-2]b[1-1000]c[1-1000]",
+                          "n[1-100000,1-100000,1-100000,1-100000,"
                           "1-100000,1-100000,1-100000,1-100000,1-100000,1-100000,1-100000]",
                           "n[1-1000]m[1-1000],x"}) {
     try {

@@ -50,7 +50,8 @@ class SlurmJob : public OnTwoNodeCluster {
                            "  - {name: train:loss, regex: \"Loss: ([0-9.]+)\"}\n"
                            "  - {name: test:accuracy, regex: \"Test accuracy: ([0-9.]+)\"}\n"
                            "output_path: "
-                        << cluster_->dir() / "out" << "\nmax_run_seconds: 600\nenvironment: {OMP_NUM_THREADS: \"1\"}\n";
+                        << cluster_->dir() / "out"
+                        << "\nmax_run_seconds: 600\nenvironment: {OMP_NUM_THREADS: \"1\"}\n";
     return path;
   }
 
@@ -82,9 +83,8 @@ TEST_F(SlurmJob, TheMnistJobCompletesWithItsArtifacts) {
 }
 
 TEST_F(SlurmJob, ARankKilledWithSigkillFailsTheJobNamingRankAndNode) {
-  const std::string spec = write_spec(
-      "killed", "[bash, -c, 'if [ $SLURM_PROCID = 2 ]; then kill -9 $$; fi; exec " + kMnist +
-                    " --epochs 20 --threads 1']");
+  const std::string spec = write_spec("killed", "[bash, -c, 'if [ $SLURM_PROCID = 2 ]; then kill -9 $$; fi; exec " +
+                                                    kMnist + " --epochs 20 --threads 1']");
   JobResult r = cluster_->run(kDtrain + " job run --backend slurm " + spec, 300);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.exit_code, 124) << "the job did not end: " << r.output;
@@ -97,8 +97,10 @@ TEST_F(SlurmJob, ARankKilledWithSigkillFailsTheJobNamingRankAndNode) {
 }
 
 TEST_F(SlurmJob, ScancelStopsEveryRankAndTheJobRecordsStopped) {
-  const std::string spec = write_spec("cancelled", "[" + kMnist + ", --epochs, \"50\", --threads, \"1\", --log-every, \"5\"]");
-  auto job = std::async(std::launch::async, [&] { return cluster_->run(kDtrain + " job run --backend slurm " + spec, 300); });
+  const std::string spec =
+      write_spec("cancelled", "[" + kMnist + ", --epochs, \"50\", --threads, \"1\", --log-every, \"5\"]");
+  auto job =
+      std::async(std::launch::async, [&] { return cluster_->run(kDtrain + " job run --backend slurm " + spec, 300); });
   // Cancel once training runs on the ranks.
   const fs::path log = cluster_->dir() / "out/cancelled/logs/algo-1.log";
   const auto deadline = Clock::now() + std::chrono::seconds(120);

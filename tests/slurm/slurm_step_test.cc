@@ -9,9 +9,14 @@ namespace {
 
 // What srun -N2 -n3 gives task 2 (copied from a real step).
 std::map<std::string, std::string> third_task() {
-  return {{"SLURM_STEP_NUM_TASKS", "3"},  {"SLURM_PROCID", "2"},        {"SLURM_LOCALID", "0"},
-          {"SLURM_NODEID", "1"},          {"SLURM_JOB_ID", "4"},        {"SLURM_STEP_ID", "0"},
-          {"SLURM_STEP_NODELIST", "node[1-2]"}, {"SLURM_STEP_TASKS_PER_NODE", "2,1"}};
+  return {{"SLURM_STEP_NUM_TASKS", "3"},
+          {"SLURM_PROCID", "2"},
+          {"SLURM_LOCALID", "0"},
+          {"SLURM_NODEID", "1"},
+          {"SLURM_JOB_ID", "4"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURM_STEP_NODELIST", "node[1-2]"},
+          {"SLURM_STEP_TASKS_PER_NODE", "2,1"}};
 }
 
 std::optional<SlurmStep> step_of(const std::map<std::string, std::string>& vars) {
@@ -41,13 +46,13 @@ TEST(SlurmStep, ABatchScriptIsNoStep) {
 
 TEST(SlurmStep, InconsistentVariablesAreErrorsNamingThem) {
   const std::map<std::string, std::string> changes[] = {
-      {{"SLURM_PROCID", "3"}},                      // past the step's tasks
-      {{"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}},     // adds up to 4, not 3
-      {{"SLURM_STEP_TASKS_PER_NODE", "3"}},         // one node's count for two nodes
-      {{"SLURM_LOCALID", "1"}},                     // node2 has one task
-      {{"SLURM_NODEID", "2"}},                      // no third node
-      {{"SLURM_STEP_NODELIST", "node[1-2"}},        // malformed
-      {{"SLURM_PROCID", "two"}},                    // not a number
+      {{"SLURM_PROCID", "3"}},                   // past the step's tasks
+      {{"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}},  // adds up to 4, not 3
+      {{"SLURM_STEP_TASKS_PER_NODE", "3"}},      // one node's count for two nodes
+      {{"SLURM_LOCALID", "1"}},                  // node2 has one task
+      {{"SLURM_NODEID", "2"}},                   // no third node
+      {{"SLURM_STEP_NODELIST", "node[1-2"}},     // malformed
+      {{"SLURM_PROCID", "two"}},                 // not a number
   };
   for (const auto& change : changes) {
     auto vars = third_task();

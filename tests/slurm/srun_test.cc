@@ -26,8 +26,7 @@ class OnSlurm : public OnTwoNodeCluster {
                                 " (local rank " + std::to_string(rank % 2) + " of 2, cross rank " +
                                 std::to_string(rank / 2) + " of 2)";
       EXPECT_NE(output.find(place), std::string::npos) << place << "\n" << output;
-      EXPECT_NE(output.find("rank " + std::to_string(rank) + ": all collectives correct"), std::string::npos)
-          << output;
+      EXPECT_NE(output.find("rank " + std::to_string(rank) + ": all collectives correct"), std::string::npos) << output;
     }
   }
 };
@@ -48,8 +47,8 @@ TEST_F(OnSlurm, ABareSrunIsADtrainJob) {
 // job: every rank knows its place from Slurm, and its allreduce through Horovod's API and its
 // all_reduce through torch.distributed's backend "dtrain" are right.
 TEST_F(OnSlurm, PythonRanksUnderABareSrunAndUnderDtrainRunSlurm) {
-  const std::string python = "env PYTHONPATH=" + std::string(DTRAIN_PYTHON_PACKAGE) + " /usr/bin/python3 " +
-                             DTRAIN_PYTHON_RANKS;
+  const std::string python =
+      "env PYTHONPATH=" + std::string(DTRAIN_PYTHON_PACKAGE) + " /usr/bin/python3 " + DTRAIN_PYTHON_RANKS;
   const auto expect_four_python_ranks = [](const std::string& output) {
     for (int rank = 0; rank < 4; ++rank) {
       const std::string line = "python rank " + std::to_string(rank) + " of 4 on host node" +
@@ -67,7 +66,8 @@ TEST_F(OnSlurm, PythonRanksUnderABareSrunAndUnderDtrainRunSlurm) {
   const std::string script = cluster_->dir() / "python-job.sh";
   const std::string log = cluster_->dir() / "python-job.out";
   std::ofstream(script) << "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n#SBATCH --output=" << log
-                        << "\n" << kDtrain << " run --slurm -- " << python << "\n";
+                        << "\n"
+                        << kDtrain << " run --slurm -- " << python << "\n";
   JobResult batch = cluster_->run("sbatch --wait " + script);
   const std::string output = read_file(log);
   ASSERT_EQ(batch.exit_code, 0) << batch.output << output;
@@ -92,7 +92,8 @@ TEST_F(OnSlurm, DtrainRunSlurmInsideABatchJobPrefixesEveryRank) {
   const std::string script = cluster_->dir() / "job.sh";
   const std::string log = cluster_->dir() / "job.out";
   std::ofstream(script) << "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n#SBATCH --output=" << log
-                        << "\n" << kDtrain << " run --slurm -- " << kDemo << "\necho \"dtrain run exited $?\"\n";
+                        << "\n"
+                        << kDtrain << " run --slurm -- " << kDemo << "\necho \"dtrain run exited $?\"\n";
   JobResult r = cluster_->run("sbatch --wait " + script);
   const std::string output = read_file(log);
   ASSERT_EQ(r.exit_code, 0) << r.output << output;
@@ -125,8 +126,8 @@ TEST_F(OnSlurm, AStrangerWithoutTheTokenCannotJoinARunningStep) {
   // not the token; it claims to be task 1.
   JobResult stranger = cluster_->run(
       "env SLURM_JOB_ID=1 SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=1 SLURM_LOCALID=0 SLURM_NODEID=1 "
-      "SLURM_STEP_NODELIST='node[1-2]' SLURM_STEP_TASKS_PER_NODE='1(x2)' DTRAIN_RENDEZVOUS_PORT=" + port +
-          " DTRAIN_TIMEOUT_S=30 " + kDemo,
+      "SLURM_STEP_NODELIST='node[1-2]' SLURM_STEP_TASKS_PER_NODE='1(x2)' DTRAIN_RENDEZVOUS_PORT=" +
+          port + " DTRAIN_TIMEOUT_S=30 " + kDemo,
       60);
   std::ofstream(gate) << "done\n";
   JobResult r = job.get();

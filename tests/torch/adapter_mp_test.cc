@@ -143,7 +143,8 @@ TEST(DistributedOptimizer, Fp16CompressionLeavesBfloat16GradientsAlone) {
 }
 
 TEST(DistributedOptimizer, ParameterWithoutGradientOnSomeRanksDoesNotDeadlock) {
-  torch::nn::Linear used(torch::nn::LinearOptions(2, 1).bias(false)), unused(torch::nn::LinearOptions(2, 1).bias(false));
+  torch::nn::Linear used(torch::nn::LinearOptions(2, 1).bias(false)),
+      unused(torch::nn::LinearOptions(2, 1).bias(false));
   std::vector<at::Tensor> parameters = {used->weight, unused->weight};
   torch::optim::SGD sgd(parameters, 1.0);
   DistributedOptimizerOptions options;
@@ -166,7 +167,8 @@ TEST(DistributedOptimizer, DuplicateParameterNamesAreRefused) {
 
 // A layer whose weight starts at zero on every rank, and an SGD with learning rate 1 over it.
 struct ZeroLayer {
-  explicit ZeroLayer(std::int64_t n) : layer(torch::nn::LinearOptions(n, 1).bias(false)), sgd(layer->parameters(), 1.0) {
+  explicit ZeroLayer(std::int64_t n)
+      : layer(torch::nn::LinearOptions(n, 1).bias(false)), sgd(layer->parameters(), 1.0) {
     torch::NoGradGuard no_grad;
     layer->weight.zero_();
   }
@@ -296,7 +298,8 @@ TEST(DistributedOptimizer, SparseGradientsAreReducedAsDense) {
 TEST(Broadcast, ParametersAndOptimizerStateFromRoot) {
   torch::manual_seed(100 + rank());  // different weights on every rank
   torch::nn::Linear layer(3, 2);
-  torch::optim::SGD sgd(layer->parameters(), torch::optim::SGDOptions(0.01 * (rank() + 1)).momentum(rank() == 0 ? 0.9 : 0.1 * rank()));
+  torch::optim::SGD sgd(layer->parameters(),
+                        torch::optim::SGDOptions(0.01 * (rank() + 1)).momentum(rank() == 0 ? 0.9 : 0.1 * rank()));
   if (rank() == 0) {
     // Give rank 0 momentum buffers to send.
     layer->forward(at::ones({1, 3})).sum().backward();
@@ -327,13 +330,17 @@ std::vector<std::pair<std::string, OptimizerFactory>> optimizer_factories() {
        }},
       {"adam",
        [r](std::vector<at::Tensor> p) {
-         return std::make_unique<torch::optim::Adam>(
-             p, torch::optim::AdamOptions(0.01 + r).betas({0.8 + 0.01 * r, 0.99 - 0.01 * r}).eps(1e-6 * (r + 1)).weight_decay(0.1 * r));
+         return std::make_unique<torch::optim::Adam>(p, torch::optim::AdamOptions(0.01 + r)
+                                                            .betas({0.8 + 0.01 * r, 0.99 - 0.01 * r})
+                                                            .eps(1e-6 * (r + 1))
+                                                            .weight_decay(0.1 * r));
        }},
       {"adamw",
        [r](std::vector<at::Tensor> p) {
-         return std::make_unique<torch::optim::AdamW>(
-             p, torch::optim::AdamWOptions(0.01 + r).betas({0.8 + 0.01 * r, 0.99}).weight_decay(0.1 * (r + 1)).amsgrad(r == 0));
+         return std::make_unique<torch::optim::AdamW>(p, torch::optim::AdamWOptions(0.01 + r)
+                                                             .betas({0.8 + 0.01 * r, 0.99})
+                                                             .weight_decay(0.1 * (r + 1))
+                                                             .amsgrad(r == 0));
        }},
       {"rmsprop",
        [r](std::vector<at::Tensor> p) {
@@ -367,7 +374,8 @@ TEST(Broadcast, OptimizerStateAndOptionsOfEveryOptimizerType) {
     local_step();
     const at::Tensor flat = at::cat({layer->weight.detach().flatten(), layer->bias.detach().flatten()}).unsqueeze(0);
     const at::Tensor everyone = allgather(flat, "bcast.every_optimizer." + kind);
-    for (int other = 1; other < size(); ++other) EXPECT_TRUE(everyone[other].equal(everyone[0])) << kind << " rank " << other;
+    for (int other = 1; other < size(); ++other)
+      EXPECT_TRUE(everyone[other].equal(everyone[0])) << kind << " rank " << other;
   }
 }
 

@@ -80,15 +80,18 @@ TEST(CollectivesWithGradient, AllreduceSumAndAverage) {
 
 TEST(CollectivesWithGradient, AllgatherOfDifferentRowCounts) {
   expect_as_in_one_process(
-      [](int r) { return Shape{r + 1, 2}; }, [](const Tensors& x) { return same_for_every_rank(at::cat(x)); },
+      [](int r) {
+        return Shape{r + 1, 2};
+      },
+      [](const Tensors& x) { return same_for_every_rank(at::cat(x)); },
       [](const at::Tensor& x) { return allgather_with_gradient(x, "grad.allgather"); });
 }
 
 TEST(CollectivesWithGradient, BroadcastFromTheLastRank) {
   const int root = size() - 1;
-  expect_as_in_one_process(
-      [](int) { return Shape{3}; }, [root](const Tensors& x) { return same_for_every_rank(x[root]); },
-      [root](const at::Tensor& x) { return broadcast_with_gradient(x, root, "grad.broadcast"); });
+  expect_as_in_one_process([](int) { return Shape{3}; },
+                           [root](const Tensors& x) { return same_for_every_rank(x[root]); },
+                           [root](const at::Tensor& x) { return broadcast_with_gradient(x, root, "grad.broadcast"); });
 }
 
 // Rank r sends (r + j) % 2 + 1 rows to rank j.

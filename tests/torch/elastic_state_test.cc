@@ -105,7 +105,7 @@ TEST(TorchState, SyncInAWorldOfOneKeepsTheStateAndCommitsIt) {
   state.counter("step") = 50;
   state.restore();  // sync() committed what it synced
   EXPECT_EQ(state.counter("step"), 42);
-  state.commit();   // outside an elastic job: a save, no question to the launcher
+  state.commit();  // outside an elastic job: a save, no question to the launcher
   EXPECT_EQ(state.commits(), 1);
   shutdown();
 }

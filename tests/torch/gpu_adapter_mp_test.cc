@@ -17,14 +17,16 @@ namespace {
 
 namespace dt = dtrain::libtorch;
 
-#define REQUIRE_CUDA()                                                                            \
-  if (!torch::cuda::is_available() || !dtrain::cuda_built()) {                                     \
+#define REQUIRE_CUDA()                                                                                \
+  if (!torch::cuda::is_available() || !dtrain::cuda_built()) {                                        \
     GTEST_SKIP() << "needs a LibTorch with CUDA, a GPU and a runtime with its GPU engines (LibTorch " \
                  << (torch::cuda::is_available() ? "sees a GPU" : "sees no GPU") << ", runtime "      \
-                 << (dtrain::cuda_built() ? "has" : "lacks") << " them)";                           \
+                 << (dtrain::cuda_built() ? "has" : "lacks") << " them)";                             \
   }
 
-at::Device my_gpu() { return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank() % torch::cuda::device_count())); }
+at::Device my_gpu() {
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank() % torch::cuda::device_count()));
+}
 
 // 20 steps of SGD with momentum in float64 on `device`, each rank on its own batches; the
 // parameters after, on the CPU.
@@ -73,8 +75,8 @@ TEST(GpuAdapter, CollectivesOnCudaTensorsStayOnTheGpu) {
   const at::Tensor summed = dt::allreduce(mine.to(my_gpu()), "gpu.adapter.sum", {ReduceOp::kSum});
   EXPECT_TRUE(summed.is_cuda());
   const double world = size();
-  EXPECT_TRUE(torch::equal(summed.to(at::kCPU), torch::arange(6, torch::kFloat).reshape({2, 3}) * world +
-                                                    world * (world - 1) / 2));
+  EXPECT_TRUE(torch::equal(summed.to(at::kCPU),
+                           torch::arange(6, torch::kFloat).reshape({2, 3}) * world + world * (world - 1) / 2));
   const at::Tensor gathered = dt::allgather(mine.to(my_gpu()), "gpu.adapter.gather");
   EXPECT_TRUE(gathered.is_cuda());
   EXPECT_EQ(gathered.size(0), 2 * size());
@@ -88,7 +90,8 @@ TEST(GpuAdapter, CollectivesOnCudaTensorsStayOnTheGpu) {
 
 TEST(GpuAdapter, ACheckpointOfACudaModelRestoresOntoTheGpuAndTrainsOn) {
   REQUIRE_CUDA();
-  const std::string directory = "/tmp/dtrain-gpu-checkpoint-" + std::string(std::getenv("DTRAIN_JOB_ID") ? std::getenv("DTRAIN_JOB_ID") : "local");
+  const std::string directory = "/tmp/dtrain-gpu-checkpoint-" +
+                                std::string(std::getenv("DTRAIN_JOB_ID") ? std::getenv("DTRAIN_JOB_ID") : "local");
   auto make = [&] {
     torch::manual_seed(3);
     torch::nn::Linear model(4, 2);

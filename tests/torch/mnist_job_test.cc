@@ -50,7 +50,8 @@ long newest_checkpoint_step(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, std::regex(R"(checkpoint-(\d+)\.dtrain)"))) newest = std::max(newest, std::stol(m[1]));
+    if (std::regex_match(name, m, std::regex(R"(checkpoint-(\d+)\.dtrain)")))
+      newest = std::max(newest, std::stol(m[1]));
   }
   return newest;
 }
@@ -143,10 +144,12 @@ TEST(MnistJob, ElasticRunLosesAWorkerMidEpochAndFinishesOnTwoRanks) {
   const std::string out = output();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
   EXPECT_NE(out.find("host 127.0.0.3: worker 2 was killed by signal 9 (SIGKILL); the job goes on without it"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(World changed: 3 -> 2 ranks \(round 2, a worker was lost\); )"
-                                                   R"(resuming at step (\d+), redoing (\d+) steps)")))
+  ASSERT_TRUE(std::regex_search(out, m,
+                                std::regex(R"(World changed: 3 -> 2 ranks \(round 2, a worker was lost\); )"
+                                           R"(resuming at step (\d+), redoing (\d+) steps)")))
       << out;
   const long resumed = std::stol(m[1]), redone = std::stol(m[2]);
   EXPECT_EQ(resumed % 10, 0) << out;
@@ -186,8 +189,8 @@ TEST(MnistParameterServers, SyncModeReproducesAllreduceAfterFiveSteps) {
   const fs::path& dir = temp.path();
   const std::string args =
       " --data-dir " + kData + " --optimizer sgd --steps 5 --batch-size 32 --threads 1 --log-every 5";
-  const auto allreduce =
-      dtrain::testing::run_job(kLauncher + " run -np 2 -- " + kMnist + args + " --model-dir " + (dir / "allreduce").string(), 180);
+  const auto allreduce = dtrain::testing::run_job(
+      kLauncher + " run -np 2 -- " + kMnist + args + " --model-dir " + (dir / "allreduce").string(), 180);
   ASSERT_EQ(allreduce.exit_code, 0) << allreduce.output;
   const auto ps = dtrain::testing::run_job(kLauncher + " run --ps --ps-mode sync -np 2 -- " + kMnist + args +
                                                " --distribution ps --model-dir " + (dir / "ps").string(),
@@ -213,9 +216,10 @@ TEST(MnistParameterServers, AsyncTrainingFinishesWhenAWorkerIsKilled) {
   const std::string log = (dir / "log").string();
   const pid_t launcher = fork();
   if (launcher == 0) {
-    const std::string command = kLauncher + " run --ps --ps-worker-timeout 3 -np 3 -- " + kMnist + " --data-dir " + kData +
-                                " --distribution ps --steps 150 --batch-size 32 --threads 1 --log-every 10 --model-dir " +
-                                (dir / "model").string() + " > " + log + " 2>&1";
+    const std::string command =
+        kLauncher + " run --ps --ps-worker-timeout 3 -np 3 -- " + kMnist + " --data-dir " + kData +
+        " --distribution ps --steps 150 --batch-size 32 --threads 1 --log-every 10 --model-dir " +
+        (dir / "model").string() + " > " + log + " 2>&1";
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -261,13 +265,15 @@ TEST(MnistParameterServers, TheChiefResumesFromItsCheckpointAndTheOthersFollow) 
 TEST(MnistParameterServers, TwoHostJobWithAServerAndAWorkerEachReaches98PercentInTwoEpochs) {
   const TempDir temp;
   const fs::path& dir = temp.path();
-  std::ofstream(dir / "spec.yaml") << "name: mnist-ps\ncommand: [" << kMnist << "]\ninstance_count: 2\nprocesses_per_host: 1\n"
+  std::ofstream(dir / "spec.yaml") << "name: mnist-ps\ncommand: [" << kMnist
+                                   << "]\ninstance_count: 2\nprocesses_per_host: 1\n"
                                    << "hyperparameters: {distribution: ps, epochs: 2, threads: 1, log-every: 100}\n"
                                    << "channels: {training: {source: " << kData << "}}\n"
                                    << "distribution: {engine: parameter_server}\n"
                                    << "metric_definitions: [{name: accuracy, regex: \"Test accuracy: ([0-9.]+)\"}]\n"
                                    << "output_path: " << (dir / "out").string() << "\n";
-  const auto job = dtrain::testing::run_job(kLauncher + " job run " + (dir / "spec.yaml").string() + " --hosts process", 600);
+  const auto job =
+      dtrain::testing::run_job(kLauncher + " job run " + (dir / "spec.yaml").string() + " --hosts process", 600);
   ASSERT_EQ(job.exit_code, 0) << job.output;
   // A server on each host, the chief's accuracy in the job's summary.
   EXPECT_NE(job.output.find("[algo-1:ps0]<stdout>:dtrain ps-server 0: serving on "), std::string::npos) << job.output;

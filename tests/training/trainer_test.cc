@@ -34,7 +34,7 @@ TEST(Trainer, RunsEachStepBetweenTheHooksInTheOrderTheyWereAdded) {
   trainer.train(iteration, 5);
   EXPECT_EQ(iteration, 5);
   const std::vector<std::string> expected = {
-      "a:before_train:3", "b:before_train:3",                                        //
+      "a:before_train:3", "b:before_train:3",                                                //
       "a:before_step:3",  "b:before_step:3",  "step:3", "a:after_step:4", "b:after_step:4",  //
       "a:before_step:4",  "b:before_step:4",  "step:4", "a:after_step:5", "b:after_step:5",  //
       "a:after_train:5",  "b:after_train:5"};

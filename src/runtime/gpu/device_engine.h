@@ -46,10 +46,10 @@ class DeviceEngine {
 // each entry's views pointing at host copies.
 using HostRunner = std::function<void(const Response&, std::vector<TensorEntry*>&)>;
 
-// The engine for this process's GPU `device` (-1: the local rank's, modulo the GPUs present), chosen by config.gpu_engine and the job's layout
-// (engine_choice.h), which it logs once. Collective: every rank calls it at the same point
-// (the first CUDA operation), since choosing and creating a NCCL communicator exchange data
-// over `transport`.
+// The engine for this process's GPU `device` (-1: the local rank's, modulo the GPUs present), chosen by
+// config.gpu_engine and the job's layout (engine_choice.h), which it logs once. Collective: every rank calls it at the
+// same point (the first CUDA operation), since choosing and creating a NCCL communicator exchange data over
+// `transport`.
 std::unique_ptr<DeviceEngine> make_device_engine(Transport& transport, const RuntimeConfig& config, int device,
                                                  HostRunner host);
 

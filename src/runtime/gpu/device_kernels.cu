@@ -69,8 +69,8 @@ __global__ void divide_kernel(T* data, std::size_t count, T divisor) {
 
 template <typename T, typename Compute>
 void launch_scale(void* data, std::size_t count, double factor, cudaStream_t stream) {
-  scale_kernel<T, Compute><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<T*>(data), count,
-                                                                       static_cast<Compute>(factor));
+  scale_kernel<T, Compute>
+      <<<blocks_for(count), kThreads, 0, stream>>>(static_cast<T*>(data), count, static_cast<Compute>(factor));
 }
 
 template <typename T>

@@ -26,7 +26,10 @@ GpuEngineChoice choose_gpu_engine(const std::string& requested, bool nccl_built,
                                   const std::vector<std::string>& gpu_of_rank) {
   if (requested == "staged") return {GpuEngineKind::kStaged, "DTRAIN_GPU_ENGINE=staged"};
   if (requested == "nccl") {
-    if (!nccl_built) throw Error("dtrain: DTRAIN_GPU_ENGINE=nccl, but this build has no NCCL (configure with DTRAIN_CUDA=ON and NCCL installed)");
+    if (!nccl_built)
+      throw Error(
+          "dtrain: DTRAIN_GPU_ENGINE=nccl, but this build has no NCCL (configure with DTRAIN_CUDA=ON and NCCL "
+          "installed)");
     return {GpuEngineKind::kNccl, "DTRAIN_GPU_ENGINE=nccl"};
   }
   if (requested != "auto" && !requested.empty()) {

@@ -37,7 +37,8 @@ std::unique_ptr<DeviceEngine> make_device_engine(Transport& transport, const Run
                                                  HostRunner host) {
   int count = 0;
   if (const cudaError_t result = cudaGetDeviceCount(&count); result != cudaSuccess || count == 0) {
-    throw Error("dtrain: rank " + std::to_string(transport.rank()) + " has a collective on CUDA tensors, but no CUDA device can be used (" +
+    throw Error("dtrain: rank " + std::to_string(transport.rank()) +
+                " has a collective on CUDA tensors, but no CUDA device can be used (" +
                 (result == cudaSuccess ? std::string("none found") : std::string(cudaGetErrorString(result))) + ")");
   }
   if (device < 0) device = config.local_rank % count;

@@ -60,7 +60,8 @@ NcclEngine::NcclEngine(Transport& transport, int device, std::chrono::millisecon
   if (rank_ == 0) offer.made = ncclGetUniqueId(&offer.id) == ncclSuccess;
   transport.broadcast(&offer, sizeof(offer), 0);
   if (!offer.made) {
-    throw Error("dtrain: NCCL could not make a communicator id on rank 0 (ncclGetUniqueId failed; NCCL_DEBUG=WARN says why)");
+    throw Error(
+        "dtrain: NCCL could not make a communicator id on rank 0 (ncclGetUniqueId failed; NCCL_DEBUG=WARN says why)");
   }
   const ncclUniqueId id = offer.id;
   gpu::DeviceScope scope(device_);
@@ -78,7 +79,8 @@ NcclEngine::~NcclEngine() {
   if (comm_) {
     // Let queued work finish, unless it cannot (a peer gone, an error): then abort. Bounded
     // well under the job's timeout, since the peers are shutting down at the same time.
-    const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(30));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(30));
     bool drained = false;
     while (std::chrono::steady_clock::now() < deadline) {
       ncclResult_t state = ncclSuccess;
@@ -175,7 +177,8 @@ void NcclEngine::execute(const Response& response, std::vector<TensorEntry*>& te
   if (!broken_.empty()) throw Error(broken_);
   gpu::DeviceScope scope(device_);
   for (TensorEntry* t : tensors) {
-    if (t && t->ready) cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(t->ready.get()), 0), "cudaStreamWaitEvent");
+    if (t && t->ready)
+      cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(t->ready.get()), 0), "cudaStreamWaitEvent");
   }
   switch (response.type) {
     case OpType::kAllreduce: allreduce(response, tensors); break;
@@ -204,7 +207,8 @@ void NcclEngine::finish_reduction(const Response& response, void* data, std::siz
 void NcclEngine::allreduce(const Response& response, std::vector<TensorEntry*>& tensors) {
   const DataType dtype = response.dtype;
   const std::size_t esize = element_size(dtype);
-  const auto total = static_cast<std::size_t>(std::accumulate(response.sizes.begin(), response.sizes.end(), std::int64_t{0}));
+  const auto total =
+      static_cast<std::size_t>(std::accumulate(response.sizes.begin(), response.sizes.end(), std::int64_t{0}));
   void* buffer = nullptr;
   const bool fused = tensors.size() > 1;
   if (!fused && tensors[0]) {

@@ -8,8 +8,9 @@ namespace dtrain::runtime {
 namespace {
 
 [[noreturn]] void no_cuda(const std::string& what) {
-  throw Error(what + ", but this dtrain was built without CUDA (configure with DTRAIN_CUDA=ON where the CUDA "
-                     "toolkit and NCCL are installed)");
+  throw Error(what +
+              ", but this dtrain was built without CUDA (configure with DTRAIN_CUDA=ON where the CUDA "
+              "toolkit and NCCL are installed)");
 }
 
 }  // namespace
@@ -24,7 +25,9 @@ std::shared_ptr<void> capture_ready(const TensorView& view, const std::string& w
   no_cuda(what + " is on " + to_string(view.device));
 }
 
-std::shared_ptr<void> allocate(const Device& device, std::size_t) { no_cuda("memory on " + to_string(device) + " was asked for"); }
+std::shared_ptr<void> allocate(const Device& device, std::size_t) {
+  no_cuda("memory on " + to_string(device) + " was asked for");
+}
 
 }  // namespace gpu
 

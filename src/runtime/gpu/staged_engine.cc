@@ -35,7 +35,8 @@ StagedEngine::~StagedEngine() {
 
 std::byte* StagedEngine::staging(std::size_t bytes) {
   if (bytes <= staging_bytes_) return staging_;
-  if (staging_) gpu::cuda_check(cudaFreeHost(staging_), "cudaFreeHost");  // no copy uses it: each operation waits for its own
+  if (staging_)
+    gpu::cuda_check(cudaFreeHost(staging_), "cudaFreeHost");  // no copy uses it: each operation waits for its own
   staging_ = nullptr;
   staging_bytes_ = 0;
   void* memory = nullptr;
@@ -63,15 +64,17 @@ void StagedEngine::execute(const Response& response, std::vector<TensorEntry*>& 
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     TensorEntry* t = tensors[i];
     if (!t) continue;  // a rank that has joined: the host path contributes its zeros
-    if (t->ready) gpu::cuda_check(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(t->ready.get()), 0), "cudaStreamWaitEvent");
+    if (t->ready)
+      gpu::cuda_check(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(t->ready.get()), 0), "cudaStreamWaitEvent");
     TensorEntry& shadow = shadows[i];
     shadow.request = t->request;
     shadow.state = std::make_shared<detail::OpState>();
     shadow.submitted = t->submitted;
     shadow.input = TensorView{host + offset, t->input.dtype, t->input.shape};
     const TensorView& source = response.type == OpType::kBroadcast ? t->output : t->input;
-    gpu::cuda_check(cudaMemcpyAsync(shadow.input.data, source.data, source.num_bytes(), cudaMemcpyDeviceToHost, stream_),
-         "cudaMemcpyAsync (to host)");
+    gpu::cuda_check(
+        cudaMemcpyAsync(shadow.input.data, source.data, source.num_bytes(), cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync (to host)");
     if (given_output) shadow.output = shadow.input;  // reduced or received in place, on the host
     offset += aligned(t->input.num_bytes());
     shadow_of[i] = &shadow;
@@ -85,15 +88,16 @@ void StagedEngine::execute(const Response& response, std::vector<TensorEntry*>& 
     if (!t) continue;
     const TensorEntry& shadow = shadows[i];
     if (given_output) {
-      gpu::cuda_check(cudaMemcpyAsync(t->output.data, shadow.output.data, t->output.num_bytes(), cudaMemcpyHostToDevice, stream_),
-           "cudaMemcpyAsync (to device)");
+      gpu::cuda_check(
+          cudaMemcpyAsync(t->output.data, shadow.output.data, t->output.num_bytes(), cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync (to device)");
       continue;
     }
     const TensorView& result = shadow.state->output;
     void* out = allocate_output(*t, result.shape);
     if (result.num_bytes()) {
       gpu::cuda_check(cudaMemcpyAsync(out, result.data, result.num_bytes(), cudaMemcpyHostToDevice, stream_),
-           "cudaMemcpyAsync (to device)");
+                      "cudaMemcpyAsync (to device)");
     }
     t->state->received_splits = shadow.state->received_splits;
   }

@@ -54,8 +54,8 @@ HostLayout discover_host_layout(Transport& global, const std::string& hostname, 
   layout.local_rank = local[me];
   layout.local_size = layout.local_sizes[layout.host_index];
   // The creator's pid leads the name, so a later job can tell a stale segment by it.
-  layout.segment_name = std::string(SharedSegment::kNamePrefix) + std::to_string(creator_pid[layout.host_index]) +
-                        "-" + job_tag + "-host" + std::to_string(layout.host_index);
+  layout.segment_name = std::string(SharedSegment::kNamePrefix) + std::to_string(creator_pid[layout.host_index]) + "-" +
+                        job_tag + "-host" + std::to_string(layout.host_index);
   return layout;
 }
 

@@ -36,8 +36,8 @@ double rle_iou_exact(const RunLengthMask& dt, const RunLengthMask& gt, bool gt_i
   return static_cast<double>(intersection) / static_cast<double>(union_area);
 }
 
-double rle_iou(const RunLengthMask& dt, const BoundingBox& dt_box, const RunLengthMask& gt,
-               const BoundingBox& gt_box, bool gt_is_crowd) {
+double rle_iou(const RunLengthMask& dt, const BoundingBox& dt_box, const RunLengthMask& gt, const BoundingBox& gt_box,
+               bool gt_is_crowd) {
   const double box_overlap = box_iou(dt_box, gt_box, gt_is_crowd);
   if (!(box_overlap > 0)) return box_overlap;
   if (dt.height != gt.height || dt.width != gt.width) return -1;

@@ -19,8 +19,8 @@ double box_iou(const BoundingBox& dt, const BoundingBox& gt, bool gt_is_crowd);
 double rle_iou(const RunLengthMask& dt, const RunLengthMask& gt, bool gt_is_crowd);
 
 // As above with the masks' tight boxes already computed.
-double rle_iou(const RunLengthMask& dt, const BoundingBox& dt_box, const RunLengthMask& gt,
-               const BoundingBox& gt_box, bool gt_is_crowd);
+double rle_iou(const RunLengthMask& dt, const BoundingBox& dt_box, const RunLengthMask& gt, const BoundingBox& gt_box,
+               bool gt_is_crowd);
 
 // Exact mask IoU from the runs alone (no box shortcut, no size check).
 double rle_iou_exact(const RunLengthMask& dt, const RunLengthMask& gt, bool gt_is_crowd);

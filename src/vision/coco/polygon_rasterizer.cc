@@ -72,8 +72,8 @@ class Edge {
       const auto reached = [&](int t) { return rising ? at(t).u >= target : at(t).u <= target; };
       // Where the rounded column reaches the target, from the line itself;
       // then made exact on the points (at most a step or two away).
-      const double boundary = rising ? std::ceil((target - .5 - xs_) / slope_)
-                                     : std::floor((target + .5 - xs_) / slope_) + 1;
+      const double boundary =
+          rising ? std::ceil((target - .5 - xs_) / slope_) : std::floor((target + .5 - xs_) / slope_) + 1;
       int t = static_cast<int>(std::clamp(boundary, 1.0, static_cast<double>(steps_)));
       while (t > 1 && reached(t - 1)) --t;
       while (t < steps_ && !reached(t)) ++t;
@@ -130,8 +130,7 @@ RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint
   std::vector<GridPoint> corners(k);
   size_t columns = 1;  // bounds the crossings below
   for (size_t j = 0; j < k; ++j) {
-    corners[j] = {static_cast<int>(kUpsample * xy[2 * j] + .5),
-                  static_cast<int>(kUpsample * xy[2 * j + 1] + .5)};
+    corners[j] = {static_cast<int>(kUpsample * xy[2 * j] + .5), static_cast<int>(kUpsample * xy[2 * j + 1] + .5)};
   }
   for (size_t j = 0; j < k; ++j) {
     columns += static_cast<size_t>(std::abs(corners[j].u - corners[(j + 1) % k].u)) / 5 + 2;
@@ -146,7 +145,7 @@ RunLengthMask rle_from_polygon(std::span<const double> xy, uint32_t height, uint
   // elsewhere).
   // Compared as the COCO API does, unsigned: a width of 0 has no last column.
   const uint64_t last_column = static_cast<uint64_t>(width) - 1;
-  std::vector<uint32_t> starts;  // column-major index where a run flips
+  std::vector<uint32_t> starts;         // column-major index where a run flips
   std::vector<uint32_t> start_columns;  // the pixel column of each
   starts.reserve(columns + 1);
   start_columns.reserve(columns);

@@ -9,13 +9,12 @@ namespace dtrain::vision {
 namespace {
 
 // Emits a run boundary wherever the combined value changes, and the last run at the end.
-std::vector<uint32_t> merge_two(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
-                                bool intersect) {
+std::vector<uint32_t> merge_two(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, bool intersect) {
   std::vector<uint32_t> out;
   out.reserve(a.size() + b.size());
   RunPairWalker walker(a, b);
-  bool value = false;     // COCO's counts start with a run of zeros
-  uint32_t pending = 0;   // length of the output run being built
+  bool value = false;    // COCO's counts start with a run of zeros
+  uint32_t pending = 0;  // length of the output run being built
   uint32_t length;
   bool in_a, in_b;
   while (walker.next(&length, &in_a, &in_b)) {

@@ -54,13 +54,12 @@ RunLengthMask rle_from_counts_string(std::string_view counts, uint32_t height, u
     int shift = 0;
     for (;;) {
       if (p >= size) {
-        throw CocoError("RLE counts string ends inside a number at character " +
-                        std::to_string(p));
+        throw CocoError("RLE counts string ends inside a number at character " + std::to_string(p));
       }
       const unsigned chunk = text[p] - unsigned{kFirstChar};  // wraps below '0'
       if (chunk > 63) {
-        throw CocoError("RLE counts string has an invalid character at position " +
-                        std::to_string(p) + " (expected '0'..'o')");
+        throw CocoError("RLE counts string has an invalid character at position " + std::to_string(p) +
+                        " (expected '0'..'o')");
       }
       if (shift > 58) throw CocoError("RLE counts string has a number that is too long");
       value |= static_cast<int64_t>(chunk & 0x1f) << shift;

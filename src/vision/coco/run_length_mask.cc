@@ -35,8 +35,7 @@ std::vector<uint8_t> rle_decode(const RunLengthMask& mask) {
   uint8_t value = 0;
   for (uint32_t run : mask.counts) {
     if (out.size() + run > pixels) {
-      throw CocoError("rle_decode: the runs cover more than height*width = " +
-                      std::to_string(pixels) + " pixels");
+      throw CocoError("rle_decode: the runs cover more than height*width = " + std::to_string(pixels) + " pixels");
     }
     out.insert(out.end(), run, value);
     value = !value;
@@ -84,8 +83,8 @@ BoundingBox rle_to_bbox(const RunLengthMask& mask) {
   if (runs == 0 || h == 0) return {};
   const ExactDivisor rows(h);
   uint32_t x_min = mask.width, y_min = h, x_max = 0, y_max = 0;
-  uint32_t position = 0;      // pixels consumed so far
-  uint32_t run_start_x = 0;   // column where the current run of ones starts
+  uint32_t position = 0;     // pixels consumed so far
+  uint32_t run_start_x = 0;  // column where the current run of ones starts
   for (size_t j = 0; j < runs; ++j) {
     position += mask.counts[j];
     // For a run of zeros (even j) `position` is the first foreground pixel;
@@ -106,8 +105,8 @@ BoundingBox rle_to_bbox(const RunLengthMask& mask) {
     y_min = std::min(y_min, y);
     y_max = std::max(y_max, y);
   }
-  return BoundingBox{static_cast<double>(x_min), static_cast<double>(y_min),
-                     static_cast<double>(x_max - x_min + 1), static_cast<double>(y_max - y_min + 1)};
+  return BoundingBox{static_cast<double>(x_min), static_cast<double>(y_min), static_cast<double>(x_max - x_min + 1),
+                     static_cast<double>(y_max - y_min + 1)};
 }
 
 }  // namespace dtrain::vision

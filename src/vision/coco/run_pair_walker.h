@@ -29,8 +29,7 @@ class RunPairWalker {
   }
 
  private:
-  static void advance(uint32_t& left, std::size_t& next, bool& in, const std::vector<uint32_t>& counts,
-                      uint32_t step) {
+  static void advance(uint32_t& left, std::size_t& next, bool& in, const std::vector<uint32_t>& counts, uint32_t step) {
     left -= step;
     if (left == 0 && next < counts.size()) {
       left = counts[next++];

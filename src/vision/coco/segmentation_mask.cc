@@ -16,8 +16,7 @@ RunLengthMask polygons_mask(const Polygons& polygons, uint32_t height, uint32_t 
   // for a list of [x, y, w, h] boxes, and rejects shorter first entries.
   const size_t first = polygons[0].size();
   if (first < 4) {
-    throw CocoError("segmentation polygon has " + std::to_string(first) +
-                    " numbers, expected at least 6");
+    throw CocoError("segmentation polygon has " + std::to_string(first) + " numbers, expected at least 6");
   }
   std::vector<RunLengthMask> parts;
   parts.reserve(polygons.size());
@@ -34,8 +33,7 @@ RunLengthMask polygons_mask(const Polygons& polygons, uint32_t height, uint32_t 
 
 }  // namespace
 
-RunLengthMask segmentation_mask(const Segmentation& segmentation, uint32_t image_height,
-                                uint32_t image_width) {
+RunLengthMask segmentation_mask(const Segmentation& segmentation, uint32_t image_height, uint32_t image_width) {
   if (const auto* polygons = std::get_if<Polygons>(&segmentation)) {
     return polygons_mask(*polygons, image_height, image_width);
   }

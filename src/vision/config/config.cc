@@ -80,8 +80,7 @@ void Config::set(std::string_view key, const ConfigValue& value) {
   Entry& entry = entries_[index_of(key)];
   std::optional<ConfigValue> converted = convert(value, type_of(entry.value));
   if (!converted) {
-    throw ConfigError(
-        fmt::format("{} expects {}, got {}", key, describe(type_of(entry.value)), format_value(value)));
+    throw ConfigError(fmt::format("{} expects {}, got {}", key, describe(type_of(entry.value)), format_value(value)));
   }
   entry.value = std::move(*converted);
 }
@@ -102,8 +101,8 @@ namespace {
 
 // Writes the keys under `prefix` ("" or "MODEL.") as a YAML mapping, groups
 // in the order their first key was defined.
-void dump_group(const Config& config, const std::vector<std::string>& keys, const std::string& prefix,
-                int indent, std::string& out) {
+void dump_group(const Config& config, const std::vector<std::string>& keys, const std::string& prefix, int indent,
+                std::string& out) {
   std::vector<std::string> names;
   for (const std::string& key : keys) {
     if (!key.starts_with(prefix)) continue;
@@ -132,9 +131,8 @@ std::string Config::dump() const {
 
 bool Config::operator==(const Config& other) const {
   if (entries_.size() != other.entries_.size()) return false;
-  return std::all_of(entries_.begin(), entries_.end(), [&](const Entry& entry) {
-    return other.has(entry.key) && other.value(entry.key) == entry.value;
-  });
+  return std::all_of(entries_.begin(), entries_.end(),
+                     [&](const Entry& entry) { return other.has(entry.key) && other.value(entry.key) == entry.value; });
 }
 
 }  // namespace dtrain::vision::config

@@ -17,8 +17,7 @@ using FloatListList = std::vector<std::vector<double>>;
 
 // The value of one config key. A key's type is fixed by its default; merging
 // converts what a file or override says into that type or fails.
-using ConfigValue =
-    std::variant<bool, int64_t, double, std::string, IntList, FloatList, StringList, FloatListList>;
+using ConfigValue = std::variant<bool, int64_t, double, std::string, IntList, FloatList, StringList, FloatListList>;
 
 // In the order of ConfigValue's alternatives, so that the variant's index is
 // the type.
@@ -33,9 +32,8 @@ std::string_view describe(ValueType type);
 template <typename T>
 constexpr ValueType value_type_of() {
   static_assert(std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                    std::is_same_v<T, std::string> || std::is_same_v<T, IntList> ||
-                    std::is_same_v<T, FloatList> || std::is_same_v<T, StringList> ||
-                    std::is_same_v<T, FloatListList>,
+                    std::is_same_v<T, std::string> || std::is_same_v<T, IntList> || std::is_same_v<T, FloatList> ||
+                    std::is_same_v<T, StringList> || std::is_same_v<T, FloatListList>,
                 "a config value is bool, int64_t, double, std::string or one of the list types");
   return static_cast<ValueType>(ConfigValue(std::in_place_type<T>).index());
 }

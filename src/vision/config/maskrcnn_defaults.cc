@@ -78,7 +78,7 @@ void define_solver(Config& c) {
   c.define("SOLVER.IMS_PER_BATCH", int64_t{16});  // over all workers, as Detectron2
   c.define("SOLVER.BASE_LR", 0.02);
   c.define("SOLVER.LR_SCHEDULER_NAME", std::string("WarmupMultiStepLR"));  // or "WarmupCosineLR"
-  c.define("SOLVER.BASE_LR_END", 0.0);                                        // where WarmupCosineLR ends
+  c.define("SOLVER.BASE_LR_END", 0.0);                                     // where WarmupCosineLR ends
   c.define("SOLVER.MOMENTUM", 0.9);
   c.define("SOLVER.WEIGHT_DECAY", 0.0001);
   c.define("SOLVER.MAX_ITER", int64_t{90000});

@@ -51,8 +51,7 @@ void check_iou_order(const Config& c, std::string_view bg_key, std::string_view 
 }
 
 template <size_t N>
-std::array<double, N> fixed_list(const Config& c, std::string_view key, std::string_view what,
-                                 bool must_be_positive) {
+std::array<double, N> fixed_list(const Config& c, std::string_view key, std::string_view what, bool must_be_positive) {
   const auto values = c.get<FloatList>(key);
   if (values.size() != N) {
     throw ConfigError(fmt::format("{} must have {} values ({}), got {}", key, N, what, values.size()));
@@ -97,9 +96,8 @@ modeling::RpnOptions rpn_options(const Config& c) {
   modeling::RpnOptions out;
   out.anchor_sizes = c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.SIZES");
   if (out.anchor_sizes.size() != kFpnLevels) {
-    throw ConfigError(
-        fmt::format("MODEL.ANCHOR_GENERATOR.SIZES must have one list per FPN level ({}), got {}", kFpnLevels,
-                    out.anchor_sizes.size()));
+    throw ConfigError(fmt::format("MODEL.ANCHOR_GENERATOR.SIZES must have one list per FPN level ({}), got {}",
+                                  kFpnLevels, out.anchor_sizes.size()));
   }
   check_positive_lists("MODEL.ANCHOR_GENERATOR.SIZES", out.anchor_sizes);
   out.aspect_ratios = c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS");
@@ -112,8 +110,7 @@ modeling::RpnOptions rpn_options(const Config& c) {
   check_positive_lists("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS", out.aspect_ratios);
   // One RPN head serves every level, so every level needs as many anchors per location.
   const auto anchors_at = [&](size_t level) {
-    return out.anchor_sizes[level].size() *
-           out.aspect_ratios[out.aspect_ratios.size() == 1 ? 0 : level].size();
+    return out.anchor_sizes[level].size() * out.aspect_ratios[out.aspect_ratios.size() == 1 ? 0 : level].size();
   };
   for (size_t level = 1; level < out.anchor_sizes.size(); ++level) {
     if (anchors_at(level) != anchors_at(0)) {
@@ -141,9 +138,8 @@ modeling::RoiHeadsOptions roi_heads_options(const Config& c) {
   modeling::RoiHeadsOptions out;
   out.num_classes = c.get<int64_t>("MODEL.ROI_HEADS.NUM_CLASSES");
   if (out.num_classes < 2) {
-    throw ConfigError(
-        fmt::format("MODEL.ROI_HEADS.NUM_CLASSES counts the background too and must be at least 2, got {}",
-                    out.num_classes));
+    throw ConfigError(fmt::format(
+        "MODEL.ROI_HEADS.NUM_CLASSES counts the background too and must be at least 2, got {}", out.num_classes));
   }
   out.batch_size_per_image = positive(c, "MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
   out.positive_fraction = fraction(c, "MODEL.ROI_HEADS.POSITIVE_FRACTION");
@@ -206,8 +202,8 @@ modeling::ComputeOptions compute_options(const Config& c) {
 modeling::MaskRcnnOptions to_model_options(const Config& config) {
   const auto architecture = config.get<std::string>("MODEL.META_ARCHITECTURE");
   if (architecture != "GeneralizedRCNN") {
-    throw ConfigError(fmt::format(
-        "MODEL.META_ARCHITECTURE must be GeneralizedRCNN (the only one built), got '{}'", architecture));
+    throw ConfigError(
+        fmt::format("MODEL.META_ARCHITECTURE must be GeneralizedRCNN (the only one built), got '{}'", architecture));
   }
   modeling::MaskRcnnOptions options;
   options.backbone = backbone_options(config);

@@ -22,8 +22,7 @@ ConfigValue parse_value(const Config& config, const std::string& key, const std:
   if (type == ValueType::kString && !is_quoted(text)) return text;
 
   const auto mismatch = [&](std::string_view why) {
-    return ConfigError(
-        fmt::format("{} expects {}, got '{}'{} in {}", key, describe(type), text, why, kWhere));
+    return ConfigError(fmt::format("{} expects {}, got '{}'{} in {}", key, describe(type), text, why, kWhere));
   };
   YAML::Node node;
   try {
@@ -43,8 +42,7 @@ std::string odd_count_message(const Config& config, const std::vector<std::strin
       fmt::format("overrides come in KEY VALUE pairs, got an odd number of items ({})", tokens.size());
   for (size_t i = 1; i < tokens.size(); i += 2) {
     if (config.has(tokens[i])) {
-      return message +
-             fmt::format(": {} has no value (it is followed by the key {})", tokens[i - 1], tokens[i]);
+      return message + fmt::format(": {} has no value (it is followed by the key {})", tokens[i - 1], tokens[i]);
     }
   }
   return message + fmt::format(": the last one, '{}', has no value", tokens.back());
@@ -77,8 +75,8 @@ void merge_overrides(Config& config, const std::vector<std::string>& key_value_p
     const std::string& key = key_value_pairs[i];
     if (!config.has(key)) {
       if (config.is_group(key)) {
-        throw ConfigError(fmt::format(
-            "{} is a group of keys, not a value, in {}; override its keys one by one", key, kWhere));
+        throw ConfigError(
+            fmt::format("{} is a group of keys, not a value, in {}; override its keys one by one", key, kWhere));
       }
       throw ConfigError(unknown_key_message(key, config.keys(), kWhere));
     }

@@ -29,8 +29,7 @@ std::string where(const std::string& file, const YAML::Node& node) {
 }
 
 YAML::Node load_yaml(const std::string& file) {
-  if (fs::is_directory(file))
-    throw ConfigError(fmt::format("cannot read config file {}: it is a directory", file));
+  if (fs::is_directory(file)) throw ConfigError(fmt::format("cannot read config file {}: it is a directory", file));
   std::ifstream in(file);
   if (!in) throw ConfigError(fmt::format("cannot read config file {}: {}", file, std::strerror(errno)));
   std::ostringstream text;
@@ -45,14 +44,13 @@ YAML::Node load_yaml(const std::string& file) {
 // Applies one mapping whose keys sit under `prefix` ("" or "MODEL.").
 // `seen` catches a key given twice in one file, which YAML parsers
 // disagree about and which is almost always a mistake.
-void apply_mapping(Config& config, const YAML::Node& mapping, const std::string& prefix,
-                   const std::string& file, std::set<std::string>& seen) {
+void apply_mapping(Config& config, const YAML::Node& mapping, const std::string& prefix, const std::string& file,
+                   std::set<std::string>& seen) {
   for (const auto& item : mapping) {
     const YAML::Node& name = item.first;
     const YAML::Node& value = item.second;
     if (!name.IsScalar()) {
-      throw ConfigError(
-          fmt::format("config keys are names, got {} in {}", describe_yaml(name), where(file, name)));
+      throw ConfigError(fmt::format("config keys are names, got {} in {}", describe_yaml(name), where(file, name)));
     }
     if (prefix.empty() && name.Scalar() == kBaseKey) continue;  // merged before this mapping
     const std::string key = prefix + name.Scalar();
@@ -73,8 +71,8 @@ void apply_mapping(Config& config, const YAML::Node& mapping, const std::string&
       apply_mapping(config, value, key + ".", file, seen);
     } else if (config.is_group(key)) {
       if (value.IsNull() || value.IsMap()) continue;  // "SOLVER:" with nothing under it
-      throw ConfigError(fmt::format("{} is a group of keys, not a value; got {} in {}", key,
-                                    describe_yaml(value), where(file, name)));
+      throw ConfigError(fmt::format("{} is a group of keys, not a value; got {} in {}", key, describe_yaml(value),
+                                    where(file, name)));
     } else {
       throw ConfigError(unknown_key_message(key, config.keys(), where(file, name)));
     }
@@ -93,8 +91,8 @@ void merge_file(Config& config, const std::string& file, std::vector<OpenFile>& 
   } catch (const fs::filesystem_error& error) {
     throw ConfigError(fmt::format("cannot read config file {}: {}", file, error.code().message()));
   }
-  const auto open = std::find_if(open_files.begin(), open_files.end(),
-                                 [&](const OpenFile& f) { return f.canonical == canonical; });
+  const auto open =
+      std::find_if(open_files.begin(), open_files.end(), [&](const OpenFile& f) { return f.canonical == canonical; });
   if (open != open_files.end()) {
     std::string chain;
     for (auto it = open; it != open_files.end(); ++it) chain += it->shown + " -> ";
@@ -108,15 +106,14 @@ void merge_file(Config& config, const std::string& file, std::vector<OpenFile>& 
     return;
   }
   if (!root.IsMap()) {
-    throw ConfigError(
-        fmt::format("config file {} must hold a mapping of keys, got {}", file, describe_yaml(root)));
+    throw ConfigError(fmt::format("config file {} must hold a mapping of keys, got {}", file, describe_yaml(root)));
   }
   for (const auto& item : root) {
     if (!item.first.IsScalar() || item.first.Scalar() != kBaseKey) continue;
     const YAML::Node& base = item.second;
     if (!base.IsScalar() || base.Scalar().empty()) {
-      throw ConfigError(fmt::format("_BASE_ expects the path of a YAML file, got {} in {}",
-                                    describe_yaml(base), where(file, item.first)));
+      throw ConfigError(fmt::format("_BASE_ expects the path of a YAML file, got {} in {}", describe_yaml(base),
+                                    where(file, item.first)));
     }
     const fs::path base_path = fs::path(file).parent_path() / base.Scalar();  // absolute stays absolute
     merge_file(config, base_path.lexically_normal().string(), open_files);

@@ -35,7 +35,6 @@ struct TensorBatch {
 
 // pinned: in page-locked memory (a LibTorch with CUDA only), from which copies to a GPU run
 // asynchronously.
-TensorBatch collate_batch(const std::vector<TrainingSample>& samples, int64_t size_divisible = 32,
-                          bool pinned = false);
+TensorBatch collate_batch(const std::vector<TrainingSample>& samples, int64_t size_divisible = 32, bool pinned = false);
 
 }  // namespace dtrain::vision

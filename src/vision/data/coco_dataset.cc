@@ -14,8 +14,7 @@ void emit_warning(const WarningSink& sink, const std::string& message) {
 }
 
 std::span<const CocoAnnotation> CocoDataset::annotations_of(const DatasetImage& image) const {
-  return std::span<const CocoAnnotation>(annotations_).subspan(image.first_annotation,
-                                                              image.annotation_count);
+  return std::span<const CocoAnnotation>(annotations_).subspan(image.first_annotation, image.annotation_count);
 }
 
 std::string CocoDataset::image_path(const DatasetImage& image) const {

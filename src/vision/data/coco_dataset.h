@@ -47,8 +47,8 @@ class CocoDataset {
  public:
   static CocoDataset load(const std::string& json_path, const std::string& image_dir,
                           const CocoDatasetOptions& options = {});
-  static CocoDataset parse(std::string_view json_text, const std::string& source,
-                           const std::string& image_dir, const CocoDatasetOptions& options = {});
+  static CocoDataset parse(std::string_view json_text, const std::string& source, const std::string& image_dir,
+                           const CocoDatasetOptions& options = {});
 
   const std::string& source() const { return source_; }
   const std::string& image_dir() const { return image_dir_; }

@@ -38,9 +38,7 @@ class Entry {
     if (id_) return fmt::format("{}: {}[{}] (id {})", source_, list_, index_, *id_);
     return fmt::format("{}: {}[{}]", source_, list_, index_);
   }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw EntryFault{fmt::format("{}: {}", location(), what)};
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw EntryFault{fmt::format("{}: {}", location(), what)}; }
 
   std::optional<dom::element> find(const char* name) const {
     dom::element v;
@@ -65,8 +63,7 @@ class Entry {
     int64_t i = 0;
     if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
     double d = 0;
-    if (v.get_double().get(d) == simdjson::SUCCESS && std::isfinite(d) && std::floor(d) == d &&
-        std::fabs(d) < 9.0e15) {
+    if (v.get_double().get(d) == simdjson::SUCCESS && std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) {
       return static_cast<int64_t>(d);
     }
     fail(fmt::format("field '{}' must be an integer, got {}", name, simdjson::minify(v)));
@@ -110,10 +107,9 @@ BoundingBox read_box(const Entry& entry) {
   double xywh[4];
   size_t i = 0;
   for (dom::element c : a) xywh[i++] = entry.number(c, "bbox");
-  if (!(std::isfinite(xywh[0]) && std::isfinite(xywh[1]) && std::isfinite(xywh[2]) &&
-        std::isfinite(xywh[3])) || xywh[2] < 0 || xywh[3] < 0) {
-    entry.fail(fmt::format("field 'bbox' must have finite x, y and width, height >= 0, got {}",
-                           simdjson::minify(v)));
+  if (!(std::isfinite(xywh[0]) && std::isfinite(xywh[1]) && std::isfinite(xywh[2]) && std::isfinite(xywh[3])) ||
+      xywh[2] < 0 || xywh[3] < 0) {
+    entry.fail(fmt::format("field 'bbox' must have finite x, y and width, height >= 0, got {}", simdjson::minify(v)));
   }
   return {xywh[0], xywh[1], xywh[2], xywh[3]};
 }
@@ -124,8 +120,7 @@ uint64_t counts_total(const RunLengthMask& mask) {
   return total;
 }
 
-Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t image_height,
-                               uint32_t image_width) {
+Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t image_height, uint32_t image_width) {
   dom::array polygons;
   if (v.get_array().get(polygons) == simdjson::SUCCESS) {
     Polygons out;
@@ -140,8 +135,7 @@ Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t imag
       const size_t numbers = xy.size();
       if (numbers < 6) {
         const std::string which = polygons.size() == 1 ? "polygon" : fmt::format("polygon {}", k);
-        entry.fail(fmt::format("{} has {} point{}, needs at least 3", which, numbers / 2,
-                               numbers / 2 == 1 ? "" : "s"));
+        entry.fail(fmt::format("{} has {} point{}, needs at least 3", which, numbers / 2, numbers / 2 == 1 ? "" : "s"));
       }
       std::vector<double>& coordinates = out.emplace_back();
       coordinates.reserve(numbers);
@@ -158,8 +152,7 @@ Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t imag
   }
   dom::object rle;
   if (v.get_object().get(rle) != simdjson::SUCCESS) {
-    entry.fail(fmt::format("field 'segmentation' must be polygons or an RLE object, got {}",
-                           json_type_name(v.type())));
+    entry.fail(fmt::format("field 'segmentation' must be polygons or an RLE object, got {}", json_type_name(v.type())));
   }
   dom::array size;
   dom::element counts;
@@ -176,8 +169,8 @@ Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t imag
     ++i;
   }
   if (hw[0] != image_height || hw[1] != image_width) {
-    entry.fail(fmt::format("segmentation RLE size [{}, {}] differs from the image's [{}, {}]", hw[0],
-                           hw[1], image_height, image_width));
+    entry.fail(fmt::format("segmentation RLE size [{}, {}] differs from the image's [{}, {}]", hw[0], hw[1],
+                           image_height, image_width));
   }
   const uint64_t pixels = uint64_t(image_height) * image_width;
   std::string_view text;
@@ -190,8 +183,8 @@ Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t imag
       entry.fail(fmt::format("segmentation RLE counts: {}", e.what()));
     }
     if (counts_total(decoded) != pixels) {
-      entry.fail(fmt::format("segmentation RLE counts cover {} pixels, the image has {}",
-                             counts_total(decoded), pixels));
+      entry.fail(
+          fmt::format("segmentation RLE counts cover {} pixels, the image has {}", counts_total(decoded), pixels));
     }
     return compressed;
   }
@@ -209,8 +202,7 @@ Segmentation read_segmentation(const Entry& entry, dom::element v, uint32_t imag
     mask.counts.push_back(static_cast<uint32_t>(n));
   }
   if (counts_total(mask) != pixels) {
-    entry.fail(fmt::format("segmentation RLE counts cover {} pixels, the image has {}",
-                           counts_total(mask), pixels));
+    entry.fail(fmt::format("segmentation RLE counts cover {} pixels, the image has {}", counts_total(mask), pixels));
   }
   return mask;
 }
@@ -231,8 +223,8 @@ dom::array required_list(dom::element root, const std::string& source, const cha
 
 class CocoJsonReader {
  public:
-  static CocoDataset read(const simdjson::padded_string& text, const std::string& source,
-                          const std::string& image_dir, const CocoDatasetOptions& options);
+  static CocoDataset read(const simdjson::padded_string& text, const std::string& source, const std::string& image_dir,
+                          const CocoDatasetOptions& options);
 };
 
 CocoDataset CocoJsonReader::read(const simdjson::padded_string& text, const std::string& source,
@@ -240,8 +232,8 @@ CocoDataset CocoJsonReader::read(const simdjson::padded_string& text, const std:
   dom::parser parser;
   const dom::element root = parse_coco_json(parser, text, source);
   if (root.type() != dom::element_type::OBJECT) {
-    throw CocoError(fmt::format(
-        "{}: expected a COCO dataset object with 'images', 'annotations' and 'categories'", source));
+    throw CocoError(
+        fmt::format("{}: expected a COCO dataset object with 'images', 'annotations' and 'categories'", source));
   }
   const bool skip = options.policy == BadInputPolicy::kSkip;
   CocoDataset ds;
@@ -362,8 +354,8 @@ CocoDataset CocoDataset::load(const std::string& json_path, const std::string& i
   return CocoJsonReader::read(text, json_path, image_dir, options);
 }
 
-CocoDataset CocoDataset::parse(std::string_view json_text, const std::string& source,
-                               const std::string& image_dir, const CocoDatasetOptions& options) {
+CocoDataset CocoDataset::parse(std::string_view json_text, const std::string& source, const std::string& image_dir,
+                               const CocoDatasetOptions& options) {
   const simdjson::padded_string text(json_text);
   return CocoJsonReader::read(text, source, image_dir, options);
 }

@@ -9,23 +9,21 @@
 
 namespace dtrain::vision {
 
-TrainingSample load_training_sample(const CocoDataset& dataset, uint32_t index,
-                                    const TransformOptions& transforms, uint64_t seed) {
+TrainingSample load_training_sample(const CocoDataset& dataset, uint32_t index, const TransformOptions& transforms,
+                                    uint64_t seed) {
   const DatasetImage& info = dataset.images().at(index);
   const std::string path = dataset.image_path(info);
   RgbImage image = read_image(path);
   if (image.height != info.height || image.width != info.width) {
-    throw CocoError(fmt::format("{}: image is {}x{} (width x height) but {} says {}x{} for image id {}",
-                                path, image.width, image.height, dataset.source(), info.width,
-                                info.height, info.id));
+    throw CocoError(fmt::format("{}: image is {}x{} (width x height) but {} says {}x{} for image id {}", path,
+                                image.width, image.height, dataset.source(), info.width, info.height, info.id));
   }
   TrainingSample sample;
   sample.image_id = info.id;
   sample.dataset_index = index;
   sample.original_height = info.height;
   sample.original_width = info.width;
-  TransformedSample t = transform_sample(std::move(image), make_instance_targets(dataset, info),
-                                         transforms, seed);
+  TransformedSample t = transform_sample(std::move(image), make_instance_targets(dataset, info), transforms, seed);
   sample.flipped = t.flipped;
   sample.scale = t.scale;
   sample.image = std::move(t.image);
@@ -57,13 +55,12 @@ void DataLoader::stop_current_epoch(std::unique_lock<std::mutex>& lock) {
 }
 
 void DataLoader::start_epoch(uint64_t epoch, size_t first_batch) {
-  std::vector<std::vector<uint32_t>> plan = plan_epoch(
-      items_, options_.seed, epoch, options_.rank, options_.world_size, options_.shuffle,
-      {options_.batch_size, options_.drop_last, options_.group_by_aspect_ratio},
-      [this](uint32_t i) {
-        const DatasetImage& image = dataset_.images()[i];
-        return !(image.width > image.height);
-      });
+  std::vector<std::vector<uint32_t>> plan =
+      plan_epoch(items_, options_.seed, epoch, options_.rank, options_.world_size, options_.shuffle,
+                 {options_.batch_size, options_.drop_last, options_.group_by_aspect_ratio}, [this](uint32_t i) {
+                   const DatasetImage& image = dataset_.images()[i];
+                   return !(image.width > image.height);
+                 });
   std::unique_lock<std::mutex> lock(mutex_);
   stop_current_epoch(lock);
   epoch_ = epoch;
@@ -87,8 +84,8 @@ void DataLoader::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     work_ready_.wait(lock, [this] {
-      return stopping_ || (next_task_ < tasks_.size() &&
-                           tasks_[next_task_].batch < consumed_ + options_.prefetch_batches);
+      return stopping_ ||
+             (next_task_ < tasks_.size() && tasks_[next_task_].batch < consumed_ + options_.prefetch_batches);
     });
     if (stopping_) return;
     const Task task = tasks_[next_task_++];

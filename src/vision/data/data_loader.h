@@ -31,8 +31,8 @@ struct TrainingSample {
 
 // Decodes, builds targets and transforms one image; its random choices come
 // from `seed` alone.
-TrainingSample load_training_sample(const CocoDataset& dataset, uint32_t index,
-                                    const TransformOptions& transforms, uint64_t seed);
+TrainingSample load_training_sample(const CocoDataset& dataset, uint32_t index, const TransformOptions& transforms,
+                                    uint64_t seed);
 
 struct SampleBatch {
   size_t index = 0;  // position in the epoch

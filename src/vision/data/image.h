@@ -17,9 +17,7 @@ struct RgbImage {
   RgbImage(uint32_t h, uint32_t w) : height(h), width(w), pixels(std::size_t{h} * w * 3, 0) {}
 
   uint8_t* at(uint32_t y, uint32_t x) { return pixels.data() + (std::size_t{y} * width + x) * 3; }
-  const uint8_t* at(uint32_t y, uint32_t x) const {
-    return pixels.data() + (std::size_t{y} * width + x) * 3;
-  }
+  const uint8_t* at(uint32_t y, uint32_t x) const { return pixels.data() + (std::size_t{y} * width + x) * 3; }
 
   friend bool operator==(const RgbImage&, const RgbImage&) = default;
 };

@@ -15,13 +15,9 @@
 namespace dtrain::vision {
 namespace {
 
-bool is_jpeg(std::span<const uint8_t> b) {
-  return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF;
-}
+bool is_jpeg(std::span<const uint8_t> b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
 
-bool is_png(std::span<const uint8_t> b) {
-  return b.size() >= 8 && png_sig_cmp(b.data(), 0, 8) == 0;
-}
+bool is_png(std::span<const uint8_t> b) { return b.size() >= 8 && png_sig_cmp(b.data(), 0, 8) == 0; }
 
 // One TurboJPEG handle per thread and direction: creating one allocates
 // decoder state that is worth reusing across images.
@@ -50,16 +46,16 @@ tjhandle thread_compressor() {
 RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& source) {
   tjhandle tj = thread_decompressor();
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
-                          &height, &subsampling, &colorspace) != 0) {
+  if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsampling,
+                          &colorspace) != 0) {
     throw CocoError(fmt::format("{}: corrupt JPEG: {}", source, tjGetErrorStr2(tj)));
   }
   if (width <= 0 || height <= 0) throw CocoError(fmt::format("{}: corrupt JPEG: empty image", source));
   RgbImage image(static_cast<uint32_t>(height), static_cast<uint32_t>(width));
   // Any warning (a truncated or damaged stream) is an error too: a sample
   // with half its pixels grey must not reach training silently.
-  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), image.pixels.data(),
-                    width, width * 3, height, TJPF_RGB, 0) != 0) {
+  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), image.pixels.data(), width, width * 3,
+                    height, TJPF_RGB, 0) != 0) {
     throw CocoError(fmt::format("{}: corrupt JPEG: {}", source, tjGetErrorStr2(tj)));
   }
   return image;
@@ -93,8 +89,7 @@ RgbImage decode_png(std::span<const uint8_t> bytes, const std::string& source) {
   state.bytes = bytes;
   RgbImage image;
   std::vector<png_bytep> rows;
-  png_structp png =
-      png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, png_record_error, png_ignore_warning);
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, png_record_error, png_ignore_warning);
   if (png == nullptr) throw CocoError(fmt::format("{}: cannot initialise the PNG decoder", source));
   png_infop info = png_create_info_struct(png);
   if (info == nullptr) {
@@ -207,10 +202,10 @@ void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes) {
 
 RgbImage read_image(const std::string& path) { return decode_image(read_file_bytes(path), path); }
 
-std::vector<uint8_t> encode_png_channels(std::span<const uint8_t> pixels, uint32_t height,
-                                         uint32_t width, int channels) {
-  static constexpr int kColorTypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
-                                        PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGBA};
+std::vector<uint8_t> encode_png_channels(std::span<const uint8_t> pixels, uint32_t height, uint32_t width,
+                                         int channels) {
+  static constexpr int kColorTypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                        PNG_COLOR_TYPE_RGBA};
   if (channels < 1 || channels > 4) throw CocoError("encode_png: channels must be 1 to 4");
   if (pixels.size() != size_t{height} * width * static_cast<size_t>(channels)) {
     throw CocoError("encode_png: pixel buffer does not match the size");
@@ -219,8 +214,7 @@ std::vector<uint8_t> encode_png_channels(std::span<const uint8_t> pixels, uint32
   PngWriteState state{&out};
   char message[256] = {};
   std::vector<png_bytep> rows(height);
-  png_structp png =
-      png_create_write_struct(PNG_LIBPNG_VER_STRING, message, png_throw_error, png_ignore_warning);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, message, png_throw_error, png_ignore_warning);
   if (png == nullptr) throw CocoError("cannot initialise the PNG encoder");
   png_infop info = png_create_info_struct(png);
   if (info == nullptr) {
@@ -232,8 +226,8 @@ std::vector<uint8_t> encode_png_channels(std::span<const uint8_t> pixels, uint32
     throw CocoError(std::string("PNG encoding failed: ") + message);
   }
   png_set_write_fn(png, &state, png_write_to_memory, png_flush_nothing);
-  png_set_IHDR(png, info, width, height, 8, kColorTypes[channels - 1], PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, width, height, 8, kColorTypes[channels - 1], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
   png_set_compression_level(png, 6);
   png_write_info(png, info);
   for (uint32_t y = 0; y < height; ++y) {
@@ -267,8 +261,8 @@ std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality, bool gray) 
   }
   unsigned char* jpeg = nullptr;
   unsigned long size = 0;
-  if (tjCompress2(tj, source, static_cast<int>(image.width), pitch, static_cast<int>(image.height),
-                  format, &jpeg, &size, gray ? TJSAMP_GRAY : TJSAMP_420, quality, 0) != 0) {
+  if (tjCompress2(tj, source, static_cast<int>(image.width), pitch, static_cast<int>(image.height), format, &jpeg,
+                  &size, gray ? TJSAMP_GRAY : TJSAMP_420, quality, 0) != 0) {
     if (jpeg != nullptr) tjFree(jpeg);
     throw CocoError(std::string("JPEG encoding failed: ") + tjGetErrorStr2(tj));
   }

@@ -37,8 +37,8 @@ std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality = 90, bool g
 
 // PNG of arbitrary 8-bit pixels with 1 (gray), 2 (gray+alpha), 3 (RGB) or 4
 // (RGBA) channels, for tests of the decoder's conversions.
-std::vector<uint8_t> encode_png_channels(std::span<const uint8_t> pixels, uint32_t height,
-                                         uint32_t width, int channels);
+std::vector<uint8_t> encode_png_channels(std::span<const uint8_t> pixels, uint32_t height, uint32_t width,
+                                         int channels);
 
 // Writes bytes to a file, replacing it; CocoError naming the file on failure.
 void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes);

@@ -25,8 +25,8 @@ void rle_to_row_major(const RunLengthMask& mask, uint8_t* out) {
   }
 }
 
-void rasterize_segmentation(const Segmentation& segmentation, const BoundingBox& box,
-                            uint32_t height, uint32_t width, uint8_t* out) {
+void rasterize_segmentation(const Segmentation& segmentation, const BoundingBox& box, uint32_t height, uint32_t width,
+                            uint8_t* out) {
   const RunLengthMask mask = std::holds_alternative<std::monostate>(segmentation)
                                  ? rle_from_box(box, height, width)
                                  : segmentation_mask(segmentation, height, width);
@@ -56,8 +56,7 @@ InstanceTargets make_instance_targets(const CocoDataset& dataset, const DatasetI
   const size_t plane = size_t{image.height} * image.width;
   targets.masks.assign(kept.size() * plane, 0);
   for (size_t i = 0; i < kept.size(); ++i) {
-    rasterize_segmentation(kept[i]->segmentation, kept[i]->bbox, image.height, image.width,
-                           targets.mask(i));
+    rasterize_segmentation(kept[i]->segmentation, kept[i]->bbox, image.height, image.width, targets.mask(i));
   }
   return targets;
 }

@@ -36,8 +36,8 @@ InstanceTargets make_instance_targets(const CocoDataset& dataset, const DatasetI
 
 // The mask of a segmentation as row-major 0/1 bytes written into `out`
 // (height * width bytes, which must be zero on entry).
-void rasterize_segmentation(const Segmentation& segmentation, const BoundingBox& box,
-                            uint32_t height, uint32_t width, uint8_t* out);
+void rasterize_segmentation(const Segmentation& segmentation, const BoundingBox& box, uint32_t height, uint32_t width,
+                            uint8_t* out);
 
 // Column-major RLE into row-major 0/1 bytes (out zeroed, height * width).
 void rle_to_row_major(const RunLengthMask& mask, uint8_t* out);

@@ -10,8 +10,7 @@ constexpr double kCornerOffset = -0.5;
 
 }  // namespace
 
-std::vector<uint32_t> label_regions(std::span<const uint8_t> mask, uint32_t height, uint32_t width,
-                                    uint32_t* count) {
+std::vector<uint32_t> label_regions(std::span<const uint8_t> mask, uint32_t height, uint32_t width, uint32_t* count) {
   std::vector<uint32_t> labels(mask.size(), 0);
   std::vector<uint32_t> stack;
   uint32_t n = 0;

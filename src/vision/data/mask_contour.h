@@ -20,7 +20,6 @@ Polygons trace_outer_contours(std::span<const uint8_t> mask, uint32_t height, ui
 
 // The 4-connected regions of a mask: a label per pixel (0 background, 1..n)
 // and n.
-std::vector<uint32_t> label_regions(std::span<const uint8_t> mask, uint32_t height, uint32_t width,
-                                    uint32_t* count);
+std::vector<uint32_t> label_regions(std::span<const uint8_t> mask, uint32_t height, uint32_t width, uint32_t* count);
 
 }  // namespace dtrain::vision

@@ -9,12 +9,10 @@
 
 namespace dtrain::vision {
 
-std::vector<uint32_t> shard_for_epoch(std::span<const uint32_t> items, uint64_t seed,
-                                      uint64_t epoch, int rank, int world_size, bool shuffle,
-                                      bool drop_tail) {
+std::vector<uint32_t> shard_for_epoch(std::span<const uint32_t> items, uint64_t seed, uint64_t epoch, int rank,
+                                      int world_size, bool shuffle, bool drop_tail) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
-    throw CocoError("sampler: rank " + std::to_string(rank) + " is not in a world of " +
-                    std::to_string(world_size));
+    throw CocoError("sampler: rank " + std::to_string(rank) + " is not in a world of " + std::to_string(world_size));
   }
   std::vector<uint32_t> order(items.begin(), items.end());
   if (shuffle) {
@@ -34,8 +32,7 @@ std::vector<uint32_t> shard_for_epoch(std::span<const uint32_t> items, uint64_t 
   return shard;
 }
 
-std::vector<std::vector<uint32_t>> plan_batches(std::span<const uint32_t> shard,
-                                                const BatchPlanOptions& options,
+std::vector<std::vector<uint32_t>> plan_batches(std::span<const uint32_t> shard, const BatchPlanOptions& options,
                                                 const std::function<bool(uint32_t)>& is_portrait) {
   if (options.batch_size == 0) throw CocoError("sampler: batch size must be at least 1");
   std::vector<std::vector<uint32_t>> batches;
@@ -64,19 +61,17 @@ std::vector<std::vector<uint32_t>> plan_batches(std::span<const uint32_t> shard,
   return batches;
 }
 
-std::vector<std::vector<uint32_t>> plan_epoch(std::span<const uint32_t> items, uint64_t seed,
-                                              uint64_t epoch, int rank, int world_size,
-                                              bool shuffle, const BatchPlanOptions& options,
+std::vector<std::vector<uint32_t>> plan_epoch(std::span<const uint32_t> items, uint64_t seed, uint64_t epoch, int rank,
+                                              int world_size, bool shuffle, const BatchPlanOptions& options,
                                               const std::function<bool(uint32_t)>& is_portrait) {
-  auto mine = plan_batches(shard_for_epoch(items, seed, epoch, rank, world_size, shuffle), options,
-                           is_portrait);
+  auto mine = plan_batches(shard_for_epoch(items, seed, epoch, rank, world_size, shuffle), options, is_portrait);
   if (!options.group_by_aspect_ratio || world_size == 1) return mine;
   size_t fewest = std::numeric_limits<size_t>::max();
   for (int r = 0; r < world_size; ++r) {
-    const size_t n = r == rank ? mine.size()
-                               : plan_batches(shard_for_epoch(items, seed, epoch, r, world_size, shuffle),
-                                              options, is_portrait)
-                                     .size();
+    const size_t n =
+        r == rank
+            ? mine.size()
+            : plan_batches(shard_for_epoch(items, seed, epoch, r, world_size, shuffle), options, is_portrait).size();
     fewest = std::min(fewest, n);
   }
   mine.resize(fewest);

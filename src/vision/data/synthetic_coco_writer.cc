@@ -67,8 +67,11 @@ void write_split(const SyntheticSpec& spec, const std::string& split, size_t cou
   });
 
   nlohmann::ordered_json dataset;
-  dataset["info"] = {{"description", description}, {"version", "1.0"}, {"year", 2024},
-                     {"contributor", "dtrain data"}, {"seed", spec.seed}};
+  dataset["info"] = {{"description", description},
+                     {"version", "1.0"},
+                     {"year", 2024},
+                     {"contributor", "dtrain data"},
+                     {"seed", spec.seed}};
   dataset["licenses"] = nlohmann::ordered_json::array();
   auto& images = dataset["images"] = nlohmann::ordered_json::array();
   auto& annotations = dataset["annotations"] = nlohmann::ordered_json::array();
@@ -100,8 +103,7 @@ void write_split(const SyntheticSpec& spec, const std::string& split, size_t cou
   out.close();
   if (!out) throw CocoError(fmt::format("{}: cannot write file", json_path.string()));
   if (spec.progress) {
-    spec.progress(fmt::format("wrote {} ({} images, {} annotations)", json_path.string(), count,
-                              annotation_id));
+    spec.progress(fmt::format("wrote {} ({} images, {} annotations)", json_path.string(), count, annotation_id));
   }
 }
 

@@ -29,18 +29,17 @@ struct SyntheticSpec {
   std::string out_dir;
   size_t train = 0;
   size_t val = 0;
-  uint32_t size = 128;      // the longest side an image can have
-  uint32_t min_size = 0;    // the shortest; 0: every image is size x size
+  uint32_t size = 128;    // the longest side an image can have
+  uint32_t min_size = 0;  // the shortest; 0: every image is size x size
   uint64_t seed = 0;
-  int threads = 0;          // 0: one per core; the output does not depend on it
+  int threads = 0;                                   // 0: one per core; the output does not depend on it
   std::function<void(const std::string&)> progress;  // "wrote 100/500 train images"
 };
 
 // Generates one image of a split: a pure function of the split name, the
 // index (0-based) and the spec's seed.
-using ImageGenerator =
-    std::function<SyntheticImage(const std::string& split, size_t index, uint32_t height, uint32_t width,
-                                 uint64_t seed)>;
+using ImageGenerator = std::function<SyntheticImage(const std::string& split, size_t index, uint32_t height,
+                                                    uint32_t width, uint64_t seed)>;
 
 // Writes the dataset: OUT/{train,val}/<12-digit id>.png and
 // OUT/annotations/instances_{train,val}.json (COCO instances format, image

@@ -51,9 +51,8 @@ std::vector<CocoCategory> digit_categories() {
   return categories;
 }
 
-SyntheticImage generate_mnist_image(const mnist::MnistImages& digits,
-                                    const std::vector<uint8_t>& labels, uint32_t height,
-                                    uint32_t width, uint64_t seed) {
+SyntheticImage generate_mnist_image(const mnist::MnistImages& digits, const std::vector<uint8_t>& labels,
+                                    uint32_t height, uint32_t width, uint64_t seed) {
   if (digits.count == 0) throw CocoError("MNIST split has no images");
   SampleRng rng(seed);
   SyntheticImage out;
@@ -71,8 +70,7 @@ SyntheticImage generate_mnist_image(const mnist::MnistImages& digits,
     d.side = side;
     d.x = static_cast<uint32_t>(rng.below(width - side + 1));
     d.y = static_cast<uint32_t>(rng.below(height - side + 1));
-    d.intensity = scale_digit(digits.pixels.data() + index * digits.rows * digits.cols, digits.rows,
-                              digits.cols, side);
+    d.intensity = scale_digit(digits.pixels.data() + index * digits.rows * digits.cols, digits.rows, digits.cols, side);
     d.colour = contrasting_colour(rng, background, 200);
     placed.push_back(std::move(d));
   }
@@ -141,8 +139,7 @@ void make_mnist_instances_dataset(const SyntheticSpec& spec, const std::string& 
     throw CocoError(fmt::format("image size {} is too small for scaled digits (at least 42)", spec.size));
   }
   write_synthetic_dataset(spec, digit_categories(), "mnist-instances",
-                          [&](const std::string& split, size_t, uint32_t height, uint32_t width,
-                              uint64_t seed) {
+                          [&](const std::string& split, size_t, uint32_t height, uint32_t width, uint64_t seed) {
                             const mnist::MnistSplit& source = split == "train" ? train : test;
                             return generate_mnist_image(source.images, source.labels, height, width, seed);
                           });

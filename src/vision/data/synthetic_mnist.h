@@ -17,9 +17,8 @@ namespace dtrain::vision {
 // visible are dropped and not drawn. Train images take digits from MNIST's
 // train split, val images from t10k; `mnist_dir` holds the idx files.
 void make_mnist_instances_dataset(const SyntheticSpec& spec, const std::string& mnist_dir);
-SyntheticImage generate_mnist_image(const mnist::MnistImages& digits,
-                                    const std::vector<uint8_t>& labels, uint32_t height,
-                                    uint32_t width, uint64_t seed);
+SyntheticImage generate_mnist_image(const mnist::MnistImages& digits, const std::vector<uint8_t>& labels,
+                                    uint32_t height, uint32_t width, uint64_t seed);
 std::vector<CocoCategory> digit_categories();
 
 }  // namespace dtrain::vision

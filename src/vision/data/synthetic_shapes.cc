@@ -24,8 +24,7 @@ struct PlacedShape {
 bool covers(const PlacedShape& s, double px, double py) {
   const double dx = px - s.cx, dy = py - s.cy;
   switch (s.shape) {
-    case kCircle:
-      return dx * dx + dy * dy <= s.radius * s.radius;
+    case kCircle: return dx * dx + dy * dy <= s.radius * s.radius;
     case kSquare: {
       const double c = std::cos(s.angle), n = std::sin(s.angle);
       const double u = c * dx + n * dy, v = -n * dx + c * dy;
@@ -73,9 +72,7 @@ std::vector<int> owners(const std::vector<PlacedShape>& shapes, uint32_t height,
 
 }  // namespace
 
-std::vector<CocoCategory> shape_categories() {
-  return {{1, "square"}, {2, "circle"}, {3, "triangle"}};
-}
+std::vector<CocoCategory> shape_categories() { return {{1, "square"}, {2, "circle"}, {3, "triangle"}}; }
 
 std::array<int, 3> paint_background(RgbImage& image, SampleRng& rng) {
   const int kind = static_cast<int>(rng.below(3));
@@ -112,8 +109,7 @@ std::array<int, 3> paint_background(RgbImage& image, SampleRng& rng) {
   return mean;
 }
 
-std::array<uint8_t, 3> contrasting_colour(SampleRng& rng, const std::array<int, 3>& avoid,
-                                          int distance) {
+std::array<uint8_t, 3> contrasting_colour(SampleRng& rng, const std::array<int, 3>& avoid, int distance) {
   std::array<uint8_t, 3> colour{};
   for (int attempt = 0; attempt < 64; ++attempt) {
     for (int c = 0; c < 3; ++c) colour[c] = static_cast<uint8_t>(rng.below(256));
@@ -125,9 +121,8 @@ std::array<uint8_t, 3> contrasting_colour(SampleRng& rng, const std::array<int, 
   return colour;
 }
 
-std::optional<SyntheticInstance> instance_from_mask(std::span<const uint8_t> mask, uint32_t height,
-                                                    uint32_t width, int64_t category_id,
-                                                    bool polygons) {
+std::optional<SyntheticInstance> instance_from_mask(std::span<const uint8_t> mask, uint32_t height, uint32_t width,
+                                                    int64_t category_id, bool polygons) {
   // Column-major copy for the RLE functions.
   std::vector<uint8_t> column_major(mask.size());
   for (uint32_t y = 0; y < height; ++y) {
@@ -221,8 +216,9 @@ SyntheticImage generate_shapes_image(uint32_t height, uint32_t width, uint64_t s
 
 void make_shapes_dataset(const SyntheticSpec& spec) {
   write_synthetic_dataset(spec, shape_categories(), "shapes",
-                          [](const std::string&, size_t, uint32_t height, uint32_t width,
-                             uint64_t seed) { return generate_shapes_image(height, width, seed); });
+                          [](const std::string&, size_t, uint32_t height, uint32_t width, uint64_t seed) {
+                            return generate_shapes_image(height, width, seed);
+                          });
 }
 
 }  // namespace dtrain::vision

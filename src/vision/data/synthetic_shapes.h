@@ -27,13 +27,11 @@ std::vector<CocoCategory> shape_categories();
 // colours, or per-pixel noise around a colour; returns its mean colour.
 std::array<int, 3> paint_background(RgbImage& image, SampleRng& rng);
 // A colour at least `distance` (sum over channels) away from `avoid`.
-std::array<uint8_t, 3> contrasting_colour(SampleRng& rng, const std::array<int, 3>& avoid,
-                                          int distance);
+std::array<uint8_t, 3> contrasting_colour(SampleRng& rng, const std::array<int, 3>& avoid, int distance);
 // The instance of a row-major visible mask as polygons when `polygons`,
 // else as a compressed RLE; area and box from the mask COCO will rasterise.
 // nullopt when polygons cannot reproduce the mask exactly (it has a hole).
-std::optional<SyntheticInstance> instance_from_mask(std::span<const uint8_t> mask, uint32_t height,
-                                                    uint32_t width, int64_t category_id,
-                                                    bool polygons);
+std::optional<SyntheticInstance> instance_from_mask(std::span<const uint8_t> mask, uint32_t height, uint32_t width,
+                                                    int64_t category_id, bool polygons);
 
 }  // namespace dtrain::vision

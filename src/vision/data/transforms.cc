@@ -31,8 +31,7 @@ float resize_scale(uint32_t height, uint32_t width, float min_size, float max_si
   return std::min(min_size / shorter, max_size / longer);
 }
 
-std::pair<uint32_t, uint32_t> resized_size(uint32_t height, uint32_t width, float min_size,
-                                           float max_size) {
+std::pair<uint32_t, uint32_t> resized_size(uint32_t height, uint32_t width, float min_size, float max_size) {
   // Python multiplies the float32 scale (widened to double) by the size.
   const double scale = resize_scale(height, width, min_size, max_size);
   return {static_cast<uint32_t>(std::floor(static_cast<double>(height) * scale)),
@@ -61,8 +60,7 @@ void horizontal_flip(RgbImage& image, InstanceTargets& targets) {
   }
 }
 
-FloatImage normalize(const RgbImage& image, const std::array<float, 3>& mean,
-                     const std::array<float, 3>& std) {
+FloatImage normalize(const RgbImage& image, const std::array<float, 3>& mean, const std::array<float, 3>& std) {
   FloatImage out;
   out.height = image.height;
   out.width = image.width;
@@ -181,8 +179,8 @@ void resize(FloatImage& image, InstanceTargets& targets, uint32_t height, uint32
   targets.width = width;
 }
 
-TransformedSample transform_sample(RgbImage image, InstanceTargets targets,
-                                   const TransformOptions& options, uint64_t seed) {
+TransformedSample transform_sample(RgbImage image, InstanceTargets targets, const TransformOptions& options,
+                                   uint64_t seed) {
   if (options.min_sizes.empty()) throw CocoError("transforms: no min size given");
   SampleRng rng(seed);
   TransformedSample out;
@@ -193,10 +191,10 @@ TransformedSample transform_sample(RgbImage image, InstanceTargets targets,
   if (flip) horizontal_flip(image, targets);
   out.flipped = flip;
   out.image = normalize(image, options.mean, options.std);
-  out.scale = resize_scale(image.height, image.width, static_cast<float>(min_size),
-                           static_cast<float>(options.max_size));
-  const auto [h, w] = resized_size(image.height, image.width, static_cast<float>(min_size),
-                                   static_cast<float>(options.max_size));
+  out.scale =
+      resize_scale(image.height, image.width, static_cast<float>(min_size), static_cast<float>(options.max_size));
+  const auto [h, w] =
+      resized_size(image.height, image.width, static_cast<float>(min_size), static_cast<float>(options.max_size));
   if (h != image.height || w != image.width) {
     resize(out.image, targets, h, w);
   }

@@ -26,16 +26,14 @@ float resize_scale(uint32_t height, uint32_t width, float min_size, float max_si
 
 // The size F.interpolate(scale_factor=scale, recompute_scale_factor=True)
 // produces: floor(side * scale) per side. {height, width}.
-std::pair<uint32_t, uint32_t> resized_size(uint32_t height, uint32_t width, float min_size,
-                                           float max_size);
+std::pair<uint32_t, uint32_t> resized_size(uint32_t height, uint32_t width, float min_size, float max_size);
 
 // Mirrors the image left-right together with its targets: boxes become
 // (W - x2, y1, W - x1, y2) and every mask is mirrored.
 void horizontal_flip(RgbImage& image, InstanceTargets& targets);
 
 // (pixel / 255 - mean) / std per channel, into CHW float32.
-FloatImage normalize(const RgbImage& image, const std::array<float, 3>& mean,
-                     const std::array<float, 3>& std);
+FloatImage normalize(const RgbImage& image, const std::array<float, 3>& mean, const std::array<float, 3>& std);
 
 // Resizes to `height` x `width` as GeneralizedRCNNTransform does: the image
 // bilinearly (align_corners = false), the masks by nearest neighbour, the
@@ -59,8 +57,8 @@ class SampleRng {
  public:
   explicit SampleRng(uint64_t seed) : state_(seed) {}
   uint64_t next();
-  double uniform();              // [0, 1)
-  uint64_t below(uint64_t n);    // [0, n)
+  double uniform();            // [0, 1)
+  uint64_t below(uint64_t n);  // [0, n)
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
 
  private:
@@ -78,7 +76,7 @@ struct TransformedSample {
 };
 
 // Flip (drawn with flip_probability), normalize, resize to a drawn min size.
-TransformedSample transform_sample(RgbImage image, InstanceTargets targets,
-                                   const TransformOptions& options, uint64_t seed);
+TransformedSample transform_sample(RgbImage image, InstanceTargets targets, const TransformOptions& options,
+                                   uint64_t seed);
 
 }  // namespace dtrain::vision

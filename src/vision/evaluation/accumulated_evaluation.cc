@@ -17,8 +17,7 @@ struct RankedDetection {
 
 }  // namespace
 
-AccumulatedEvaluation AccumulatedEvaluation::empty(const EvaluationParams& params,
-                                                   size_t categories) {
+AccumulatedEvaluation AccumulatedEvaluation::empty(const EvaluationParams& params, size_t categories) {
   AccumulatedEvaluation e;
   e.T = params.iou_thresholds.size();
   e.R = params.recall_thresholds.size();
@@ -31,8 +30,8 @@ AccumulatedEvaluation AccumulatedEvaluation::empty(const EvaluationParams& param
   return e;
 }
 
-void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> images,
-                         const EvaluationParams& params, AccumulatedEvaluation& out) {
+void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> images, const EvaluationParams& params,
+                         AccumulatedEvaluation& out) {
   const size_t T = out.T, R = out.R, A = out.A, M = out.M;
   std::vector<RankedDetection> ranked;
   std::vector<uint32_t> counted(A, 0);
@@ -70,8 +69,7 @@ void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> imag
     // of true positives reaches needed[r].
     for (size_t r = 0; r < R; ++r) {
       needed[r] = static_cast<size_t>(
-          std::lower_bound(recall_of.begin(), recall_of.end(), params.recall_thresholds[r]) -
-          recall_of.begin());
+          std::lower_bound(recall_of.begin(), recall_of.end(), params.recall_thresholds[r]) - recall_of.begin());
     }
     for (size_t n = 0; n < N; ++n) {
       const RankedDetection& r = ranked[n];

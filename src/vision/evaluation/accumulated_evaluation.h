@@ -32,12 +32,8 @@ struct AccumulatedEvaluation {
   double score_at(size_t t, size_t r, size_t k, size_t a, size_t m) const {
     return scores[(((t * R + r) * K + k) * A + a) * M + m];
   }
-  double& recall_at(size_t t, size_t k, size_t a, size_t m) {
-    return recall[((t * K + k) * A + a) * M + m];
-  }
-  double recall_at(size_t t, size_t k, size_t a, size_t m) const {
-    return recall[((t * K + k) * A + a) * M + m];
-  }
+  double& recall_at(size_t t, size_t k, size_t a, size_t m) { return recall[((t * K + k) * A + a) * M + m]; }
+  double recall_at(size_t t, size_t k, size_t a, size_t m) const { return recall[((t * K + k) * A + a) * M + m]; }
 
   static AccumulatedEvaluation empty(const EvaluationParams& params, size_t categories);
 };
@@ -47,7 +43,7 @@ struct AccumulatedEvaluation {
 // (stable, so ties keep image order), cumulative true and false positives,
 // precision made non-increasing from the end and read at each recall
 // threshold (the first rank reaching it; 0 beyond the last).
-void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> images,
-                         const EvaluationParams& params, AccumulatedEvaluation& out);
+void accumulate_category(size_t k, std::span<const ImageCategoryEvaluation> images, const EvaluationParams& params,
+                         AccumulatedEvaluation& out);
 
 }  // namespace dtrain::vision

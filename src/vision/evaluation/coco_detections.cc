@@ -66,8 +66,8 @@ ReadResults read_detections(const CocoGroundTruth& gt, json_dom::dom::element ro
                             int threads) {
   json_dom::dom::array list;
   if (root.get_array().get(list) != simdjson::SUCCESS) {
-    throw CocoError(fmt::format("{}: results must be a JSON list of detections, got {}", source,
-                                json_dom::type_name(root)));
+    throw CocoError(
+        fmt::format("{}: results must be a JSON list of detections, got {}", source, json_dom::type_name(root)));
   }
   std::vector<json_dom::dom::element> values;
   values.reserve(list.size());
@@ -81,8 +81,7 @@ ReadResults read_detections(const CocoGroundTruth& gt, json_dom::dom::element ro
     const json_dom::Entry entry(values[i], source, kResultsList, i);
     const int64_t image_id = entry.integer("image_id");
     if (gt.find_image(image_id) == nullptr) {
-      entry.fail(fmt::format("image_id {} is not an image of the ground truth {}", image_id,
-                             gt.source()));
+      entry.fail(fmt::format("image_id {} is not an image of the ground truth {}", image_id, gt.source()));
     }
   });
 
@@ -142,8 +141,8 @@ CocoDetections CocoDetections::load(const CocoGroundTruth& gt, const std::string
   return read(gt, ParsedCocoResults::load(path), threads);
 }
 
-CocoDetections CocoDetections::parse(const CocoGroundTruth& gt, std::string_view json_text,
-                                     const std::string& source, int threads) {
+CocoDetections CocoDetections::parse(const CocoGroundTruth& gt, std::string_view json_text, const std::string& source,
+                                     int threads) {
   return read(gt, ParsedCocoResults::parse(json_text, source), threads);
 }
 
@@ -158,8 +157,7 @@ CocoDetections CocoDetections::read(const CocoGroundTruth& gt, const ParsedCocoR
 bool CocoDetections::bbox_is_mask_box(const CocoAnnotation& detection) const {
   const CocoAnnotation* first = detections_.data();
   const std::less<const CocoAnnotation*> before;
-  if (bbox_is_mask_box_.empty() || before(&detection, first) ||
-      !before(&detection, first + detections_.size())) {
+  if (bbox_is_mask_box_.empty() || before(&detection, first) || !before(&detection, first + detections_.size())) {
     return false;
   }
   return bbox_is_mask_box_[static_cast<size_t>(&detection - first)] != 0;

@@ -19,9 +19,8 @@ namespace {
 constexpr size_t kCellsPerTask = 64;
 
 // Fills CSR arrays: the annotations of each cell in file order.
-void bucket_by_cell(const std::vector<std::pair<uint32_t, const CocoAnnotation*>>& placed,
-                    size_t cells, std::vector<uint32_t>& offsets,
-                    std::vector<const CocoAnnotation*>& members) {
+void bucket_by_cell(const std::vector<std::pair<uint32_t, const CocoAnnotation*>>& placed, size_t cells,
+                    std::vector<uint32_t>& offsets, std::vector<const CocoAnnotation*>& members) {
   offsets.assign(cells + 1, 0);
   for (const auto& [cell, ann] : placed) ++offsets[cell + 1];
   for (size_t c = 0; c < cells; ++c) offsets[c + 1] += offsets[c];
@@ -47,12 +46,10 @@ class MaskSource {
 
 }  // namespace
 
-CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, IouType iou_type,
-                             int threads)
+CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, IouType iou_type, int threads)
     : CocoEvaluator(gt, dt, EvaluationParams::coco_defaults(iou_type), threads) {}
 
-CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt,
-                             EvaluationParams params, int threads)
+CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, EvaluationParams params, int threads)
     : gt_(gt), dt_(dt), params_(std::move(params)), threads_(concurrency::resolve_thread_count(threads)) {
   std::sort(params_.max_detections.begin(), params_.max_detections.end());
   if (params_.max_detections.empty()) throw CocoError("evaluation needs at least one detection limit");
@@ -134,10 +131,8 @@ void CocoEvaluator::evaluate_cell(size_t cell) {
           dt_masks[d] = source.get(*dts[d], image);
         }
       } catch (const CocoError& e) {
-        throw CocoError(fmt::format("{}: {} with id {} (image {}): {}",
-                                    is_gt ? gt_.source() : std::string("results"),
-                                    is_gt ? "annotation" : "detection", current->id,
-                                    current->image_id, e.what()));
+        throw CocoError(fmt::format("{}: {} with id {} (image {}): {}", is_gt ? gt_.source() : std::string("results"),
+                                    is_gt ? "annotation" : "detection", current->id, current->image_id, e.what()));
       }
       // rleIou's box test needs every mask's box; a mask result's bbox is
       // that box unless the result gave its own.

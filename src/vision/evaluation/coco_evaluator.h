@@ -19,10 +19,8 @@ namespace dtrain::vision {
 // depend on the thread count. gt and dt must outlive the evaluator.
 class CocoEvaluator {
  public:
-  CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, IouType iou_type,
-                int threads = 0);
-  CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, EvaluationParams params,
-                int threads = 0);
+  CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, IouType iou_type, int threads = 0);
+  CocoEvaluator(const CocoGroundTruth& gt, const CocoDetections& dt, EvaluationParams params, int threads = 0);
 
   // Matches detections to ground truth per image and category (COCOeval.evaluate).
   void evaluate();

@@ -9,8 +9,7 @@
 namespace dtrain::vision {
 namespace {
 
-json_dom::dom::array required_list(json_dom::dom::object dataset, const std::string& source,
-                                   const char* name) {
+json_dom::dom::array required_list(json_dom::dom::object dataset, const std::string& source, const char* name) {
   const std::optional<json_dom::dom::element> list = json_dom::find(dataset, name);
   if (!list) throw CocoError(fmt::format("{}: missing list '{}'", source, name));
   json_dom::dom::array array;
@@ -30,13 +29,14 @@ CocoGroundTruth CocoGroundTruth::parse(std::string_view json_text, const std::st
   return read(simdjson::padded_string(json_text), source, threads);
 }
 
-CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const std::string& source,
-                                      int threads) {
+CocoGroundTruth CocoGroundTruth::read(const simdjson::padded_string& text, const std::string& source, int threads) {
   json_dom::dom::parser parser;
   json_dom::dom::object dataset;
   if (json_dom::parse(parser, text, source).get_object().get(dataset) != simdjson::SUCCESS) {
-    throw CocoError(fmt::format("{}: expected a COCO dataset object with 'images', "
-                                "'annotations' and 'categories'", source));
+    throw CocoError(
+        fmt::format("{}: expected a COCO dataset object with 'images', "
+                    "'annotations' and 'categories'",
+                    source));
   }
   CocoGroundTruth gt;
   gt.source_ = source;

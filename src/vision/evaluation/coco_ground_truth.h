@@ -26,8 +26,7 @@ namespace dtrain::vision {
 class CocoGroundTruth {
  public:
   static CocoGroundTruth load(const std::string& path, int threads = 0);
-  static CocoGroundTruth parse(std::string_view json_text, const std::string& source = "<json>",
-                               int threads = 0);
+  static CocoGroundTruth parse(std::string_view json_text, const std::string& source = "<json>", int threads = 0);
 
   const std::vector<CocoImage>& images() const { return images_; }
   const std::vector<CocoCategory>& categories() const { return categories_; }

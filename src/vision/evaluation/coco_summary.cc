@@ -17,17 +17,15 @@ struct StatisticSpec {
 };
 
 constexpr StatisticSpec kStatistics[] = {
-    {"AP", true, -1, "all", 2},     {"AP50", true, .5, "all", 2},   {"AP75", true, .75, "all", 2},
-    {"APs", true, -1, "small", 2},  {"APm", true, -1, "medium", 2}, {"APl", true, -1, "large", 2},
-    {"AR1", false, -1, "all", 0},   {"AR10", false, -1, "all", 1},  {"AR100", false, -1, "all", 2},
+    {"AP", true, -1, "all", 2},     {"AP50", true, .5, "all", 2},    {"AP75", true, .75, "all", 2},
+    {"APs", true, -1, "small", 2},  {"APm", true, -1, "medium", 2},  {"APl", true, -1, "large", 2},
+    {"AR1", false, -1, "all", 0},   {"AR10", false, -1, "all", 1},   {"AR100", false, -1, "all", 2},
     {"ARs", false, -1, "small", 2}, {"ARm", false, -1, "medium", 2}, {"ARl", false, -1, "large", 2},
 };
 
 // Mean over entries > -1 in numpy's element order (t, then r, then k); -1
 // when there are none.
-double mean_of_measured(const std::vector<double>& values) {
-  return values.empty() ? -1.0 : numpy_mean(values);
-}
+double mean_of_measured(const std::vector<double>& values) { return values.empty() ? -1.0 : numpy_mean(values); }
 
 size_t area_index(const EvaluationParams& params, const std::string& label) {
   for (size_t a = 0; a < params.area_ranges.size(); ++a) {
@@ -81,14 +79,13 @@ CocoSummary summarize(const AccumulatedEvaluation& e, const EvaluationParams& pa
       }
     }
     const double value = mean_of_measured(measured);
-    const std::string iou =
-        spec.iou_threshold < 0
-            ? fmt::format("{:0.2f}:{:0.2f}", params.iou_thresholds.front(), params.iou_thresholds.back())
-            : fmt::format("{:0.2f}", spec.iou_threshold);
-    const std::string line = fmt::format(
-        " {:<18} {} @[ IoU={:<9} | area={:>6} | maxDets={:>3} ] = {:0.3f}",
-        spec.precision ? "Average Precision" : "Average Recall", spec.precision ? "(AP)" : "(AR)",
-        iou, spec.area, params.max_detections[m], value);
+    const std::string iou = spec.iou_threshold < 0 ? fmt::format("{:0.2f}:{:0.2f}", params.iou_thresholds.front(),
+                                                                 params.iou_thresholds.back())
+                                                   : fmt::format("{:0.2f}", spec.iou_threshold);
+    const std::string line =
+        fmt::format(" {:<18} {} @[ IoU={:<9} | area={:>6} | maxDets={:>3} ] = {:0.3f}",
+                    spec.precision ? "Average Precision" : "Average Recall", spec.precision ? "(AP)" : "(AR)", iou,
+                    spec.area, params.max_detections[m], value);
     summary.stats.push_back({spec.name, value, line});
   }
 

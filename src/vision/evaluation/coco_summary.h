@@ -12,7 +12,7 @@ namespace dtrain::vision {
 
 // One of COCO's twelve summary numbers.
 struct SummaryStatistic {
-  std::string name;  // AP, AP50, AP75, APs, APm, APl, AR1, AR10, AR100, ARs, ARm, ARl
+  std::string name;   // AP, AP50, AP75, APs, APm, APl, AR1, AR10, AR100, ARs, ARm, ARl
   double value = -1;  // -1 when nothing could be measured
   std::string line;   // as pycocotools prints it
 };

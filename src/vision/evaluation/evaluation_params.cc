@@ -23,8 +23,7 @@ EvaluationParams EvaluationParams::coco_defaults(IouType type) {
   // np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
   p.recall_thresholds = numpy_linspace(.0, 1.00, static_cast<size_t>(std::nearbyint((1.00 - .0) / .01)) + 1);
   const double huge = 1e5 * 1e5;
-  p.area_ranges = {{0, huge, "all"}, {0, 32 * 32, "small"}, {32 * 32, 96 * 96, "medium"},
-                   {96 * 96, huge, "large"}};
+  p.area_ranges = {{0, huge, "all"}, {0, 32 * 32, "small"}, {32 * 32, 96 * 96, "medium"}, {96 * 96, huge, "large"}};
   p.max_detections = {1, 10, 100};
   return p;
 }

@@ -8,7 +8,7 @@ namespace dtrain::vision {
 
 enum class IouType { kBbox, kSegm };
 
-std::string_view iou_type_name(IouType type);  // "bbox" or "segm"
+std::string_view iou_type_name(IouType type);   // "bbox" or "segm"
 IouType parse_iou_type(std::string_view name);  // throws CocoError
 
 // An object-size bucket; an area belongs to it when min <= area <= max.

@@ -6,8 +6,7 @@
 namespace dtrain::vision {
 
 ImageCategoryEvaluation match_detections(std::span<const CocoAnnotation* const> gts,
-                                         std::span<const CocoAnnotation* const> dts,
-                                         std::span<const double> ious,
+                                         std::span<const CocoAnnotation* const> dts, std::span<const double> ious,
                                          const EvaluationParams& params) {
   ImageCategoryEvaluation out;
   if (gts.empty() && dts.empty()) return out;
@@ -25,11 +24,11 @@ ImageCategoryEvaluation match_detections(std::span<const CocoAnnotation* const> 
   out.counted_gt.assign(A, 0);
 
   std::vector<size_t> order(G);
-  std::vector<uint8_t> ignored(G);          // by file position
-  std::vector<uint8_t> sorted_ignored(G);   // by matching order
+  std::vector<uint8_t> ignored(G);         // by file position
+  std::vector<uint8_t> sorted_ignored(G);  // by matching order
   std::vector<uint8_t> sorted_crowd(G);
   std::vector<int64_t> sorted_id(G);
-  std::vector<uint8_t> gt_taken(G);         // per threshold, by matching order
+  std::vector<uint8_t> gt_taken(G);  // per threshold, by matching order
   std::vector<double> sorted_ious(D * G);
 
   for (size_t a = 0; a < A; ++a) {
@@ -44,8 +43,7 @@ ImageCategoryEvaluation match_detections(std::span<const CocoAnnotation* const> 
 
     // Regular ground truths first, ignored ones after, file order within.
     std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return ignored[x] < ignored[y]; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ignored[x] < ignored[y]; });
     for (size_t g = 0; g < G; ++g) {
       sorted_ignored[g] = ignored[order[g]];
       sorted_crowd[g] = gts[order[g]]->iscrowd;

@@ -39,8 +39,7 @@ struct ImageCategoryEvaluation {
 // it. `gts` are in file order, `dts` already sorted by score and truncated,
 // and ious[d * G + g] holds their IoU.
 ImageCategoryEvaluation match_detections(std::span<const CocoAnnotation* const> gts,
-                                         std::span<const CocoAnnotation* const> dts,
-                                         std::span<const double> ious,
+                                         std::span<const CocoAnnotation* const> dts, std::span<const double> ious,
                                          const EvaluationParams& params);
 
 }  // namespace dtrain::vision

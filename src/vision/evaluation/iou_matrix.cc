@@ -17,8 +17,7 @@ std::vector<double> box_iou_matrix(std::span<const BoundingBox> dts, std::span<c
 }
 
 std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
-                                    std::span<const RunLengthMask* const> gts,
-                                    std::span<const uint8_t> gt_is_crowd) {
+                                    std::span<const RunLengthMask* const> gts, std::span<const uint8_t> gt_is_crowd) {
   std::vector<BoundingBox> dt_boxes(dts.size()), gt_boxes(gts.size());
   if (dts.empty() || gts.empty()) return {};
   for (size_t d = 0; d < dts.size(); ++d) dt_boxes[d] = rle_to_bbox(*dts[d]);
@@ -26,10 +25,8 @@ std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
   return mask_iou_matrix(dts, dt_boxes, gts, gt_boxes, gt_is_crowd);
 }
 
-std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
-                                    std::span<const BoundingBox> dt_boxes,
-                                    std::span<const RunLengthMask* const> gts,
-                                    std::span<const BoundingBox> gt_boxes,
+std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts, std::span<const BoundingBox> dt_boxes,
+                                    std::span<const RunLengthMask* const> gts, std::span<const BoundingBox> gt_boxes,
                                     std::span<const uint8_t> gt_is_crowd) {
   const size_t D = dts.size(), G = gts.size();
   std::vector<double> out;

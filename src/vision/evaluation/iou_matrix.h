@@ -15,13 +15,10 @@ std::vector<double> box_iou_matrix(std::span<const BoundingBox> dts, std::span<c
                                    std::span<const uint8_t> gt_is_crowd);
 
 std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
-                                    std::span<const RunLengthMask* const> gts,
-                                    std::span<const uint8_t> gt_is_crowd);
+                                    std::span<const RunLengthMask* const> gts, std::span<const uint8_t> gt_is_crowd);
 // The same with the masks' boxes (rle_to_bbox of each mask) already known.
-std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts,
-                                    std::span<const BoundingBox> dt_boxes,
-                                    std::span<const RunLengthMask* const> gts,
-                                    std::span<const BoundingBox> gt_boxes,
+std::vector<double> mask_iou_matrix(std::span<const RunLengthMask* const> dts, std::span<const BoundingBox> dt_boxes,
+                                    std::span<const RunLengthMask* const> gts, std::span<const BoundingBox> gt_boxes,
                                     std::span<const uint8_t> gt_is_crowd);
 
 }  // namespace dtrain::vision

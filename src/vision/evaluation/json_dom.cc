@@ -14,8 +14,7 @@ namespace {
 
 bool is_number(dom::element v) {
   const dom::element_type t = v.type();
-  return t == dom::element_type::INT64 || t == dom::element_type::UINT64 ||
-         t == dom::element_type::DOUBLE;
+  return t == dom::element_type::INT64 || t == dom::element_type::UINT64 || t == dom::element_type::DOUBLE;
 }
 
 int64_t int64_of(dom::element v) { return v.get_int64().value_unsafe(); }
@@ -30,7 +29,6 @@ double as_double(dom::element v) {
     default: return double_of(v);
   }
 }
-
 
 // An integer, or a float with an integral value (as pycocotools accepts ids).
 bool is_integral(dom::element v) {
@@ -86,9 +84,7 @@ Entry::Entry(dom::element value, const std::string& source, const char* list, si
 
 std::string Entry::location() const { return fmt::format("{}: {}[{}]", source_, list_, index_); }
 
-void Entry::fail(const std::string& what) const {
-  throw CocoError(fmt::format("{}: {}", location(), what));
-}
+void Entry::fail(const std::string& what) const { throw CocoError(fmt::format("{}: {}", location(), what)); }
 
 std::optional<dom::element> Entry::find(const char* name) const { return json_dom::find(object_, name); }
 

@@ -58,7 +58,7 @@ class Entry {
   uint32_t dimension(const char* name) const;  // integer in [0, 2^31)
   bool flag(const char* name) const;           // 0/1 or true/false
   std::string text(const char* name) const;
-  BoundingBox box(const char* name) const;     // [x, y, w, h]
+  BoundingBox box(const char* name) const;  // [x, y, w, h]
   Segmentation segmentation(const char* name) const;
   // The field when it is a compressed RLE (checked as segmentation() checks
   // it), its counts a view into the parser's buffer; nullopt for polygons or
@@ -70,8 +70,7 @@ class Entry {
 
  private:
   // size [height, width] of the RLE object `rle` of field `name`, and its counts.
-  void rle_parts(dom::object rle, const char* name, uint32_t& height, uint32_t& width,
-                 dom::element& counts) const;
+  void rle_parts(dom::object rle, const char* name, uint32_t& height, uint32_t& width, dom::element& counts) const;
 
   dom::object object_;
   const std::string& source_;

@@ -25,7 +25,8 @@ ImageDetections plain_detections(const vision::Detections& found, uint32_t heigh
   at::Tensor masks;
   if (found.masks.defined()) {
     // Thresholded where they are: a GPU sends bytes back, not floats.
-    masks = found.masks.reshape({-1, int64_t{height}, int64_t{width}}).gt(0.5).to(torch::kCPU, torch::kUInt8).contiguous();
+    masks =
+        found.masks.reshape({-1, int64_t{height}, int64_t{width}}).gt(0.5).to(torch::kCPU, torch::kUInt8).contiguous();
   }
   const size_t pixels = size_t{height} * width;
   for (int64_t i = 0; i < boxes.size(0); ++i) {

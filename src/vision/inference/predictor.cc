@@ -32,8 +32,9 @@ at::Device parse_device(const std::string& name) {
     }
   }
   if (!torch::cuda::is_available()) {
-    throw std::invalid_argument(name + ": LibTorch sees no CUDA device (a LibTorch built without CUDA, such as "
-                                       "Debian's, never does)");
+    throw std::invalid_argument(name +
+                                ": LibTorch sees no CUDA device (a LibTorch built without CUDA, such as "
+                                "Debian's, never does)");
   }
   const auto gpus = static_cast<int>(torch::cuda::device_count());
   if (index >= gpus) {
@@ -53,7 +54,7 @@ std::vector<std::vector<size_t>> same_padded_size(const std::vector<vision::RgbI
         {int64_t{images[i].height}, int64_t{images[i].width}}, static_cast<double>(transform.min_size_test),
         static_cast<double>(transform.max_size_test));
     const vision::ImageSize padded{(resized[0] + stride - 1) / stride * stride,
-                                     (resized[1] + stride - 1) / stride * stride};
+                                   (resized[1] + stride - 1) / stride * stride};
     auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == padded; });
     if (group == groups.end()) group = groups.insert(groups.end(), {padded, {}});
     group->second.push_back(i);

@@ -41,12 +41,9 @@ void set_dtype(at::DeviceType device, at::ScalarType type) {
 // The 16-bit type of a setting; kOff gives nullopt.
 std::optional<at::ScalarType> autocast_type(MixedPrecision precision) {
   switch (precision) {
-    case MixedPrecision::kFloat16:
-      return at::kHalf;
-    case MixedPrecision::kBFloat16:
-      return at::kBFloat16;
-    case MixedPrecision::kOff:
-      break;
+    case MixedPrecision::kFloat16: return at::kHalf;
+    case MixedPrecision::kBFloat16: return at::kBFloat16;
+    case MixedPrecision::kOff: break;
   }
   return std::nullopt;
 }

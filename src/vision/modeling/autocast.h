@@ -8,7 +8,6 @@
 // leaves a network back to float32 (full_precision) before box geometry and losses.
 #include <ATen/ATen.h>
 
-
 #include "vision/modeling/mask_rcnn_options.h"
 
 namespace dtrain::vision::modeling {

@@ -35,8 +35,8 @@ at::Tensor mask_rcnn_loss(const at::Tensor& mask_logits, const std::vector<at::T
       mask_targets.push_back(at::zeros({0, m, m}, rois.options()));
       continue;
     }
-    mask_targets.push_back(ops::roi_align_forward(masks, rois, 1.0, m, m, /*sampling_ratio=*/0, /*aligned=*/false)
-                               .select(1, 0));
+    mask_targets.push_back(
+        ops::roi_align_forward(masks, rois, 1.0, m, m, /*sampling_ratio=*/0, /*aligned=*/false).select(1, 0));
   }
   const at::Tensor all_labels = at::cat(labels, 0);
   const at::Tensor all_targets = at::cat(mask_targets, 0);

@@ -15,8 +15,7 @@ struct FastRcnnLosses {
 // class_logits [R, K], box_regression [R, 4K]; labels and regression_targets
 // one tensor per image, concatenated in the same order as the rows.
 FastRcnnLosses fast_rcnn_loss(const at::Tensor& class_logits, const at::Tensor& box_regression,
-                              const std::vector<at::Tensor>& labels,
-                              const std::vector<at::Tensor>& regression_targets);
+                              const std::vector<at::Tensor>& labels, const std::vector<at::Tensor>& regression_targets);
 
 // Binary cross entropy between each positive proposal's logit map of its
 // ground-truth class and the ground-truth mask cropped to the proposal by

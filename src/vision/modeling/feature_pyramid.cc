@@ -36,8 +36,8 @@ std::vector<at::Tensor> FeaturePyramidImpl::forward(const std::vector<at::Tensor
   outputs[levels - 1] = output_[levels - 1]->forward(top_down);
   for (size_t i = levels - 1; i-- > 0;) {
     at::Tensor lateral = inner_[i]->forward(stages[i]);
-    top_down = lateral + at::upsample_nearest2d(top_down, {lateral.size(2), lateral.size(3)}, c10::nullopt,
-                                                c10::nullopt);
+    top_down =
+        lateral + at::upsample_nearest2d(top_down, {lateral.size(2), lateral.size(3)}, c10::nullopt, c10::nullopt);
     outputs[i] = output_[i]->forward(top_down);
   }
   outputs.push_back(at::max_pool2d(outputs.back(), {1, 1}, {2, 2}, {0, 0}));

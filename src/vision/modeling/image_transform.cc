@@ -16,12 +16,14 @@ ImageSize ImageTransform::resized_size(ImageSize size, double min_size, double m
   // torchvision divides a Python float by a float32 tensor, which PyTorch
   // computes as reciprocal(tensor) * scalar in float32; doing the same keeps
   // the floored sizes identical.
-  const float scale = std::min((1.0f / short_side) * static_cast<float>(min_size),
-                               (1.0f / long_side) * static_cast<float>(max_size));
+  const float scale =
+      std::min((1.0f / short_side) * static_cast<float>(min_size), (1.0f / long_side) * static_cast<float>(max_size));
   // At least one pixel: a 600x3 image would otherwise shrink to height 0,
   // which interpolation refuses (torchvision fails there; we detect nothing).
-  return {std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(size[0]) * static_cast<double>(scale)))),
-          std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(size[1]) * static_cast<double>(scale))))};
+  return {
+      std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(size[0]) * static_cast<double>(scale)))),
+      std::max<int64_t>(1,
+                        static_cast<int64_t>(std::floor(static_cast<double>(size[1]) * static_cast<double>(scale))))};
 }
 
 at::Tensor resize_boxes(const at::Tensor& boxes, ImageSize from, ImageSize to) {
@@ -52,8 +54,8 @@ ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::v
       throw std::invalid_argument("image " + std::to_string(i) + ": expected floating point pixels in 0..1, got " +
                                   std::string(c10::toString(image.scalar_type())));
     }
-    at::Tensor normalized = (image - mean.to(image.options()).view({3, 1, 1})) /
-                            std.to(image.options()).view({3, 1, 1});
+    at::Tensor normalized =
+        (image - mean.to(image.options()).view({3, 1, 1})) / std.to(image.options()).view({3, 1, 1});
     double min_size = static_cast<double>(options_.min_size_test);
     double max_size = static_cast<double>(options_.max_size_test);
     if (training) {
@@ -71,12 +73,13 @@ ImageBatch ImageTransform::forward(const std::vector<at::Tensor>& images, std::v
       DetectionTargets& target = (*targets)[i];
       target.boxes = resize_boxes(target.boxes, original, size);
       if (target.masks.defined()) {
-        target.masks = target.masks.numel() == 0
-                           ? at::zeros({target.masks.size(0), size[0], size[1]}, target.masks.options().dtype(at::kByte))
-                           : at::upsample_nearest2d(target.masks.unsqueeze(1).to(at::kFloat), {size[0], size[1]},
-                                                    c10::nullopt, c10::nullopt)
-                                 .select(1, 0)
-                                 .to(at::kByte);
+        target.masks =
+            target.masks.numel() == 0
+                ? at::zeros({target.masks.size(0), size[0], size[1]}, target.masks.options().dtype(at::kByte))
+                : at::upsample_nearest2d(target.masks.unsqueeze(1).to(at::kFloat), {size[0], size[1]}, c10::nullopt,
+                                         c10::nullopt)
+                      .select(1, 0)
+                      .to(at::kByte);
       }
     }
   }

@@ -17,7 +17,7 @@
 namespace dtrain::vision::modeling {
 
 struct ImageBatch {
-  at::Tensor tensors;                   // [N, 3, H, W], zero padded bottom and right
+  at::Tensor tensors;                  // [N, 3, H, W], zero padded bottom and right
   std::vector<ImageSize> image_sizes;  // each image's size after resizing, before padding
 };
 
@@ -29,8 +29,8 @@ class ImageTransform {
   // image) are resized along and the short side is drawn per image from
   // min_size_train with generator (one uniform draw each, as torchvision's
   // torch_choice, so a shared seed reproduces torchvision's choice).
-  ImageBatch forward(const std::vector<at::Tensor>& images, std::vector<DetectionTargets>* targets,
-                     bool training, at::Generator generator) const;
+  ImageBatch forward(const std::vector<at::Tensor>& images, std::vector<DetectionTargets>* targets, bool training,
+                     at::Generator generator) const;
 
   // Maps detections from resized to original image sizes: boxes scaled,
   // masks [N, 1, 28, 28] pasted into [N, 1, H, W] images.

@@ -30,7 +30,9 @@ BackboneImpl::BackboneImpl(const BackboneOptions& options) {
   fpn_ = register_module("fpn", FeaturePyramid(body_->stage_channels(), options.fpn_out_channels));
 }
 
-std::vector<at::Tensor> BackboneImpl::forward(const at::Tensor& images) { return fpn_->forward(body_->forward(images)); }
+std::vector<at::Tensor> BackboneImpl::forward(const at::Tensor& images) {
+  return fpn_->forward(body_->forward(images));
+}
 
 MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options)), transform_(options_.transform) {
   backbone_ = register_module("backbone", Backbone(options_.backbone));
@@ -45,8 +47,8 @@ MaskRcnnImpl::MaskRcnnImpl(MaskRcnnOptions options) : options_(std::move(options
 // and LibTorch 1.13 cannot convolve an empty batch (no detections) with NHWC weights.
 void MaskRcnnImpl::use_channels_last() {
   torch::NoGradGuard no_grad;
-  for (const torch::nn::Module* part : {static_cast<torch::nn::Module*>(backbone_.get()),
-                                        static_cast<torch::nn::Module*>(rpn_.get())}) {
+  for (const torch::nn::Module* part :
+       {static_cast<torch::nn::Module*>(backbone_.get()), static_cast<torch::nn::Module*>(rpn_.get())}) {
     for (at::Tensor& parameter : part->parameters()) {
       if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
     }
@@ -114,9 +116,8 @@ void validate_targets(const DetectionTargets& target, ImageSize image_size, size
   if (need_masks) {
     const auto& m = target.masks;
     if (!m.defined() || m.dim() != 3 || m.size(0) != k || m.size(1) != image_size[0] || m.size(2) != image_size[1]) {
-      throw std::invalid_argument(where + "masks must be [" + std::to_string(k) + ", " +
-                                  std::to_string(image_size[0]) + ", " + std::to_string(image_size[1]) +
-                                  "] (one per box, at the image's size), got " +
+      throw std::invalid_argument(where + "masks must be [" + std::to_string(k) + ", " + std::to_string(image_size[0]) +
+                                  ", " + std::to_string(image_size[1]) + "] (one per box, at the image's size), got " +
                                   (m.defined() ? c10::str(m.sizes()) : std::string("none")));
     }
   }

@@ -12,9 +12,9 @@
 namespace dtrain::vision::modeling {
 
 struct BackboneOptions {
-  int64_t depth = 50;            // ResNet 18, 34, 50 or 101
-  int64_t trainable_layers = 3;  // 0..5: how many of layer4, layer3, layer2, layer1, conv1 train
-  bool frozen_batch_norm = true; // false: ordinary BatchNorm2d (torchvision without weights_backbone)
+  int64_t depth = 50;             // ResNet 18, 34, 50 or 101
+  int64_t trainable_layers = 3;   // 0..5: how many of layer4, layer3, layer2, layer1, conv1 train
+  bool frozen_batch_norm = true;  // false: ordinary BatchNorm2d (torchvision without weights_backbone)
   int64_t fpn_out_channels = 256;
   bool synchronized_batch_norm = false;  // SyncBN: the trainer makes the BatchNorms take statistics over all ranks
 };

@@ -12,7 +12,8 @@ namespace {
 
 // The layers whose shape depends on the number of classes.
 bool is_class_specific(const std::string& key) {
-  return key.rfind("roi_heads.box_predictor.", 0) == 0 || key.rfind("roi_heads.mask_predictor.mask_fcn_logits.", 0) == 0;
+  return key.rfind("roi_heads.box_predictor.", 0) == 0 ||
+         key.rfind("roi_heads.mask_predictor.mask_fcn_logits.", 0) == 0;
 }
 
 std::string shape_of(const at::Tensor& t) { return c10::str(t.sizes()); }

@@ -129,12 +129,14 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
     flat_logits.push_back(flatten_level(logits[l], 1));
     flat_deltas.push_back(flatten_level(deltas[l], 4));
   }
-  const at::Tensor objectness = at::cat(flat_logits, 1).flatten(0, -2);  // [N * anchors, 1]
+  const at::Tensor objectness = at::cat(flat_logits, 1).flatten(0, -2);    // [N * anchors, 1]
   const at::Tensor box_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N * anchors, 4]
 
   // Every image of the batch shares the padded size, hence the anchors.
-  const at::Tensor anchors = anchor_generator_.generate(padded_size, feature_sizes, geometry_type(features[0].scalar_type()),
-                                                         features[0].device()).all;
+  const at::Tensor anchors =
+      anchor_generator_
+          .generate(padded_size, feature_sizes, geometry_type(features[0].scalar_type()), features[0].device())
+          .all;
   const at::Tensor all_anchors = anchors.repeat({num_images, 1});
   const at::Tensor proposals = box_coder_.decode(box_deltas.detach(), all_anchors).view({num_images, -1, 4});
 
@@ -157,7 +159,8 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
     image_labels.masked_fill_(matched == ops::Matcher::kBelowLowThreshold, 0.0);
     image_labels.masked_fill_(matched == ops::Matcher::kBetweenThresholds, -1.0);
     labels.push_back(image_labels);
-    regression_targets.push_back(box_coder_.encode(gt.to(anchors.scalar_type()).index_select(0, matched.clamp_min(0)), anchors));
+    regression_targets.push_back(
+        box_coder_.encode(gt.to(anchors.scalar_type()).index_select(0, matched.clamp_min(0)), anchors));
   }
   const ops::SampledMasks sampled = sampler_.sample(labels, generators);
   const at::Tensor positive = at::where(at::cat(sampled.positive, 0))[0];
@@ -167,8 +170,8 @@ RpnOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
   const at::Tensor all_targets = at::cat(regression_targets, 0);
   out.sampled_anchors = chosen.numel();
 
-  out.loss_rpn_box_reg = at::smooth_l1_loss(box_deltas.index_select(0, positive),
-                                            all_targets.index_select(0, positive), at::Reduction::Sum, 1.0 / 9) /
+  out.loss_rpn_box_reg = at::smooth_l1_loss(box_deltas.index_select(0, positive), all_targets.index_select(0, positive),
+                                            at::Reduction::Sum, 1.0 / 9) /
                          static_cast<double>(chosen.numel());
   out.loss_objectness = at::binary_cross_entropy_with_logits(objectness.flatten().index_select(0, chosen),
                                                              all_labels.index_select(0, chosen));

@@ -19,8 +19,7 @@ std::vector<int64_t> blocks_per_stage(int64_t depth) {
     case 34: return {3, 4, 6, 3};
     case 50: return {3, 4, 6, 3};
     case 101: return {3, 4, 23, 3};
-    default:
-      throw std::invalid_argument("ResNet depth must be 18, 34, 50 or 101, got " + std::to_string(depth));
+    default: throw std::invalid_argument("ResNet depth must be 18, 34, 50 or 101, got " + std::to_string(depth));
   }
 }
 

@@ -72,8 +72,7 @@ RoiTrainingSample RoiHeadsImpl::sample_proposals(const std::vector<at::Tensor>& 
 RoiHeadsOutput RoiHeadsImpl::forward(const std::vector<at::Tensor>& features, const std::vector<at::Tensor>& proposals,
                                      const std::vector<ImageSize>& image_sizes,
                                      const std::vector<DetectionTargets>* targets,
-                                     const ops::ImageGenerators& generators,
-                                     RoiTrainingSample* sample_out) {
+                                     const ops::ImageGenerators& generators, RoiTrainingSample* sample_out) {
   const std::vector<at::Tensor> levels = pooled_levels(features);
   RoiHeadsOutput out;
   if (is_training()) {
@@ -83,8 +82,8 @@ RoiHeadsOutput RoiHeadsImpl::forward(const std::vector<at::Tensor>& features, co
     for (size_t i = 0; i < proposals.size(); ++i) {
       at::Tensor gt_boxes = (*targets)[i].boxes.to(proposals[i].scalar_type());
       if (gt_boxes.size(0) == 0) gt_boxes = at::zeros({1, 4}, gt_boxes.options());
-      regression_targets.push_back(box_coder_.encode(gt_boxes.index_select(0, sample.matched_idxs[i]),
-                                                     sample.proposals[i]));
+      regression_targets.push_back(
+          box_coder_.encode(gt_boxes.index_select(0, sample.matched_idxs[i]), sample.proposals[i]));
     }
     const at::Tensor box_features = box_head_->forward(box_pooler_.forward(levels, sample.proposals, image_sizes));
     auto [class_logits, box_regression] = box_predictor_->forward(box_features);
@@ -121,11 +120,13 @@ RoiHeadsOutput RoiHeadsImpl::forward(const std::vector<at::Tensor>& features, co
     const at::Tensor mask_logits =
         mask_predictor_->forward(mask_head_->forward(mask_pooler_.forward(levels, boxes, image_sizes)));
     // Each detection's probability map at its own class.
-    const at::Tensor labels = at::cat([&] {
-      std::vector<at::Tensor> l;
-      for (const auto& d : out.detections) l.push_back(d.labels);
-      return l;
-    }(), 0);
+    const at::Tensor labels = at::cat(
+        [&] {
+          std::vector<at::Tensor> l;
+          for (const auto& d : out.detections) l.push_back(d.labels);
+          return l;
+        }(),
+        0);
     const at::Tensor rows = at::arange(labels.size(0), labels.options());
     const at::Tensor probs = mask_logits.sigmoid().index({rows, labels}).unsqueeze(1);
     int64_t offset = 0;
@@ -148,7 +149,8 @@ std::vector<Detections> RoiHeadsImpl::postprocess(const at::Tensor& class_logits
   int64_t offset = 0;
   for (size_t i = 0; i < proposals.size(); ++i) {
     const int64_t count = proposals[i].size(0);
-    at::Tensor boxes = ops::clip_boxes_to_image(all_boxes.narrow(0, offset, count), image_sizes[i][0], image_sizes[i][1]);
+    at::Tensor boxes =
+        ops::clip_boxes_to_image(all_boxes.narrow(0, offset, count), image_sizes[i][0], image_sizes[i][1]);
     at::Tensor scores = all_scores.narrow(0, offset, count);
     offset += count;
     at::Tensor labels = at::arange(num_classes, scores.options().dtype(at::kLong)).view({1, -1}).expand_as(scores);

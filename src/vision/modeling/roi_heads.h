@@ -25,10 +25,10 @@
 namespace dtrain::vision::modeling {
 
 struct RoiHeadsOutput {
-  std::vector<Detections> detections;  // inference: per image, in resized-image pixels, masks [N, 1, 28, 28]
+  std::vector<Detections> detections;        // inference: per image, in resized-image pixels, masks [N, 1, 28, 28]
   std::map<std::string, at::Tensor> losses;  // training: loss_classifier, loss_box_reg, loss_mask
-  int64_t sampled_proposals = 0;   // training: rows the classifier and box losses average over
-  int64_t positive_proposals = 0;  // training: masks the mask loss averages over
+  int64_t sampled_proposals = 0;             // training: rows the classifier and box losses average over
+  int64_t positive_proposals = 0;            // training: masks the mask loss averages over
 };
 
 // What the training sample of proposals was, for tests that compare the

@@ -4,20 +4,17 @@
 
 namespace dtrain::vision::ops {
 
-AnchorGenerator::AnchorGenerator(std::vector<std::vector<double>> sizes,
-                                 std::vector<std::vector<double>> aspect_ratios)
+AnchorGenerator::AnchorGenerator(std::vector<std::vector<double>> sizes, std::vector<std::vector<double>> aspect_ratios)
     : sizes_(std::move(sizes)), aspect_ratios_(std::move(aspect_ratios)) {
-  TORCH_CHECK(sizes_.size() == aspect_ratios_.size(), "AnchorGenerator: ", sizes_.size(),
-              " levels of sizes but ", aspect_ratios_.size(),
-              " levels of aspect ratios; give one list of each per feature map");
+  TORCH_CHECK(sizes_.size() == aspect_ratios_.size(), "AnchorGenerator: ", sizes_.size(), " levels of sizes but ",
+              aspect_ratios_.size(), " levels of aspect ratios; give one list of each per feature map");
   for (size_t l = 0; l < sizes_.size(); ++l) {
     TORCH_CHECK(!sizes_[l].empty() && !aspect_ratios_[l].empty(), "AnchorGenerator: level ", l,
                 " has no sizes or no aspect ratios");
   }
 }
 
-at::Tensor AnchorGenerator::cell_anchors(const std::vector<double>& sizes,
-                                         const std::vector<double>& aspect_ratios,
+at::Tensor AnchorGenerator::cell_anchors(const std::vector<double>& sizes, const std::vector<double>& aspect_ratios,
                                          at::ScalarType dtype, at::Device device) {
   const auto options = at::TensorOptions().dtype(dtype).device(device);
   const at::Tensor scales = at::tensor(sizes, at::kDouble).to(options);
@@ -37,17 +34,17 @@ std::vector<int64_t> AnchorGenerator::num_anchors_per_location() const {
   return counts;
 }
 
-AnchorGenerator::Anchors AnchorGenerator::generate(
-    std::array<int64_t, 2> image_size, const std::vector<std::array<int64_t, 2>>& feature_sizes,
-    at::ScalarType dtype, at::Device device) const {
-  TORCH_CHECK(feature_sizes.size() == sizes_.size(), "AnchorGenerator::generate: ",
-              feature_sizes.size(), " feature maps but anchors configured for ", sizes_.size(),
+AnchorGenerator::Anchors AnchorGenerator::generate(std::array<int64_t, 2> image_size,
+                                                   const std::vector<std::array<int64_t, 2>>& feature_sizes,
+                                                   at::ScalarType dtype, at::Device device) const {
+  TORCH_CHECK(feature_sizes.size() == sizes_.size(), "AnchorGenerator::generate: ", feature_sizes.size(),
+              " feature maps but anchors configured for ", sizes_.size(),
               " levels; there must be one sizes / aspect-ratios entry per feature map");
   Anchors out;
   for (size_t l = 0; l < feature_sizes.size(); ++l) {
     const auto [grid_h, grid_w] = feature_sizes[l];
-    TORCH_CHECK(grid_h > 0 && grid_w > 0, "AnchorGenerator::generate: feature map ", l,
-                " has size ", grid_h, "x", grid_w);
+    TORCH_CHECK(grid_h > 0 && grid_w > 0, "AnchorGenerator::generate: feature map ", l, " has size ", grid_h, "x",
+                grid_w);
     const int64_t stride_h = image_size[0] / grid_h;
     const int64_t stride_w = image_size[1] / grid_w;
     const at::Tensor base = cell_anchors(sizes_[l], aspect_ratios_[l], dtype, device);

@@ -17,14 +17,12 @@ class AnchorGenerator {
   // sizes[l] and aspect_ratios[l] are level l's anchor sizes (in input
   // pixels) and height/width ratios; torchvision's Mask R-CNN FPN uses
   // sizes {{32}, {64}, {128}, {256}, {512}} with ratios {0.5, 1, 2} at each.
-  AnchorGenerator(std::vector<std::vector<double>> sizes,
-                  std::vector<std::vector<double>> aspect_ratios);
+  AnchorGenerator(std::vector<std::vector<double>> sizes, std::vector<std::vector<double>> aspect_ratios);
 
   // [R * S, 4] anchors (x1, y1, x2, y2) centred on 0, ratios outer, sizes
   // inner: h_ratio = sqrt(r), w_ratio = 1 / h_ratio, w = w_ratio * size,
   // h = h_ratio * size, anchor = round((-w, -h, w, h) / 2), computed in dtype on device.
-  static at::Tensor cell_anchors(const std::vector<double>& sizes,
-                                 const std::vector<double>& aspect_ratios,
+  static at::Tensor cell_anchors(const std::vector<double>& sizes, const std::vector<double>& aspect_ratios,
                                  at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU);
 
   struct Anchors {
@@ -37,8 +35,7 @@ class AnchorGenerator {
   // (image_h / H_l, image_w / W_l) in integer division; anchors are ordered
   // by location (row-major: y outer, x inner), then by cell anchor. On `device` (the
   // features').
-  Anchors generate(std::array<int64_t, 2> image_size,
-                   const std::vector<std::array<int64_t, 2>>& feature_sizes,
+  Anchors generate(std::array<int64_t, 2> image_size, const std::vector<std::array<int64_t, 2>>& feature_sizes,
                    at::ScalarType dtype = at::kFloat, at::Device device = at::kCPU) const;
 
   size_t num_levels() const { return sizes_.size(); }

@@ -4,14 +4,12 @@
 
 namespace dtrain::vision::ops {
 
-BalancedPositiveNegativeSampler::BalancedPositiveNegativeSampler(int64_t batch_size_per_image,
-                                                                 double positive_fraction)
+BalancedPositiveNegativeSampler::BalancedPositiveNegativeSampler(int64_t batch_size_per_image, double positive_fraction)
     : batch_size_per_image_(batch_size_per_image), positive_fraction_(positive_fraction) {
-  TORCH_CHECK(batch_size_per_image >= 0, "BalancedPositiveNegativeSampler: batch_size_per_image ",
-              "must be >= 0, got ", batch_size_per_image);
+  TORCH_CHECK(batch_size_per_image >= 0, "BalancedPositiveNegativeSampler: batch_size_per_image ", "must be >= 0, got ",
+              batch_size_per_image);
   TORCH_CHECK(positive_fraction >= 0.0 && positive_fraction <= 1.0,
-              "BalancedPositiveNegativeSampler: positive_fraction must be in [0, 1], got ",
-              positive_fraction);
+              "BalancedPositiveNegativeSampler: positive_fraction must be in [0, 1], got ", positive_fraction);
 }
 
 SampledMasks BalancedPositiveNegativeSampler::sample(const std::vector<at::Tensor>& matched_idxs,
@@ -21,14 +19,13 @@ SampledMasks BalancedPositiveNegativeSampler::sample(const std::vector<at::Tenso
   out.negative.reserve(matched_idxs.size());
   for (size_t i = 0; i < matched_idxs.size(); ++i) {
     const at::Tensor& labels = matched_idxs[i];
-    TORCH_CHECK(labels.dim() == 1, "BalancedPositiveNegativeSampler: matched_idxs[", i,
-                "] must be 1-D, got ", labels.sizes());
+    TORCH_CHECK(labels.dim() == 1, "BalancedPositiveNegativeSampler: matched_idxs[", i, "] must be 1-D, got ",
+                labels.sizes());
     const at::Tensor positive = at::nonzero(labels >= 1).view(-1);
     const at::Tensor negative = at::nonzero(labels == 0).view(-1);
 
     // int() of the product truncates, as in Python.
-    const auto wanted_pos =
-        static_cast<int64_t>(static_cast<double>(batch_size_per_image_) * positive_fraction_);
+    const auto wanted_pos = static_cast<int64_t>(static_cast<double>(batch_size_per_image_) * positive_fraction_);
     const int64_t num_pos = std::min(positive.numel(), wanted_pos);
     const int64_t num_neg = std::min(negative.numel(), batch_size_per_image_ - num_pos);
 

@@ -9,8 +9,8 @@ at::Tensor BoxCoder::encode(const at::Tensor& matched_boxes, const at::Tensor& p
   TORCH_CHECK(matched_boxes.dim() == 2 && matched_boxes.size(1) == 4,
               "BoxCoder::encode: matched_boxes must be [N, 4], got ", matched_boxes.sizes());
   TORCH_CHECK(proposals.sizes() == matched_boxes.sizes(),
-              "BoxCoder::encode: proposals must have the shape of matched_boxes ",
-              matched_boxes.sizes(), ", got ", proposals.sizes());
+              "BoxCoder::encode: proposals must have the shape of matched_boxes ", matched_boxes.sizes(), ", got ",
+              proposals.sizes());
   const auto [wx, wy, ww, wh] = weights_;
   const at::Tensor p_w = proposals.select(1, 2) - proposals.select(1, 0);
   const at::Tensor p_h = proposals.select(1, 3) - proposals.select(1, 1);
@@ -49,8 +49,7 @@ at::Tensor BoxCoder::decode(const at::Tensor& rel_codes, const at::Tensor& boxes
   const at::Tensor half_w = 0.5 * (at::exp(dw) * widths);
   const at::Tensor half_h = 0.5 * (at::exp(dh) * heights);
   // [N, K, 4] then flattened to [N, 4 * K], box by box.
-  return at::stack({pred_cx - half_w, pred_cy - half_h, pred_cx + half_w, pred_cy + half_h}, 2)
-      .flatten(1);
+  return at::stack({pred_cx - half_w, pred_cy - half_h, pred_cx + half_w, pred_cy + half_h}, 2).flatten(1);
 }
 
 }  // namespace dtrain::vision::ops

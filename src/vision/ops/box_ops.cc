@@ -28,13 +28,12 @@ at::Tensor box_iou(const at::Tensor& boxes1, const at::Tensor& boxes2) {
   const at::Tensor uni = area1.unsqueeze(1) + area2 - inter;
   // Divide only where the union is positive so that 0 / 0 never appears.
   const at::Tensor positive = uni > 0;
-  return at::where(positive, inter / at::where(positive, uni, at::ones_like(uni)),
-                   at::zeros_like(inter));
+  return at::where(positive, inter / at::where(positive, uni, at::ones_like(uni)), at::zeros_like(inter));
 }
 
 at::Tensor clip_boxes_to_image(const at::Tensor& boxes, int64_t height, int64_t width) {
-  TORCH_CHECK(boxes.dim() >= 1 && boxes.size(-1) == 4,
-              "clip_boxes_to_image: boxes must be [..., 4], got shape ", boxes.sizes());
+  TORCH_CHECK(boxes.dim() >= 1 && boxes.size(-1) == 4, "clip_boxes_to_image: boxes must be [..., 4], got shape ",
+              boxes.sizes());
   const at::Tensor xs = boxes.slice(-1, 0, 4, 2).clamp(0, static_cast<double>(width));
   const at::Tensor ys = boxes.slice(-1, 1, 4, 2).clamp(0, static_cast<double>(height));
   // Interleave back to (x1, y1, x2, y2).

@@ -11,8 +11,8 @@ Matcher::Matcher(double high_threshold, double low_threshold, bool allow_low_qua
 }
 
 at::Tensor Matcher::match(const at::Tensor& quality) const {
-  TORCH_CHECK(quality.dim() == 2, "Matcher::match: quality must be [G, P] (ground truths x ",
-              "predictions), got ", quality.sizes());
+  TORCH_CHECK(quality.dim() == 2, "Matcher::match: quality must be [G, P] (ground truths x ", "predictions), got ",
+              quality.sizes());
   TORCH_CHECK(quality.size(0) > 0,
               "Matcher::match: no ground-truth boxes available for one of the images during "
               "training (quality matrix is ",

@@ -17,8 +17,8 @@ namespace dtrain::vision::ops {
 // returned minus k_min (so 0 is the finest level given).
 class LevelMapper {
  public:
-  LevelMapper(int64_t k_min, int64_t k_max, double canonical_scale = 224,
-              int64_t canonical_level = 4, double eps = 1e-6);
+  LevelMapper(int64_t k_min, int64_t k_max, double canonical_scale = 224, int64_t canonical_level = 4,
+              double eps = 1e-6);
 
   // boxes: one [N_i, 4] tensor per image -> [sum N_i] int64 level indices.
   at::Tensor operator()(const std::vector<at::Tensor>& boxes) const;
@@ -42,8 +42,8 @@ double infer_scale(int64_t feature_height, int64_t image_height);
 
 class MultiScaleRoIAlign {
  public:
-  MultiScaleRoIAlign(std::array<int64_t, 2> output_size, int64_t sampling_ratio,
-                     double canonical_scale = 224, int64_t canonical_level = 4);
+  MultiScaleRoIAlign(std::array<int64_t, 2> output_size, int64_t sampling_ratio, double canonical_scale = 224,
+                     int64_t canonical_level = 4);
 
   // features: the pyramid levels in use, finest first, each [B, C, H_l, W_l];
   // boxes: one [N_i, 4] tensor per image (x1, y1, x2, y2 in image pixels);
@@ -60,8 +60,7 @@ class MultiScaleRoIAlign {
   const std::optional<LevelMapper>& level_mapper() const { return mapper_; }
 
  private:
-  void setup_scales(const std::vector<at::Tensor>& features,
-                    const std::vector<std::array<int64_t, 2>>& image_sizes);
+  void setup_scales(const std::vector<at::Tensor>& features, const std::vector<std::array<int64_t, 2>>& image_sizes);
 
   std::array<int64_t, 2> output_size_;
   int64_t sampling_ratio_;

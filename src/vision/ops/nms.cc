@@ -71,34 +71,35 @@ at::Tensor greedy_suppression_cuda(const at::Tensor& boxes, const at::Tensor& sc
 
 at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
   TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "nms: boxes must be [N, 4], got ", boxes.sizes());
-  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "nms: scores must be [",
-              boxes.size(0), "], got ", scores.sizes());
+  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "nms: scores must be [", boxes.size(0), "], got ",
+              scores.sizes());
   TORCH_CHECK(boxes.device() == scores.device(), "nms: boxes are on ", boxes.device(), " but scores on ",
               scores.device());
 #if DTRAIN_TORCH_CUDA
   TORCH_CHECK(boxes.device().is_cpu() || boxes.device().is_cuda(), "nms: CPU or CUDA tensors only, got ",
               boxes.device());
 #else
-  TORCH_CHECK(boxes.device().is_cpu(), "nms: only CPU tensors are supported in this build (CUDA needs a LibTorch "
-              "with CUDA), got ", boxes.device());
+  TORCH_CHECK(boxes.device().is_cpu(),
+              "nms: only CPU tensors are supported in this build (CUDA needs a LibTorch "
+              "with CUDA), got ",
+              boxes.device());
 #endif
-  TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "nms: boxes are ", boxes.scalar_type(),
-              " but scores are ", scores.scalar_type());
+  TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "nms: boxes are ", boxes.scalar_type(), " but scores are ",
+              scores.scalar_type());
   if (boxes.numel() == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
 #if DTRAIN_TORCH_CUDA
   if (boxes.is_cuda()) return greedy_suppression_cuda(boxes, scores.contiguous(), iou_threshold);
 #endif
   at::Tensor kept;
-  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "dtrain_nms", [&] {
-    kept = greedy_suppression<scalar_t>(boxes, scores, iou_threshold);
-  });
+  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "dtrain_nms",
+                             [&] { kept = greedy_suppression<scalar_t>(boxes, scores, iou_threshold); });
   return kept;
 }
 
 at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
                        double iou_threshold) {
-  TORCH_CHECK(idxs.dim() == 1 && idxs.size(0) == boxes.size(0), "batched_nms: idxs must be [",
-              boxes.size(0), "], got ", idxs.sizes());
+  TORCH_CHECK(idxs.dim() == 1 && idxs.size(0) == boxes.size(0), "batched_nms: idxs must be [", boxes.size(0), "], got ",
+              idxs.sizes());
   if (boxes.numel() == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
   if (boxes.numel() > (boxes.is_cuda() ? kPerCategoryNmsAboveOnCuda : kPerCategoryNmsAbove)) {
     // One NMS per category on the unshifted boxes, then all kept boxes

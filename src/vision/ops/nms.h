@@ -23,7 +23,6 @@ at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_thr
 // per step against torchvision's 4, docs/performance.md). Both paths keep the same boxes.
 inline constexpr int64_t kPerCategoryNmsAbove = 4000;
 inline constexpr int64_t kPerCategoryNmsAboveOnCuda = 100000;
-at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
-                       double iou_threshold);
+at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs, double iou_threshold);
 
 }  // namespace dtrain::vision::ops

@@ -6,8 +6,7 @@
 namespace dtrain::vision::ops {
 
 at::Tensor expand_boxes(const at::Tensor& boxes, double scale) {
-  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "expand_boxes: boxes must be [N, 4], got ",
-              boxes.sizes());
+  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "expand_boxes: boxes must be [N, 4], got ", boxes.sizes());
   const at::Tensor x1 = boxes.select(1, 0);
   const at::Tensor y1 = boxes.select(1, 1);
   const at::Tensor x2 = boxes.select(1, 2);
@@ -21,8 +20,7 @@ at::Tensor expand_boxes(const at::Tensor& boxes, double scale) {
 }
 
 std::pair<at::Tensor, double> expand_masks(const at::Tensor& masks, int64_t padding) {
-  TORCH_CHECK(masks.dim() == 4 && masks.size(1) == 1 && masks.size(2) == masks.size(3) &&
-                  masks.size(3) > 0,
+  TORCH_CHECK(masks.dim() == 4 && masks.size(1) == 1 && masks.size(2) == masks.size(3) && masks.size(3) > 0,
               "expand_masks: masks must be [N, 1, M, M] with M > 0, got ", masks.sizes());
   TORCH_CHECK(padding >= 0, "expand_masks: padding must be >= 0, got ", padding);
   const int64_t m = masks.size(-1);
@@ -34,13 +32,11 @@ namespace {
 
 // One mask [M', M'] into a zero [image_height, image_width] canvas; box is
 // four int64 values.
-at::Tensor paste_one(const at::Tensor& mask, const int64_t* box, int64_t image_height,
-                     int64_t image_width) {
+at::Tensor paste_one(const at::Tensor& mask, const int64_t* box, int64_t image_height, int64_t image_width) {
   const int64_t w = std::max<int64_t>(box[2] - box[0] + 1, 1);
   const int64_t h = std::max<int64_t>(box[3] - box[1] + 1, 1);
   const at::Tensor resized =
-      at::upsample_bilinear2d(mask.expand({1, 1, -1, -1}), {h, w}, /*align_corners=*/false,
-                              c10::nullopt, c10::nullopt)
+      at::upsample_bilinear2d(mask.expand({1, 1, -1, -1}), {h, w}, /*align_corners=*/false, c10::nullopt, c10::nullopt)
           .select(0, 0)
           .select(0, 0);
   at::Tensor canvas = at::zeros({image_height, image_width}, mask.options());
@@ -58,17 +54,16 @@ at::Tensor paste_one(const at::Tensor& mask, const int64_t* box, int64_t image_h
 
 }  // namespace
 
-at::Tensor paste_masks_in_image(const at::Tensor& masks, const at::Tensor& boxes,
-                                int64_t image_height, int64_t image_width, int64_t padding) {
-  TORCH_CHECK(masks.dim() == 4 && masks.size(1) == 1,
-              "paste_masks_in_image: masks must be [N, 1, M, M], got ", masks.sizes());
-  TORCH_CHECK(at::isFloatingType(masks.scalar_type()),
-              "paste_masks_in_image: masks must be floating point, got ", masks.scalar_type());
+at::Tensor paste_masks_in_image(const at::Tensor& masks, const at::Tensor& boxes, int64_t image_height,
+                                int64_t image_width, int64_t padding) {
+  TORCH_CHECK(masks.dim() == 4 && masks.size(1) == 1, "paste_masks_in_image: masks must be [N, 1, M, M], got ",
+              masks.sizes());
+  TORCH_CHECK(at::isFloatingType(masks.scalar_type()), "paste_masks_in_image: masks must be floating point, got ",
+              masks.scalar_type());
   TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4 && boxes.size(0) == masks.size(0),
-              "paste_masks_in_image: boxes must be [", masks.size(0), ", 4], got ",
-              boxes.sizes());
-  TORCH_CHECK(image_height >= 0 && image_width >= 0, "paste_masks_in_image: image size ",
-              image_height, "x", image_width, " is negative");
+              "paste_masks_in_image: boxes must be [", masks.size(0), ", 4], got ", boxes.sizes());
+  TORCH_CHECK(image_height >= 0 && image_width >= 0, "paste_masks_in_image: image size ", image_height, "x",
+              image_width, " is negative");
   const int64_t n = masks.size(0);
   if (n == 0) return at::empty({0, 1, image_height, image_width}, masks.options());
 

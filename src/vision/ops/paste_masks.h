@@ -26,7 +26,7 @@ std::pair<at::Tensor, double> expand_masks(const at::Tensor& masks, int64_t padd
 // interpolation, align_corners = false, and the part inside the image is
 // copied to rows y1..y2 and columns x1..x2. A box that misses the image
 // entirely pastes nothing (torchvision's Python slicing would fail or wrap there).
-at::Tensor paste_masks_in_image(const at::Tensor& masks, const at::Tensor& boxes,
-                                int64_t image_height, int64_t image_width, int64_t padding = 1);
+at::Tensor paste_masks_in_image(const at::Tensor& masks, const at::Tensor& boxes, int64_t image_height,
+                                int64_t image_width, int64_t padding = 1);
 
 }  // namespace dtrain::vision::ops

@@ -36,22 +36,24 @@ void check_rois(const at::Tensor& rois, const at::Tensor& features, const char* 
   TORCH_CHECK(features.device().is_cpu() || features.device().is_cuda(), op, ": CPU or CUDA tensors only, got ",
               features.device());
 #else
-  TORCH_CHECK(features.device().is_cpu(), op, ": only CPU tensors are supported in this build (CUDA needs a "
-              "LibTorch with CUDA), got ", features.device());
+  TORCH_CHECK(features.device().is_cpu(), op,
+              ": only CPU tensors are supported in this build (CUDA needs a "
+              "LibTorch with CUDA), got ",
+              features.device());
 #endif
   TORCH_CHECK(rois.scalar_type() == features.scalar_type(), op, ": rois are ", rois.scalar_type(),
               " but the features are ", features.scalar_type());
 }
 
 void check_pooling(int64_t pooled_height, int64_t pooled_width, const char* op) {
-  TORCH_CHECK(pooled_height > 0 && pooled_width > 0, op, ": pooled size must be positive, got ",
-              pooled_height, "x", pooled_width);
+  TORCH_CHECK(pooled_height > 0 && pooled_width > 0, op, ": pooled size must be positive, got ", pooled_height, "x",
+              pooled_width);
 }
 
 template <typename T>
 void check_batch_index(const RoiGeometry<T>& g, int64_t batch, int64_t k) {
-  TORCH_CHECK(g.batch_index >= 0 && g.batch_index < batch, "roi_align: roi ", k,
-              " has batch index ", g.batch_index, " outside [0, ", batch, ")");
+  TORCH_CHECK(g.batch_index >= 0 && g.batch_index < batch, "roi_align: roi ", k, " has batch index ", g.batch_index,
+              " outside [0, ", batch, ")");
 }
 
 // Every bilinear sample of every roi, computed once and shared by all
@@ -73,8 +75,8 @@ RoiSamples<T> precompute_samples(const T* roi, int64_t num_rois, int64_t batch, 
   for (int64_t k = 0; k < num_rois; ++k) {
     out.geometry.emplace_back(roi + 5 * k, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
     check_batch_index(out.geometry.back(), batch, k);
-    out.first[k + 1] = out.first[k] + pooled_height * pooled_width * out.geometry.back().grid_h *
-                                          out.geometry.back().grid_w;
+    out.first[k + 1] =
+        out.first[k] + pooled_height * pooled_width * out.geometry.back().grid_h * out.geometry.back().grid_w;
   }
   out.samples.resize(static_cast<size_t>(out.first[num_rois]));
   at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
@@ -91,9 +93,8 @@ RoiSamples<T> precompute_samples(const T* roi, int64_t num_rois, int64_t batch, 
 }
 
 template <typename T>
-void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor& output,
-                    double spatial_scale, int64_t pooled_height, int64_t pooled_width,
-                    int64_t sampling_ratio, bool aligned) {
+void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor& output, double spatial_scale,
+                    int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
   const int64_t channels = input.size(1);
   const int64_t height = input.size(2);
   const int64_t width = input.size(3);
@@ -101,8 +102,7 @@ void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor&
   T* out = output.data_ptr<T>();
   const int64_t num_rois = rois.size(0);
   const RoiSamples<T> plan = precompute_samples<T>(rois.data_ptr<T>(), num_rois, input.size(0), height, width,
-                                                   spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                                                   aligned);
+                                                   spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
   const int64_t bins = pooled_height * pooled_width;
   at::parallel_for(0, num_rois * channels, 1, [&](int64_t begin, int64_t end) {
     for (int64_t kc = begin; kc < end; ++kc) {
@@ -129,8 +129,8 @@ void forward_kernel(const at::Tensor& input, const at::Tensor& rois, at::Tensor&
 
 template <typename T>
 void backward_kernel(const at::Tensor& grad_output, const at::Tensor& rois, at::Tensor& grad_input,
-                     double spatial_scale, int64_t pooled_height, int64_t pooled_width,
-                     int64_t sampling_ratio, bool aligned) {
+                     double spatial_scale, int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                     bool aligned) {
   const int64_t channels = grad_input.size(1);
   const int64_t height = grad_input.size(2);
   const int64_t width = grad_input.size(3);
@@ -138,8 +138,7 @@ void backward_kernel(const at::Tensor& grad_output, const at::Tensor& rois, at::
   T* gi = grad_input.data_ptr<T>();
   const int64_t num_rois = rois.size(0);
   const RoiSamples<T> plan = precompute_samples<T>(rois.data_ptr<T>(), num_rois, grad_input.size(0), height, width,
-                                                   spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                                                   aligned);
+                                                   spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
   const int64_t bins = pooled_height * pooled_width;
   // Different rois may scatter into the same input plane, so work is split by
   // channel: a channel's planes are written by one thread only.
@@ -163,14 +162,11 @@ void backward_kernel(const at::Tensor& grad_output, const at::Tensor& rois, at::
   });
 }
 
-
 class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
  public:
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
-                                                const at::Tensor& input, const at::Tensor& rois,
-                                                double spatial_scale, int64_t pooled_height,
-                                                int64_t pooled_width, int64_t sampling_ratio,
-                                                bool aligned) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
+                                                const at::Tensor& rois, double spatial_scale, int64_t pooled_height,
+                                                int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
     ctx->saved_data["spatial_scale"] = spatial_scale;
     ctx->saved_data["pooled_height"] = pooled_height;
     ctx->saved_data["pooled_width"] = pooled_width;
@@ -178,8 +174,7 @@ class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
     ctx->saved_data["aligned"] = aligned;
     ctx->saved_data["input_shape"] = input.sizes();
     ctx->save_for_backward({rois});
-    return {roi_align_forward(input, rois, spatial_scale, pooled_height, pooled_width,
-                              sampling_ratio, aligned)};
+    return {roi_align_forward(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -187,10 +182,9 @@ class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
     const at::Tensor rois = ctx->get_saved_variables()[0];
     const auto shape = ctx->saved_data["input_shape"].toIntVector();
     const at::Tensor grad_input = roi_align_backward(
-        grad_outputs[0], rois, ctx->saved_data["spatial_scale"].toDouble(),
-        ctx->saved_data["pooled_height"].toInt(), ctx->saved_data["pooled_width"].toInt(), shape[0],
-        shape[1], shape[2], shape[3], ctx->saved_data["sampling_ratio"].toInt(),
-        ctx->saved_data["aligned"].toBool());
+        grad_outputs[0], rois, ctx->saved_data["spatial_scale"].toDouble(), ctx->saved_data["pooled_height"].toInt(),
+        ctx->saved_data["pooled_width"].toInt(), shape[0], shape[1], shape[2], shape[3],
+        ctx->saved_data["sampling_ratio"].toInt(), ctx->saved_data["aligned"].toBool());
     // One entry per forward argument; only the input has a gradient.
     return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -263,20 +257,18 @@ void backward_kernel_channels_last(const at::Tensor& grad_kbc, const RoiSamples<
 }  // namespace
 
 at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
-                             int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
-                             bool aligned) {
+                             int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
   TORCH_CHECK(input.dim() == 4, "roi_align: input must be [N, C, H, W], got ", input.sizes());
   check_rois(rois, input, "roi_align");
   check_pooling(pooled_height, pooled_width, "roi_align");
-  at::Tensor output =
-      at::zeros({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
+  at::Tensor output = at::zeros({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
   if (output.numel() == 0) return output;
   const at::Tensor in = input.contiguous();
   const at::Tensor r = rois.contiguous();
 #if DTRAIN_TORCH_CUDA
   if (input.is_cuda()) {
-    const cuda::RoiAlignShape shape{r.size(0), input.size(0), input.size(1), input.size(2), input.size(3),
-                                    pooled_height, pooled_width, spatial_scale, sampling_ratio, aligned};
+    const cuda::RoiAlignShape shape{r.size(0),     input.size(0), input.size(1), input.size(2),  input.size(3),
+                                    pooled_height, pooled_width,  spatial_scale, sampling_ratio, aligned};
     AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "dtrain_roi_align_forward_cuda", [&] {
       cuda::roi_align_forward<scalar_t>(in.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), output.data_ptr<scalar_t>(),
                                         shape, cuda::current_stream());
@@ -293,30 +285,28 @@ at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, do
         precompute_samples<scalar_t>(r.data_ptr<scalar_t>(), r.size(0), input.size(0), input.size(2), input.size(3),
                                      spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
     const at::Tensor channels_last = input.permute({0, 2, 3, 1}).contiguous();
-    forward_kernel_channels_last<scalar_t>(channels_last, plan, output, input.size(1), input.size(2),
-                                           input.size(3), pooled_height * pooled_width);
+    forward_kernel_channels_last<scalar_t>(channels_last, plan, output, input.size(1), input.size(2), input.size(3),
+                                           pooled_height * pooled_width);
   });
   return output;
 }
 
-at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& rois,
-                              double spatial_scale, int64_t pooled_height, int64_t pooled_width,
-                              int64_t batch, int64_t channels, int64_t height, int64_t width,
-                              int64_t sampling_ratio, bool aligned) {
+at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& rois, double spatial_scale,
+                              int64_t pooled_height, int64_t pooled_width, int64_t batch, int64_t channels,
+                              int64_t height, int64_t width, int64_t sampling_ratio, bool aligned) {
   check_rois(rois, grad_output, "roi_align_backward");
   check_pooling(pooled_height, pooled_width, "roi_align_backward");
-  TORCH_CHECK(grad_output.dim() == 4 && grad_output.size(0) == rois.size(0) &&
-                  grad_output.size(1) == channels && grad_output.size(2) == pooled_height &&
-                  grad_output.size(3) == pooled_width,
-              "roi_align_backward: grad_output must be [", rois.size(0), ", ", channels, ", ",
-              pooled_height, ", ", pooled_width, "], got ", grad_output.sizes());
+  TORCH_CHECK(grad_output.dim() == 4 && grad_output.size(0) == rois.size(0) && grad_output.size(1) == channels &&
+                  grad_output.size(2) == pooled_height && grad_output.size(3) == pooled_width,
+              "roi_align_backward: grad_output must be [", rois.size(0), ", ", channels, ", ", pooled_height, ", ",
+              pooled_width, "], got ", grad_output.sizes());
   if (grad_output.numel() == 0) return at::zeros({batch, channels, height, width}, grad_output.options());
   const at::Tensor go = grad_output.contiguous();
   const at::Tensor r = rois.contiguous();
 #if DTRAIN_TORCH_CUDA
   if (grad_output.is_cuda()) {
     at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
-    const cuda::RoiAlignShape shape{r.size(0), batch, channels, height, width,
+    const cuda::RoiAlignShape shape{r.size(0),     batch,        channels,      height,         width,
                                     pooled_height, pooled_width, spatial_scale, sampling_ratio, aligned};
     AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward_cuda", [&] {
       cuda::roi_align_backward<scalar_t>(go.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(),
@@ -328,8 +318,7 @@ at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& r
   if (channels < kChannelsLastFrom) {
     at::Tensor grad_input = at::zeros({batch, channels, height, width}, grad_output.options());
     AT_DISPATCH_FLOATING_TYPES(grad_output.scalar_type(), "dtrain_roi_align_backward", [&] {
-      backward_kernel<scalar_t>(go, r, grad_input, spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                                aligned);
+      backward_kernel<scalar_t>(go, r, grad_input, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
     });
     return grad_input;
   }
@@ -345,9 +334,8 @@ at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& r
   return grad_cl.permute({0, 3, 1, 2}).contiguous();
 }
 
-at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
-                     int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
-                     bool aligned) {
+at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale, int64_t pooled_height,
+                     int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
   // 16-bit features (a network under autocast) pool in float32 and return in their type,
   // as torchvision's autocast RoIAlign does: sums of many samples lose too much in 16 bits.
   if (input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16) {
@@ -355,8 +343,7 @@ at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spa
                      sampling_ratio, aligned)
         .to(input.scalar_type());
   }
-  return RoiAlignFunction::apply(input, rois, spatial_scale, pooled_height, pooled_width,
-                                 sampling_ratio, aligned)[0];
+  return RoiAlignFunction::apply(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)[0];
 }
 
 }  // namespace dtrain::vision::ops

@@ -18,19 +18,16 @@ namespace dtrain::vision::ops {
 //  - sampling_ratio > 0: that many samples per bin along each axis; <= 0:
 //    ceil(roi_size / pooled_size) samples, adapted to each roi.
 at::Tensor roi_align_forward(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
-                             int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
-                             bool aligned);
+                             int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned);
 
 // Gradient of roi_align_forward with respect to its input: [batch, channels, height, width].
-at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& rois,
-                              double spatial_scale, int64_t pooled_height, int64_t pooled_width,
-                              int64_t batch, int64_t channels, int64_t height, int64_t width,
-                              int64_t sampling_ratio, bool aligned);
+at::Tensor roi_align_backward(const at::Tensor& grad_output, const at::Tensor& rois, double spatial_scale,
+                              int64_t pooled_height, int64_t pooled_width, int64_t batch, int64_t channels,
+                              int64_t height, int64_t width, int64_t sampling_ratio, bool aligned);
 
 // roi_align_forward recorded by autograd: gradients flow to input (never to rois). float16 and
 // bfloat16 input is pooled in float32 (rois of any floating type) and returned in its type.
-at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
-                     int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
-                     bool aligned);
+at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale, int64_t pooled_height,
+                     int64_t pooled_width, int64_t sampling_ratio, bool aligned);
 
 }  // namespace dtrain::vision::ops

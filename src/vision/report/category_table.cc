@@ -15,7 +15,7 @@ struct StatisticSpec {
 };
 
 // AP, AP50, AP75, APs, APm, APl as pycocotools' _summarizeDets asks for them.
-constexpr StatisticSpec kSpecs[] = {{-1, "all"}, {.5, "all"},     {.75, "all"},
+constexpr StatisticSpec kSpecs[] = {{-1, "all"},   {.5, "all"},    {.75, "all"},
                                     {-1, "small"}, {-1, "medium"}, {-1, "large"}};
 
 size_t area_index(const EvaluationParams& params, std::string_view label) {
@@ -27,8 +27,8 @@ size_t area_index(const EvaluationParams& params, std::string_view label) {
 
 // Category k's share of one statistic: entries > -1 of precision[t, :, k, a,
 // m] over the selected thresholds, in numpy's order (t, then r).
-double category_statistic(const AccumulatedEvaluation& e, const EvaluationParams& params,
-                          const StatisticSpec& spec, size_t k, size_t m, std::vector<double>& measured) {
+double category_statistic(const AccumulatedEvaluation& e, const EvaluationParams& params, const StatisticSpec& spec,
+                          size_t k, size_t m, std::vector<double>& measured) {
   const size_t a = area_index(params, spec.area);
   measured.clear();
   bool threshold_found = false;
@@ -41,7 +41,8 @@ double category_statistic(const AccumulatedEvaluation& e, const EvaluationParams
       if (v > -1) measured.push_back(v);
     }
   }
-  if (!threshold_found) throw CocoError("the per-category table needs the IoU threshold " + std::to_string(spec.iou_threshold));
+  if (!threshold_found)
+    throw CocoError("the per-category table needs the IoU threshold " + std::to_string(spec.iou_threshold));
   return measured.empty() ? -1.0 : numpy_mean(measured);
 }
 

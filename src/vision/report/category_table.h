@@ -10,8 +10,7 @@
 namespace dtrain::vision {
 
 // The six precision statistics of COCO's summary, in its order.
-inline constexpr std::array<const char*, 6> kPrecisionStatistics = {"AP", "AP50", "AP75",
-                                                                    "APs", "APm", "APl"};
+inline constexpr std::array<const char*, 6> kPrecisionStatistics = {"AP", "AP50", "AP75", "APs", "APm", "APl"};
 
 // One category's line of the per-category table: the precision statistics
 // of pycocotools' summarize restricted to the category (precision[t, :, k,
@@ -22,8 +21,8 @@ struct CategoryRow {
   int64_t id = 0;
   std::string name;
   std::array<double, 6> ap{-1, -1, -1, -1, -1, -1};  // AP, AP50, AP75, APs, APm, APl
-  uint64_t ground_truths = 0;  // not crowd, in the evaluated images (the recall's denominator)
-  uint64_t detections = 0;     // evaluated: at most 100 per image, in the evaluated images
+  uint64_t ground_truths = 0;                        // not crowd, in the evaluated images (the recall's denominator)
+  uint64_t detections = 0;                           // evaluated: at most 100 per image, in the evaluated images
 };
 
 struct CategoryTable {

@@ -19,9 +19,12 @@ std::string csv_field(const std::string& text) {
 std::string markdown_cell(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -50,15 +53,17 @@ std::string category_table_csv(const CategoryTable& table) {
 
 std::string category_table_markdown(const CategoryTable& table, const std::string& extra_lines) {
   std::string out = fmt::format("# COCO {} evaluation per category\n\n", iou_type_name(table.iou_type));
-  out += "Average precision at maxDets=100 as pycocotools' summary computes it, restricted to each\n"
-         "category (n/a: no ground truth to find); categories sorted by AP.\n\n";
+  out +=
+      "Average precision at maxDets=100 as pycocotools' summary computes it, restricted to each\n"
+      "category (n/a: no ground truth to find); categories sorted by AP.\n\n";
   out += "| id | category |";
   for (const char* name : kPrecisionStatistics) out += fmt::format(" {} |", name);
   out += " ground truths | detections |\n|---:|---|";
   for (size_t s = 0; s < kPrecisionStatistics.size(); ++s) out += "---:|";
   out += "---:|---:|\n";
   out += markdown_row("", "**" + table.all.name + "**", table.all);
-  for (const CategoryRow& row : rows_by_ap(table)) out += markdown_row(std::to_string(row.id), markdown_cell(row.name), row);
+  for (const CategoryRow& row : rows_by_ap(table))
+    out += markdown_row(std::to_string(row.id), markdown_cell(row.name), row);
   if (!extra_lines.empty()) out += "\n" + extra_lines;
   return out;
 }

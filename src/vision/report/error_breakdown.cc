@@ -57,16 +57,12 @@ void add(ErrorCounts& to, const ErrorCounts& from) {
 }
 
 nlohmann::ordered_json counts_json(const ErrorCounts& c) {
-  return {{"detections", c.detections},
-          {"true_positives", c.true_positives},
-          {"false_positives", c.false_positives},
-          {"localisation", c.localisation},
-          {"classification", c.classification},
-          {"duplicate", c.duplicate},
-          {"background", c.background},
-          {"localisation_and_classification", c.localisation_and_classification},
-          {"ground_truths", c.ground_truths},
-          {"missed", c.missed}};
+  return {
+      {"detections", c.detections},           {"true_positives", c.true_positives},
+      {"false_positives", c.false_positives}, {"localisation", c.localisation},
+      {"classification", c.classification},   {"duplicate", c.duplicate},
+      {"background", c.background},           {"localisation_and_classification", c.localisation_and_classification},
+      {"ground_truths", c.ground_truths},     {"missed", c.missed}};
 }
 
 }  // namespace
@@ -173,11 +169,16 @@ ErrorBreakdown error_breakdown(const CocoEvaluator& evaluator, const CocoGroundT
       }
       ErrorCounts& counts = out.categories[false_positive_category[d]].counts;
       ++counts.false_positives;
-      if (same_class >= kBackgroundIou && same_class < out.iou_threshold) ++counts.localisation;
-      else if (other_class >= out.iou_threshold) ++counts.classification;
-      else if (same_class >= out.iou_threshold) ++counts.duplicate;
-      else if (std::max(same_class, other_class) < kBackgroundIou) ++counts.background;
-      else ++counts.localisation_and_classification;
+      if (same_class >= kBackgroundIou && same_class < out.iou_threshold)
+        ++counts.localisation;
+      else if (other_class >= out.iou_threshold)
+        ++counts.classification;
+      else if (same_class >= out.iou_threshold)
+        ++counts.duplicate;
+      else if (std::max(same_class, other_class) < kBackgroundIou)
+        ++counts.background;
+      else
+        ++counts.localisation_and_classification;
     }
   }
   for (const CategoryErrors& c : out.categories) add(out.total, c.counts);

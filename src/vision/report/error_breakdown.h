@@ -28,8 +28,7 @@ namespace dtrain::vision {
 // negatives, whatever else happened near them.
 struct ErrorCounts {
   uint64_t detections = 0, true_positives = 0, false_positives = 0;
-  uint64_t localisation = 0, classification = 0, duplicate = 0, background = 0,
-           localisation_and_classification = 0;
+  uint64_t localisation = 0, classification = 0, duplicate = 0, background = 0, localisation_and_classification = 0;
   uint64_t ground_truths = 0, missed = 0;
 };
 

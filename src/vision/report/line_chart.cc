@@ -138,8 +138,10 @@ void draw_chart(cairo_t* cr, const LineChart& chart, const Box& cell) {
         drawing = false;
         continue;
       }
-      if (drawing) cairo_line_to(cr, px(s.x[i]), py(s.y[i]));
-      else cairo_move_to(cr, px(s.x[i]), py(s.y[i]));
+      if (drawing)
+        cairo_line_to(cr, px(s.x[i]), py(s.y[i]));
+      else
+        cairo_move_to(cr, px(s.x[i]), py(s.y[i]));
       drawing = true;
     }
     cairo_stroke(cr);
@@ -198,8 +200,8 @@ std::pair<Surface, Context> white_canvas(int width, int height) {
   Surface surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
   Context cr(cairo_create(surface.get()));
   if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) {
-    throw std::runtime_error(fmt::format("cannot draw a {}x{} chart ({})", width, height,
-                                         cairo_status_to_string(cairo_status(cr.get()))));
+    throw std::runtime_error(
+        fmt::format("cannot draw a {}x{} chart ({})", width, height, cairo_status_to_string(cairo_status(cr.get()))));
   }
   cairo_set_source_rgb(cr.get(), 1, 1, 1);
   cairo_paint(cr.get());

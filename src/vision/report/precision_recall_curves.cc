@@ -10,9 +10,7 @@
 namespace dtrain::vision {
 namespace {
 
-double mean_or_minus_one(const std::vector<double>& measured) {
-  return measured.empty() ? -1.0 : numpy_mean(measured);
-}
+double mean_or_minus_one(const std::vector<double>& measured) { return measured.empty() ? -1.0 : numpy_mean(measured); }
 
 // Enough to draw with, and a third of the size of full doubles.
 double rounded(double v) { return std::round(v * 1e6) / 1e6; }

@@ -47,9 +47,8 @@ std::vector<std::string> write_precision_recall_plots(const PrecisionRecallCurve
   const std::string type(iou_type_name(c.iou_type));
   for (size_t a = 0; a < A; ++a) {
     const std::string& area = c.areas[a].label;
-    LineChart chart = precision_recall_chart(
-        fmt::format("{} precision/recall, area {}: AP {} (maxDets {})", type, area,
-                       ap_text(summary_ap(summary, area)), c.max_detections));
+    LineChart chart = precision_recall_chart(fmt::format("{} precision/recall, area {}: AP {} (maxDets {})", type, area,
+                                                         ap_text(summary_ap(summary, area)), c.max_detections));
     for (size_t t = 0; t < T; ++t) {
       ChartSeries s;
       s.label = fmt::format("IoU {:0.2f}: AP {}", c.iou_thresholds[t], ap_text(c.ap[t * A + a]));

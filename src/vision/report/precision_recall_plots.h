@@ -16,9 +16,8 @@ inline constexpr int kGridColumns = 4, kGridCellWidth = 360, kGridCellHeight = 3
 // precision against recall, one line per IoU threshold (legend with each
 // threshold's AP), titled with the IoU type, the area and its AP from
 // `summary`. Returns the paths written.
-std::vector<std::string> write_precision_recall_plots(const PrecisionRecallCurves& curves,
-                                                      const CocoSummary& summary, const std::string& dir,
-                                                      const std::string& prefix);
+std::vector<std::string> write_precision_recall_plots(const PrecisionRecallCurves& curves, const CocoSummary& summary,
+                                                      const std::string& dir, const std::string& prefix);
 
 // `<prefix>_pr_per_category.png`: small multiples (kGridColumns wide, cells
 // kGridCellWidth x kGridCellHeight) of the categories with ground truth,

@@ -13,7 +13,8 @@ void check(const LossScalerOptions& o) {
                                 std::to_string(o.initial_scale));
   }
   if (!(o.growth_factor > 1)) {
-    throw std::invalid_argument("loss scaling: the growth factor must exceed 1, got " + std::to_string(o.growth_factor));
+    throw std::invalid_argument("loss scaling: the growth factor must exceed 1, got " +
+                                std::to_string(o.growth_factor));
   }
   if (!(o.backoff_factor > 0 && o.backoff_factor < 1)) {
     throw std::invalid_argument("loss scaling: the backoff factor must be in (0, 1), got " +

@@ -51,13 +51,14 @@ WarmupLrSchedule::WarmupLrSchedule(LrScheduleOptions options) : options_(std::mo
 double WarmupLrSchedule::decayed(int64_t iteration) const {
   if (options_.decay == LrDecay::kCosine) {
     // Past max_iter (a run extended on resume) the rate stays at its end value.
-    const double progress = static_cast<double>(std::min(iteration, options_.max_iter)) /
-                            static_cast<double>(options_.max_iter);
+    const double progress =
+        static_cast<double>(std::min(iteration, options_.max_iter)) / static_cast<double>(options_.max_iter);
     return options_.base_lr_end +
            (options_.base_lr - options_.base_lr_end) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
   }
   // Milestones passed: the number of steps <= iteration.
-  const auto passed = std::upper_bound(options_.steps.begin(), options_.steps.end(), iteration) - options_.steps.begin();
+  const auto passed =
+      std::upper_bound(options_.steps.begin(), options_.steps.end(), iteration) - options_.steps.begin();
   return options_.base_lr * std::pow(options_.gamma, static_cast<double>(passed));
 }
 

@@ -35,10 +35,12 @@ void check_is_zip(const std::string& path) {
   if (in.gcount() == 4 && std::memcmp(magic.data(), "PK\x03\x04", 4) == 0) return;
   if (in.gcount() >= 1 && static_cast<unsigned char>(magic[0]) == 0x80) {
     // The legacy format is a bare pickle stream (PROTO first).
-    fail_checkpoint(path, "legacy torch.save format (PyTorch < 1.6 or _use_new_zipfile_serialization=False); "
-               "re-save it with torch.save from PyTorch >= 1.6");
+    fail_checkpoint(path,
+                    "legacy torch.save format (PyTorch < 1.6 or _use_new_zipfile_serialization=False); "
+                    "re-save it with torch.save from PyTorch >= 1.6");
   }
-  fail_checkpoint(path, in.gcount() == 0 ? "empty file, not a zip archive" : "not a zip archive (torch.save >= 1.6 writes one)");
+  fail_checkpoint(
+      path, in.gcount() == 0 ? "empty file, not a zip archive" : "not a zip archive (torch.save >= 1.6 writes one)");
 }
 
 // The directory inside the archive that holds data.pkl, relative to the
@@ -84,8 +86,8 @@ class StorageTable {
     if (const auto it = loaded_.find(ref.key); it != loaded_.end()) {
       if (it->second.ref.dtype != ref.dtype || it->second.ref.numel != ref.numel) {
         fail_checkpoint(path_, "storage record '" + name + "' is described twice, differently (" +
-                        at::toString(it->second.ref.dtype) + "[" + std::to_string(it->second.ref.numel) + "] and " +
-                        at::toString(ref.dtype) + "[" + std::to_string(ref.numel) + "])");
+                                   at::toString(it->second.ref.dtype) + "[" + std::to_string(it->second.ref.numel) +
+                                   "] and " + at::toString(ref.dtype) + "[" + std::to_string(ref.numel) + "])");
       }
       return it->second.storage;
     }
@@ -97,7 +99,7 @@ class StorageTable {
     if (__builtin_mul_overflow(static_cast<std::uint64_t>(ref.numel), c10::elementSize(ref.dtype), &expected) ||
         size < expected) {
       fail_checkpoint(path_, "storage record '" + name + "' holds " + std::to_string(size) + " bytes, " +
-                      std::to_string(ref.numel) + " " + at::toString(ref.dtype) + " elements expected");
+                                 std::to_string(ref.numel) + " " + at::toString(ref.dtype) + " elements expected");
     }
     at::Storage storage(at::Storage::use_byte_size_t(), size, std::move(data), /*allocator=*/nullptr,
                         /*resizable=*/false);
@@ -125,8 +127,10 @@ std::string what_is(const PickleValue& v) {
 // "model" or "state_dict" key (a training script's wrapper).
 const PickleContainer& locate_state_dict(const std::string& path, const PickleGraph& graph) {
   if (graph.root.kind != PickleKind::kDict) {
-    fail_checkpoint(path, "the pickled object is " + what_is(graph.root) + ", not a dict of tensors" +
-                   (graph.root.kind == PickleKind::kObject ? " (a whole module saved instead of its state_dict()?)" : ""));
+    fail_checkpoint(
+        path,
+        "the pickled object is " + what_is(graph.root) + ", not a dict of tensors" +
+            (graph.root.kind == PickleKind::kObject ? " (a whole module saved instead of its state_dict()?)" : ""));
   }
   const PickleContainer& root = graph.container(graph.root);
   for (const char* wrapper_key : {"model", "state_dict"}) {
@@ -169,7 +173,8 @@ StateDict load_state_dict(const std::string& path) {
     if (key.kind != PickleKind::kString) {
       fail_checkpoint(path, "state dict key #" + std::to_string(state.size()) + " is " + what_is(key) + ", not a str");
     }
-    if (value.kind != PickleKind::kTensor) fail_checkpoint(path, "value of '" + key.text + "' is " + what_is(value) + ", not a tensor");
+    if (value.kind != PickleKind::kTensor)
+      fail_checkpoint(path, "value of '" + key.text + "' is " + what_is(value) + ", not a tensor");
     const TensorRef& view = graph.tensors[value.index];
     const StorageRef& ref = graph.storages[view.storage];
     const at::Storage& storage = storages.get(ref);

@@ -8,8 +8,8 @@
 namespace dtrain::vision::torch_save::pickle_op {
 
 // Framing and the end.
-inline constexpr std::uint8_t kProto = 0x80;       // + 1 byte protocol
-inline constexpr std::uint8_t kFrame = 0x95;       // + 8 byte frame length (a hint only)
+inline constexpr std::uint8_t kProto = 0x80;  // + 1 byte protocol
+inline constexpr std::uint8_t kFrame = 0x95;  // + 8 byte frame length (a hint only)
 inline constexpr std::uint8_t kStop = '.';
 
 // The stack and the mark stack.
@@ -19,9 +19,9 @@ inline constexpr std::uint8_t kPopMark = '1';
 inline constexpr std::uint8_t kDup = '2';
 
 // The memo.
-inline constexpr std::uint8_t kBinPut = 'q';       // + 1 byte index
-inline constexpr std::uint8_t kLongBinPut = 'r';   // + 4 byte index
-inline constexpr std::uint8_t kMemoize = 0x94;     // index = memo size
+inline constexpr std::uint8_t kBinPut = 'q';      // + 1 byte index
+inline constexpr std::uint8_t kLongBinPut = 'r';  // + 4 byte index
+inline constexpr std::uint8_t kMemoize = 0x94;    // index = memo size
 inline constexpr std::uint8_t kBinGet = 'h';
 inline constexpr std::uint8_t kLongBinGet = 'j';
 
@@ -29,11 +29,11 @@ inline constexpr std::uint8_t kLongBinGet = 'j';
 inline constexpr std::uint8_t kNone = 'N';
 inline constexpr std::uint8_t kNewTrue = 0x88;
 inline constexpr std::uint8_t kNewFalse = 0x89;
-inline constexpr std::uint8_t kBinInt = 'J';       // 4 byte signed
-inline constexpr std::uint8_t kBinInt1 = 'K';      // 1 byte unsigned
-inline constexpr std::uint8_t kBinInt2 = 'M';      // 2 byte unsigned
-inline constexpr std::uint8_t kLong1 = 0x8a;       // 1 byte length, two's complement bytes
-inline constexpr std::uint8_t kBinFloat = 'G';     // 8 byte big-endian double
+inline constexpr std::uint8_t kBinInt = 'J';    // 4 byte signed
+inline constexpr std::uint8_t kBinInt1 = 'K';   // 1 byte unsigned
+inline constexpr std::uint8_t kBinInt2 = 'M';   // 2 byte unsigned
+inline constexpr std::uint8_t kLong1 = 0x8a;    // 1 byte length, two's complement bytes
+inline constexpr std::uint8_t kBinFloat = 'G';  // 8 byte big-endian double
 
 // Strings (text and, read as the same thing, bytes).
 inline constexpr std::uint8_t kBinUnicode = 'X';        // 4 byte length
@@ -46,7 +46,7 @@ inline constexpr std::uint8_t kShortBinBytes = 'C';
 
 // Containers.
 inline constexpr std::uint8_t kEmptyTuple = ')';
-inline constexpr std::uint8_t kTuple = 't';        // items since the mark
+inline constexpr std::uint8_t kTuple = 't';  // items since the mark
 inline constexpr std::uint8_t kTuple1 = 0x85;
 inline constexpr std::uint8_t kTuple2 = 0x86;
 inline constexpr std::uint8_t kTuple3 = 0x87;

@@ -236,8 +236,8 @@ class Unpickler {
     t.sizes = int_tuple(a[2], "size");
     t.strides = int_tuple(a[3], "stride");
     if (t.sizes.size() != t.strides.size()) {
-      fail("_rebuild_tensor_v2: " + std::to_string(t.sizes.size()) + " sizes but " +
-           std::to_string(t.strides.size()) + " strides");
+      fail("_rebuild_tensor_v2: " + std::to_string(t.sizes.size()) + " sizes but " + std::to_string(t.strides.size()) +
+           " strides");
     }
     t.requires_grad = a[4].integer != 0;
     // a[5] (backward hooks) and a[6] (Python-side metadata) mean nothing to LibTorch.
@@ -451,8 +451,6 @@ class Unpickler {
 
 }  // namespace
 
-PickleGraph read_pickle(const std::uint8_t* data, std::size_t size) {
-  return Unpickler(data, size).run();
-}
+PickleGraph read_pickle(const std::uint8_t* data, std::size_t size) { return Unpickler(data, size).run(); }
 
 }  // namespace dtrain::vision::torch_save

@@ -22,9 +22,9 @@ enum class PickleKind {
   kBool,
   kInt,
   kFloat,
-  kString,   // text or bytes
-  kGlobal,   // a class or function named by GLOBAL, not yet called
-  kObject,   // the result of calling a global this reader does not model
+  kString,  // text or bytes
+  kGlobal,  // a class or function named by GLOBAL, not yet called
+  kObject,  // the result of calling a global this reader does not model
   kTuple,
   kList,
   kDict,     // dict and collections.OrderedDict
@@ -64,8 +64,8 @@ struct TensorRef {
 };
 
 struct PickleContainer {
-  std::vector<PickleValue> items;                           // kTuple, kList
-  std::vector<std::pair<PickleValue, PickleValue>> entries; // kDict, in insertion order
+  std::vector<PickleValue> items;                            // kTuple, kList
+  std::vector<std::pair<PickleValue, PickleValue>> entries;  // kDict, in insertion order
   // kDict: the position in `entries` of each string or integer key, so that a
   // repeated SETITEM replaces the value as Python's dict does.
   std::unordered_map<std::string, std::size_t> position_of_key;

@@ -23,9 +23,9 @@ class PickleWriter {
   void tuple_from_mark();
   void int_tuple(const std::vector<std::int64_t>& values);
   void empty_tuple();
-  void reduce();             // callable, args → callable(*args)
-  void persistent_id();      // pid → persistent_load(pid)
-  void set_items();          // dict, mark, k, v, ... → dict with the pairs added
+  void reduce();         // callable, args → callable(*args)
+  void persistent_id();  // pid → persistent_load(pid)
+  void set_items();      // dict, mark, k, v, ... → dict with the pairs added
   // Ends the pickle and returns its bytes; the writer is spent.
   std::string finish();
 

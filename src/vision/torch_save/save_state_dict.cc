@@ -72,11 +72,13 @@ std::vector<PreparedTensor> prepare(const std::string& path, const StateDict& st
     const at::Tensor& t = entry.tensor;
     if (!t.defined()) fail_checkpoint(path, "tensor '" + name + "' is undefined");
     if (t.layout() != at::kStrided || t.is_quantized()) {
-      fail_checkpoint(path, "tensor '" + name + "' is not a dense tensor; only strided, unquantized tensors are written");
+      fail_checkpoint(path,
+                      "tensor '" + name + "' is not a dense tensor; only strided, unquantized tensors are written");
     }
     auto storage_class = storage_class_of_dtype(t.scalar_type());
     if (!storage_class) {
-      fail_checkpoint(path, "tensor '" + name + "' has dtype " + at::toString(t.scalar_type()) + ", which has no torch storage class here");
+      fail_checkpoint(path, "tensor '" + name + "' has dtype " + at::toString(t.scalar_type()) +
+                                ", which has no torch storage class here");
     }
     out.push_back({&name, t.detach().to(at::kCPU).contiguous(), std::move(*storage_class), t.requires_grad()});
   }
@@ -149,7 +151,8 @@ class TemporaryFile {
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
       if (fd_ < 0 && errno != EEXIST) break;
     }
-    if (fd_ < 0) fail_checkpoint(target, "cannot create a temporary file next to it: " + std::string(std::strerror(errno)));
+    if (fd_ < 0)
+      fail_checkpoint(target, "cannot create a temporary file next to it: " + std::string(std::strerror(errno)));
   }
   ~TemporaryFile() {
     if (fd_ >= 0) ::close(fd_);

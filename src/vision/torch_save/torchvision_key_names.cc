@@ -53,8 +53,6 @@ std::string modern_torchvision_key(const std::string& key) {
   return key;
 }
 
-bool is_ignorable_extra_key(const std::string& key) {
-  return std::string_view(key).ends_with(".num_batches_tracked");
-}
+bool is_ignorable_extra_key(const std::string& key) { return std::string_view(key).ends_with(".num_batches_tracked"); }
 
 }  // namespace dtrain::vision::torch_save

@@ -85,7 +85,8 @@ TEST_F(BatchFeederTest, CollatingAheadHandsOutTheInlineBatchesInOrderAcrossEpoch
     const ModelInputs expected = inline_feeder.next();
     expect_same(ahead_feeder.next(), expected, step);
     std::vector<uint32_t>& epoch = step < steps * 2 / 5 ? first_epoch : second_epoch;
-    if (step < steps * 4 / 5) epoch.insert(epoch.end(), expected.dataset_indices.begin(), expected.dataset_indices.end());
+    if (step < steps * 4 / 5)
+      epoch.insert(epoch.end(), expected.dataset_indices.begin(), expected.dataset_indices.end());
   }
   EXPECT_NE(first_epoch, second_epoch) << "the epochs were not reshuffled";
 }

@@ -28,9 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using dtrain::testing::CommandOutcome;
-using dtrain::testing::TempDir;
 using dtrain::testing::read_file;
 using dtrain::testing::run_capturing;
+using dtrain::testing::TempDir;
 
 const std::string kKeepAll = "MODEL.ROI_HEADS.SCORE_THRESH_TEST 0.0";
 const std::string kPrefix = "dtrain-maskrcnn predict: ";
@@ -129,7 +129,8 @@ void check_visualization(const std::string& png, const vision::RgbImage& input, 
   std::vector<uint8_t> in_mask(size_t{input.height} * input.width, 0), near_box(in_mask.size(), 0);
   for (const auto& mask : masks) {
     for (uint32_t x = 0; x < input.width; ++x) {
-      for (uint32_t y = 0; y < input.height; ++y) in_mask[size_t{y} * input.width + x] |= mask[size_t{x} * input.height + y];
+      for (uint32_t y = 0; y < input.height; ++y)
+        in_mask[size_t{y} * input.width + x] |= mask[size_t{x} * input.height + y];
     }
   }
   for (const nlohmann::json& r : results) {
@@ -214,11 +215,13 @@ TEST(MaskRcnnPredict, LoadsWeightsFromTheFlagOrTheConfigAndRepeatsItself) {
   testing::save_model_weights(SHAPES_CONFIG, {}, 7, weights);
 
   const std::string input = " --input " + quoted(dir / "cat.png") + " " + kKeepAll;
-  const CommandOutcome first = predict(scratch, "--weights " + quoted(weights) + " --output " + quoted(out / "a") + input);
+  const CommandOutcome first =
+      predict(scratch, "--weights " + quoted(weights) + " --output " + quoted(out / "a") + input);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(first.err.find("warning"), std::string::npos) << first.err;
   EXPECT_NE(first.err.find(weights), std::string::npos) << first.err;
-  const CommandOutcome second = predict(scratch, "--output " + quoted(out / "b") + input + " MODEL.WEIGHTS " + quoted(weights));
+  const CommandOutcome second =
+      predict(scratch, "--output " + quoted(out / "b") + input + " MODEL.WEIGHTS " + quoted(weights));
   ASSERT_EQ(second.exit_code, 0) << second.err;
 
   const std::string a = read_file(out / "a/cat.json"), b = read_file(out / "b/cat.json");
@@ -304,16 +307,18 @@ TEST(MaskRcnnPredict, UsageErrorsExitWithTwoAndOneLine) {
   TempDir config_dir;
   const std::string bad_config = config_dir / "bad.yaml";
   vision::write_file_bytes(bad_config, std::vector<uint8_t>{'F', 'O', 'O', ':', ' ', '1', '\n'});
-  expect_one_line_error(run_capturing(std::string(DTRAIN_MASKRCNN) + " predict --config-file " + quoted(bad_config) + input,
-                                      scratch.path().string()),
-                        2, {"FOO", bad_config});
+  expect_one_line_error(
+      run_capturing(std::string(DTRAIN_MASKRCNN) + " predict --config-file " + quoted(bad_config) + input,
+                    scratch.path().string()),
+      2, {"FOO", bad_config});
 }
 
 TEST(MaskRcnnPredict, ModelDeviceIsTheCpuOrAGpuLibTorchSees) {
   TempDir dir, out, scratch;
   write_shapes_png(dir / "1.png", 64, 64, 4);
   const std::string input = " --input " + quoted(dir / "1.png") + " --output " + quoted(out.path().string());
-  expect_one_line_error(predict(scratch, input + " MODEL.DEVICE tpu"), 2, {"MODEL.DEVICE must be cpu or cuda, got 'tpu'"});
+  expect_one_line_error(predict(scratch, input + " MODEL.DEVICE tpu"), 2,
+                        {"MODEL.DEVICE must be cpu or cuda, got 'tpu'"});
   if (!torch::cuda::is_available()) {
     // Debian's LibTorch has no CUDA: refused before any work, naming the key.
     expect_one_line_error(predict(scratch, input + " MODEL.DEVICE cuda"), 2,

@@ -33,7 +33,8 @@ class TrainCli : public ::testing::Test {
                   const std::string& trainer_flags = "") {
     const std::string shapes = dir_.path().string() + "/shapes";
     return run_job(std::string(DTRAIN_CLI) + " run " + launcher_flags + " -np " + std::to_string(ranks) + " -- " +
-                       DTRAIN_MASKRCNN + " train " + trainer_flags + " --threads 1 --config-file " + SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " + shapes +
+                       DTRAIN_MASKRCNN + " train " + trainer_flags + " --threads 1 --config-file " + SHAPES_CONFIG +
+                       " DATASETS.TRAIN_ANNOTATIONS " + shapes +
                        "/annotations/instances_train.json DATASETS.TRAIN_IMAGES " + shapes +
                        "/train INPUT.MIN_SIZE_TRAIN 96 INPUT.MAX_SIZE_TRAIN 128 SOLVER.BASE_LR 0.01 OUTPUT_DIR " +
                        output() + test_set() + " " + extra,
@@ -144,14 +145,15 @@ TEST_F(TrainCli, AClassCountThatDisagreesWithTheDatasetIsRefused) {
 TEST_F(TrainCli, AMissingEvaluationSetIsRefusedBeforeTraining) {
   const JobResult run = train("SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 DATASETS.TEST_IMAGES /nonexistent/val");
   EXPECT_NE(run.exit_code, 0);
-  EXPECT_NE(run.output.find("DATASETS.TEST_ANNOTATIONS/TEST_IMAGES: /nonexistent/val does not exist"), std::string::npos)
+  EXPECT_NE(run.output.find("DATASETS.TEST_ANNOTATIONS/TEST_IMAGES: /nonexistent/val does not exist"),
+            std::string::npos)
       << run.output;
   EXPECT_EQ(run.output.find("iter: "), std::string::npos) << "no training before the check";
 }
 
 TEST_F(TrainCli, AnUnknownConfigKeyIsAUsageError) {
-  const JobResult run = run_job(std::string(DTRAIN_MASKRCNN) + " train --config-file " + SHAPES_CONFIG +
-                                " SOLVER.MAX_ITERS 5");
+  const JobResult run =
+      run_job(std::string(DTRAIN_MASKRCNN) + " train --config-file " + SHAPES_CONFIG + " SOLVER.MAX_ITERS 5");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("SOLVER.MAX_ITERS"), std::string::npos) << run.output;
 }
@@ -246,9 +248,9 @@ TEST_F(TrainCli, TwoRanksWithBatchBEndWithTheWeightsOfOneRankWithBatchTwoB) {
   // The untouched initialisation: a run of 0 iterations.
   const JobResult initial = train(settings + " SOLVER.MAX_ITER 0 OUTPUT_DIR " + dir_.path().string() + "/initial", 1);
   ASSERT_EQ(initial.exit_code, 0) << initial.output;
-  const JobResult compared = run_job("/usr/bin/python3 " + script + " " + dir_.path().string() + "/one/model_final.pth " +
-                                     dir_.path().string() + "/two/model_final.pth " + dir_.path().string() +
-                                     "/initial/model_final.pth");
+  const JobResult compared =
+      run_job("/usr/bin/python3 " + script + " " + dir_.path().string() + "/one/model_final.pth " +
+              dir_.path().string() + "/two/model_final.pth " + dir_.path().string() + "/initial/model_final.pth");
   EXPECT_EQ(compared.exit_code, 0) << compared.output;
 }
 
@@ -336,9 +338,8 @@ TEST_F(TrainCli, ElasticRunLosingARankGoesOnAsAnUndisturbedRun) {
       " SOLVER.ELASTIC.ENABLED True SOLVER.ELASTIC.COMMIT_PERIOD 2";
   // Worker 2 (found by the variable the launcher gives it) is killed once iteration 5 is logged.
   const std::string script =
-      command + " >" + log + " 2>&1 & job=$!; " +
-      "for i in $(seq 1200); do grep -q 'iter: 5/12' " + log + " 2>/dev/null && break; sleep 0.05; done; " +
-      "for p in $(pgrep -f 'OUTPUT_DIR " + output() + "'); do " +
+      command + " >" + log + " 2>&1 & job=$!; " + "for i in $(seq 1200); do grep -q 'iter: 5/12' " + log +
+      " 2>/dev/null && break; sleep 0.05; done; " + "for p in $(pgrep -f 'OUTPUT_DIR " + output() + "'); do " +
       "tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx DTRAIN_ELASTIC_WORKER=2 && kill -KILL $p; done; " +
       "wait $job";
   const std::string script_path = dir_.path().string() + "/elastic.sh";
@@ -351,8 +352,9 @@ TEST_F(TrainCli, ElasticRunLosingARankGoesOnAsAnUndisturbedRun) {
   ASSERT_EQ(elastic.exit_code, 0) << out;
   EXPECT_NE(out.find("host 127.0.0.3: worker 2 was killed by signal 9 (SIGKILL)"), std::string::npos) << out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(World changed: 3 -> 2 ranks \(round 2, a worker was lost\); )"
-                                                   R"(resuming at iteration (\d+), redoing (\d+))")))
+  ASSERT_TRUE(std::regex_search(out, m,
+                                std::regex(R"(World changed: 3 -> 2 ranks \(round 2, a worker was lost\); )"
+                                           R"(resuming at iteration (\d+), redoing (\d+))")))
       << out;
   const int resumed = std::stoi(m[1]);
   EXPECT_EQ(resumed % 2, 0) << out;

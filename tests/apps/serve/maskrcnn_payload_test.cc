@@ -56,8 +56,8 @@ TEST(MaskRcnnPayload, ImageBytesAndBase64JsonDecodeToTheSamePixels) {
   EXPECT_EQ(decode_maskrcnn_request({"image/jpeg", std::string(jpeg.begin(), jpeg.end()), {}}, kMaxPixels).image.width,
             16u);
   // The query parameter / custom attribute form.
-  EXPECT_DOUBLE_EQ(decode_maskrcnn_request({"image/png", png, {{"score_threshold", "0.25"}}}, kMaxPixels).score_threshold,
-                   0.25);
+  EXPECT_DOUBLE_EQ(
+      decode_maskrcnn_request({"image/png", png, {{"score_threshold", "0.25"}}}, kMaxPixels).score_threshold, 0.25);
 }
 
 TEST(MaskRcnnPayload, BadRequestsGet4xxNamingTheProblem) {
@@ -65,18 +65,21 @@ TEST(MaskRcnnPayload, BadRequestsGet4xxNamingTheProblem) {
   EXPECT_EQ(maskrcnn_error_of({"text/plain", "x", {}}).first, 415);
   EXPECT_EQ(maskrcnn_error_of({"image/png", "", {}}).first, 400);
   EXPECT_EQ(maskrcnn_error_of({"image/png", png.substr(0, png.size() / 2), {}}).first, 400);
-  EXPECT_NE(maskrcnn_error_of({"image/jpeg", "\xff\xd8\xff garbage", {}}).second.find("cannot decode the image"), std::string::npos);
+  EXPECT_NE(maskrcnn_error_of({"image/jpeg", "\xff\xd8\xff garbage", {}}).second.find("cannot decode the image"),
+            std::string::npos);
   EXPECT_EQ(maskrcnn_error_of({"image/png", png, {{"score_threshold", "high"}}}),
             std::make_pair(400, std::string("parameter score_threshold must be a number in [0.0, 1.0], got 'high'")));
   EXPECT_EQ(maskrcnn_error_of({"application/json", R"({"img": "x"})", {}}).second,
             "JSON body must be an object with \"image\": a base64 JPEG or PNG");
   EXPECT_EQ(maskrcnn_error_of({"application/json", R"({"image": "a$b"})", {}}).second,
             "\"image\": base64: unexpected '$' at offset 1");
-  EXPECT_EQ(maskrcnn_error_of({"application/json", json{{"image", base64_of(png)}, {"score_threshold", 2}}.dump(), {}}).second,
+  EXPECT_EQ(maskrcnn_error_of({"application/json", json{{"image", base64_of(png)}, {"score_threshold", 2}}.dump(), {}})
+                .second,
             "\"score_threshold\" must be a number in [0, 1], got 2");
   // Over the pixel limit: refused from the header, before decoding.
   EXPECT_EQ(maskrcnn_error_of({"image/png", png, {}}, 599),
-            std::make_pair(413, std::string("image is 30x20 = 600 pixels; the server accepts at most 599 (--max-image-pixels)")));
+            std::make_pair(
+                413, std::string("image is 30x20 = 600 pixels; the server accepts at most 599 (--max-image-pixels)")));
 }
 
 TEST(MaskRcnnPayload, DetectionsAsCocoResultsWithCategoryNamesAboveTheThreshold) {

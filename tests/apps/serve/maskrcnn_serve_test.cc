@@ -52,7 +52,8 @@ class MaskRcnnServe : public ::testing::Test {
             "/shapes/train DATASETS.TEST_ANNOTATIONS '' DATASETS.TEST_IMAGES '' INPUT.MIN_SIZE_TRAIN 96 "
             "INPUT.MAX_SIZE_TRAIN 128 INPUT.MIN_SIZE_TEST 96 INPUT.MAX_SIZE_TEST 128 SOLVER.MAX_ITER 2 "
             "SOLVER.IMS_PER_BATCH 2 SOLVER.WARMUP_ITERS 1 SOLVER.BASE_LR 0.001 MODEL.ROI_HEADS.SCORE_THRESH_TEST 0.0 "
-            "OUTPUT_DIR " + root + "/out",
+            "OUTPUT_DIR " +
+            root + "/out",
         240);
     *output_ += trained.output;
     if (trained.exit_code != 0) return;
@@ -117,8 +118,8 @@ TEST_F(MaskRcnnServe, ImagesAsJpegPngAndBase64JsonGetCocoDetections) {
     ASSERT_EQ(d["bbox"].size(), 4u);
     EXPECT_GE(d["bbox"][2].get<double>(), 0);
     EXPECT_EQ(d["segmentation"]["size"], json::array({image.height, image.width}));
-    const vision::RunLengthMask rle = vision::rle_from_counts_string(d["segmentation"]["counts"].get<std::string>(),
-                                                                     image.height, image.width);
+    const vision::RunLengthMask rle =
+        vision::rle_from_counts_string(d["segmentation"]["counts"].get<std::string>(), image.height, image.width);
     uint64_t total = 0;
     for (uint32_t run : rle.counts) total += run;
     EXPECT_EQ(total, uint64_t{image.height} * image.width);
@@ -175,10 +176,10 @@ TEST_F(MaskRcnnServe, ImagesAsJpegPngAndBase64JsonGetCocoDetections) {
 // answer (what it gets alone, up to float rounding) or its own error,
 // however the requests happened to be grouped.
 TEST_F(MaskRcnnServe, BatchedConcurrentRequestsGetTheirOwnAnswers) {
-  ServerProcess server(DTRAIN_SERVE,
-                       {"--model", path("model"), "--workers", "1", "--threads", "1", "--max-batch", "4",
-                        "--batch-timeout-ms", "20"},
-                       path("batching-server.log"));
+  ServerProcess server(
+      DTRAIN_SERVE,
+      {"--model", path("model"), "--workers", "1", "--threads", "1", "--max-batch", "4", "--batch-timeout-ms", "20"},
+      path("batching-server.log"));
   std::string why;
   ASSERT_TRUE(server.wait_ready(120s, why)) << why;
   std::vector<std::string> images, alone;

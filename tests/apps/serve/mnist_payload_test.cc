@@ -24,7 +24,8 @@ std::vector<uint8_t> ramp() {
 
 json rows_of(const std::vector<uint8_t>& pixels) {
   json rows = json::array();
-  for (int y = 0; y < kMnistSide; ++y) rows.push_back(std::vector<int>(pixels.begin() + y * 28, pixels.begin() + y * 28 + 28));
+  for (int y = 0; y < kMnistSide; ++y)
+    rows.push_back(std::vector<int>(pixels.begin() + y * 28, pixels.begin() + y * 28 + 28));
   return rows;
 }
 
@@ -55,7 +56,8 @@ TEST(MnistPayload, JsonRowsFlatAndBatches) {
     ASSERT_EQ(one.count, 1u);
     EXPECT_EQ(one.pixels[300], 300 % 256);
   }
-  for (const json& body : {json::array({rows, rows, rows}), json::array({flat, flat}), json{{"instances", {rows, rows}}}}) {
+  for (const json& body :
+       {json::array({rows, rows, rows}), json::array({flat, flat}), json{{"instances", {rows, rows}}}}) {
     const MnistBatch many = decode_mnist_request({"application/json", body.dump(), {}});
     EXPECT_EQ(many.count, body.is_object() ? 2u : body.size());
     EXPECT_EQ(many.pixels.size(), many.count * kMnistPixels);
@@ -76,18 +78,22 @@ TEST(MnistPayload, BadBodiesGet4xxNamingTheProblem) {
             std::make_pair(400, std::string("image is 30x28; the MNIST model takes 28x28 grayscale")));
   // A PNG cut in half decodes to an error, not a crash.
   const std::vector<uint8_t> png = vision::encode_png_channels(pixels, 28, 28, 1);
-  EXPECT_EQ(error_of({"image/png", std::string(png.begin(), png.begin() + static_cast<long>(png.size() / 2)), {}}).first, 400);
+  EXPECT_EQ(
+      error_of({"image/png", std::string(png.begin(), png.begin() + static_cast<long>(png.size() / 2)), {}}).first,
+      400);
 
   EXPECT_NE(error_of({"application/json", "[1, 2", {}}).second.find("body is not valid JSON"), std::string::npos);
   EXPECT_NE(error_of({"application/json", "[]", {}}).second.find("JSON body: not a non-empty list"), std::string::npos);
   EXPECT_NE(error_of({"application/json", "[1, 2, 3]", {}}).second.find("JSON body: an image has 3 entries"),
             std::string::npos);
   rows[27].erase(0);
-  EXPECT_NE(error_of({"application/json", rows.dump(), {}}).second.find("JSON body[27]: a row must be 28 numbers, got 27 entries"),
+  EXPECT_NE(error_of({"application/json", rows.dump(), {}})
+                .second.find("JSON body[27]: a row must be 28 numbers, got 27 entries"),
             std::string::npos);
   rows = rows_of(pixels);
   rows[3][4] = 256;
-  EXPECT_NE(error_of({"application/json", rows.dump(), {}}).second.find("JSON body[3][4]: pixel intensity 256 is outside 0..255"),
+  EXPECT_NE(error_of({"application/json", rows.dump(), {}})
+                .second.find("JSON body[3][4]: pixel intensity 256 is outside 0..255"),
             std::string::npos);
   rows[3][4] = "x";
   EXPECT_NE(error_of({"application/json", json::array({rows_of(pixels), rows}).dump(), {}})

@@ -62,7 +62,8 @@ class MnistServe : public ::testing::Test {
     ASSERT_GT(trainer_accuracy_, 0.5) << *training_output_;
   }
 
-  static std::unique_ptr<ServerProcess> start(const std::vector<std::string>& extra, const std::string& program = DTRAIN_SERVE) {
+  static std::unique_ptr<ServerProcess> start(const std::vector<std::string>& extra,
+                                              const std::string& program = DTRAIN_SERVE) {
     static int count = 0;
     std::vector<std::string> arguments;
     if (program == DTRAIN_CLI) arguments.push_back("serve");
@@ -153,7 +154,8 @@ TEST_F(MnistServe, BadInputGets4xxJsonErrorsWithoutCrashOrLeak) {
       {png.substr(0, png.size() - 20), "image/png", 400, "cannot decode the image"},
       {good_json.substr(0, good_json.size() / 2), "application/json", 400, "body is not valid JSON"},
       {"{\"instances\": [[1, 2, 3]]}", "application/json", 400, "JSON instances[0]: an image has 3 entries"},
-      {std::string(1 << 20 | 1, '1'), "application/json", 413, "payload larger than the server's limit of 1048576 bytes"},
+      {std::string(1 << 20 | 1, '1'), "application/json", 413,
+       "payload larger than the server's limit of 1048576 bytes"},
   };
   for (const Case& c : cases) {
     auto answer = client.Post("/invocations", c.body, c.type.c_str());
@@ -199,8 +201,8 @@ TEST_F(MnistServe, BadInputGets4xxJsonErrorsWithoutCrashOrLeak) {
   const long after_first = server->resident_kib();
   barrage(600);
   const long after_more = server->resident_kib();
-  EXPECT_LT(after_more - after_first, 16 * 1024) << "resident memory grew from " << after_first << " KiB to "
-                                                 << after_more << " KiB over 600 bad requests";
+  EXPECT_LT(after_more - after_first, 16 * 1024)
+      << "resident memory grew from " << after_first << " KiB to " << after_more << " KiB over 600 bad requests";
 
   // Still serving, and counting what happened.
   auto good = client.Post("/invocations", png, "image/png");
@@ -278,8 +280,9 @@ TEST(ServeCli, OneLineErrorsAndExitCodes) {
 
   outcome = run("--model " + scratch.path().string() + " --port 0");
   EXPECT_EQ(outcome.exit_code, 1);
-  EXPECT_EQ(outcome.err, "dtrain serve: " + scratch / "model.json" +
-                             ": missing: not a model written by a dtrain trainer (dtrain-mnist, dtrain-maskrcnn train)\n");
+  EXPECT_EQ(outcome.err,
+            "dtrain serve: " + scratch / "model.json" +
+                ": missing: not a model written by a dtrain trainer (dtrain-mnist, dtrain-maskrcnn train)\n");
 
   // An archive that tries to write outside its directory.
   const std::string evil = scratch / "evil";
@@ -308,8 +311,8 @@ TEST(ServeCli, DeviceAndBatchOptionsAreChecked) {
   for (const char* flag : {"--device", "--max-batch", "--batch-timeout-ms"}) {
     EXPECT_NE(outcome.out.find(flag), std::string::npos) << flag << "\n" << outcome.out;
   }
-  for (const char* bad : {"--device tpu", "--max-batch 0", "--max-batch 257", "--batch-timeout-ms -1",
-                          "--batch-timeout-ms 1001"}) {
+  for (const char* bad :
+       {"--device tpu", "--max-batch 0", "--max-batch 257", "--batch-timeout-ms -1", "--batch-timeout-ms 1001"}) {
     outcome = run(std::string(bad) + " --model " + scratch / "missing");
     EXPECT_EQ(outcome.exit_code, 2) << bad << ": " << outcome.err;
     const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
@@ -322,8 +325,9 @@ TEST(ServeCli, DeviceAndBatchOptionsAreChecked) {
   // A LibTorch without CUDA (Debian's) never sees a GPU: refused before the model is read.
   outcome = run("--device cuda --model " + scratch / "missing");
   EXPECT_EQ(outcome.exit_code, 2);
-  EXPECT_EQ(outcome.err, "dtrain serve: --device cuda: LibTorch sees no CUDA device (a LibTorch built without CUDA, "
-                         "such as Debian's, never does)\n");
+  EXPECT_EQ(outcome.err,
+            "dtrain serve: --device cuda: LibTorch sees no CUDA device (a LibTorch built without CUDA, "
+            "such as Debian's, never does)\n");
 #endif
 }
 

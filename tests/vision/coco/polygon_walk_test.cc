@@ -101,10 +101,8 @@ TEST(PolygonWalk, RandomPolygonsMatchTheFullWalk) {
     const bool real_sized = trial % 2 == 0;
     const uint32_t height = real_sized ? 480 : 1 + trial % 37, width = real_sized ? 640 : 1 + trial % 41;
     const double span = real_sized ? 700 : 50;
-    const std::vector<double> xy =
-        random_polygon(rng, -0.2 * span, 1.1 * span, 1 + trial % 40, trial % 3 == 0);
-    ASSERT_EQ(rle_from_polygon(xy, height, width), rle_from_polygon_by_walking(xy, height, width))
-        << "trial " << trial;
+    const std::vector<double> xy = random_polygon(rng, -0.2 * span, 1.1 * span, 1 + trial % 40, trial % 3 == 0);
+    ASSERT_EQ(rle_from_polygon(xy, height, width), rle_from_polygon_by_walking(xy, height, width)) << "trial " << trial;
   }
 }
 
@@ -122,7 +120,12 @@ TEST(PolygonWalk, SteepFlatAndRepeatedEdgesMatchTheFullWalk) {
       switch ((trial + i) % 4) {
         case 0: x += tiny(rng), y = coord(rng); break;
         case 1: y += tiny(rng), x = coord(rng); break;
-        case 2: { const double d = coord(rng) - 320; x += d; y += d + tiny(rng); break; }
+        case 2: {
+          const double d = coord(rng) - 320;
+          x += d;
+          y += d + tiny(rng);
+          break;
+        }
         default: break;  // the same corner again
       }
     }

@@ -43,8 +43,7 @@ TEST(ConfigFile, MergesNestedAndDottedKeysAndLeavesTheRest) {
   EXPECT_EQ(c.get<int64_t>("MODEL.RESNETS.DEPTH"), 18);
   EXPECT_EQ(c.get<double>("MODEL.RPN.NMS_THRESH"), 0.6);
   EXPECT_FALSE(c.get<bool>("MODEL.MASK_ON"));
-  EXPECT_EQ(c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.SIZES"),
-            (FloatListList{{8}, {16}, {32}, {64}, {128}}));
+  EXPECT_EQ(c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.SIZES"), (FloatListList{{8}, {16}, {32}, {64}, {128}}));
   EXPECT_THAT(c.get<IntList>("INPUT.MIN_SIZE_TRAIN"), ElementsAre(640, 672));
   EXPECT_EQ(c.get<double>("SOLVER.BASE_LR"), 1.0);  // an integer is a float
   EXPECT_EQ(c.get<std::string>("OUTPUT_DIR"), "runs/x");
@@ -62,11 +61,9 @@ TEST(ConfigFile, EmptyFileChangesNothing) {
 
 TEST(ConfigFile, BaseIsMergedFirstRelativeToTheIncludingFile) {
   const TempFiles files;
-  files.write("common/Base.yaml",
-              "MODEL:\n  RESNETS: {DEPTH: 101, TRAINABLE_LAYERS: 5}\nSOLVER: {MAX_ITER: 100}\n");
+  files.write("common/Base.yaml", "MODEL:\n  RESNETS: {DEPTH: 101, TRAINABLE_LAYERS: 5}\nSOLVER: {MAX_ITER: 100}\n");
   files.write("common/Middle.yaml", "_BASE_: \"Base.yaml\"\nSOLVER: {MAX_ITER: 200, BASE_LR: 0.5}\n");
-  const std::string top =
-      files.write("exp/top.yaml", "_BASE_: ../common/Middle.yaml\nSOLVER:\n  MAX_ITER: 300\n");
+  const std::string top = files.write("exp/top.yaml", "_BASE_: ../common/Middle.yaml\nSOLVER:\n  MAX_ITER: 300\n");
   Config c = maskrcnn_defaults();
   c.merge_from_file(top);
   EXPECT_EQ(c.get<int64_t>("MODEL.RESNETS.DEPTH"), 101);  // from Base
@@ -108,8 +105,8 @@ TEST(ConfigFile, UnknownKeyNamesKeyFileLineAndSuggestion) {
                                        "    NMS_THRESH: 0.6\n"
                                        "    NMS_THRESHOLD: 0.5\n");
   Config c = maskrcnn_defaults();
-  EXPECT_EQ(merge_error(c, path), "unknown config key 'MODEL.RPN.NMS_THRESHOLD' in " + path +
-                                      ":4 (did you mean MODEL.RPN.NMS_THRESH?)");
+  EXPECT_EQ(merge_error(c, path),
+            "unknown config key 'MODEL.RPN.NMS_THRESHOLD' in " + path + ":4 (did you mean MODEL.RPN.NMS_THRESH?)");
   // All or nothing: the valid line before it did not stick.
   EXPECT_EQ(c.get<double>("MODEL.RPN.NMS_THRESH"), 0.7);
 }
@@ -118,8 +115,8 @@ TEST(ConfigFile, MisspeltGroupIsReportedByItsFullKey) {
   const TempFiles files;
   const std::string path = files.write("x.yaml", "MODEL:\n  RPNN:\n    NMS_THRESH: 0.6\n");
   Config c = maskrcnn_defaults();
-  EXPECT_EQ(merge_error(c, path), "unknown config key 'MODEL.RPNN.NMS_THRESH' in " + path +
-                                      ":3 (did you mean MODEL.RPN.NMS_THRESH?)");
+  EXPECT_EQ(merge_error(c, path),
+            "unknown config key 'MODEL.RPNN.NMS_THRESH' in " + path + ":3 (did you mean MODEL.RPN.NMS_THRESH?)");
   const std::string unrelated = files.write("y.yaml", "TOTALLY_NEW: 1\n");
   EXPECT_EQ(merge_error(c, unrelated), "unknown config key 'TOTALLY_NEW' in " + unrelated + ":1");
 }
@@ -131,20 +128,17 @@ TEST(ConfigFile, WrongTypeNamesKeyValueFileAndLine) {
   EXPECT_EQ(merge_error(c, depth), "MODEL.RESNETS.DEPTH expects an integer, got 'fifty' in " + depth + ":3");
 
   const std::string quoted = files.write("quoted.yaml", "SOLVER:\n  MAX_ITER: \"300\"\n");
-  EXPECT_EQ(merge_error(c, quoted),
-            "SOLVER.MAX_ITER expects an integer, got the string \"300\" in " + quoted + ":2");
+  EXPECT_EQ(merge_error(c, quoted), "SOLVER.MAX_ITER expects an integer, got the string \"300\" in " + quoted + ":2");
 
   const std::string truncated = files.write("float.yaml", "SOLVER:\n  MAX_ITER: 1.5\n");
   EXPECT_THAT(merge_error(c, truncated), HasSubstr("SOLVER.MAX_ITER expects an integer, got '1.5'"));
 
   const std::string boolean = files.write("bool.yaml", "MODEL:\n  MASK_ON: yes\n");
-  EXPECT_THAT(merge_error(c, boolean),
-              HasSubstr("MODEL.MASK_ON expects a boolean (true or false), got 'yes'"));
+  EXPECT_THAT(merge_error(c, boolean), HasSubstr("MODEL.MASK_ON expects a boolean (true or false), got 'yes'"));
 
   const std::string nested = files.write("nested.yaml", "MODEL:\n  ANCHOR_GENERATOR:\n    SIZES: [32, 64]\n");
-  EXPECT_EQ(
-      merge_error(c, nested),
-      "MODEL.ANCHOR_GENERATOR.SIZES expects a list of lists of floats, got [32, 64] in " + nested + ":3");
+  EXPECT_EQ(merge_error(c, nested),
+            "MODEL.ANCHOR_GENERATOR.SIZES expects a list of lists of floats, got [32, 64] in " + nested + ":3");
 
   const std::string empty = files.write("empty.yaml", "MODEL:\n  RESNETS:\n    DEPTH:\n");
   EXPECT_THAT(merge_error(c, empty), HasSubstr("MODEL.RESNETS.DEPTH expects an integer, got nothing"));
@@ -180,8 +174,7 @@ TEST(ConfigFile, MissingOrInvalidFilesAreNamed) {
               HasSubstr("cannot read config file " + files.path("gone.yaml")));
 
   const std::string bad_base = files.write("bad_base.yaml", "_BASE_: [a.yaml]\n");
-  EXPECT_EQ(merge_error(c, bad_base),
-            "_BASE_ expects the path of a YAML file, got [a.yaml] in " + bad_base + ":1");
+  EXPECT_EQ(merge_error(c, bad_base), "_BASE_ expects the path of a YAML file, got [a.yaml] in " + bad_base + ":1");
   EXPECT_TRUE(c == maskrcnn_defaults());
 }
 

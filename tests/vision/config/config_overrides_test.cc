@@ -40,12 +40,10 @@ TEST(ConfigOverrides, ScalarsOfEveryType) {
 
 TEST(ConfigOverrides, ListsInYamlOrPythonTupleSyntax) {
   Config c = maskrcnn_defaults();
-  c.merge_from_list({"MODEL.ANCHOR_GENERATOR.SIZES", "[[16], [32], [64], [128], [256]]",
-                     "INPUT.MIN_SIZE_TRAIN", "(640, 672, 704)", "SOLVER.STEPS", "(1000,)",
-                     "MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS", "((0.25, 1, 4),)", "MODEL.PIXEL_MEAN",
-                     "[0.5, 0.5, 0.5]"});
-  EXPECT_EQ(c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.SIZES"),
-            (FloatListList{{16}, {32}, {64}, {128}, {256}}));
+  c.merge_from_list({"MODEL.ANCHOR_GENERATOR.SIZES", "[[16], [32], [64], [128], [256]]", "INPUT.MIN_SIZE_TRAIN",
+                     "(640, 672, 704)", "SOLVER.STEPS", "(1000,)", "MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS",
+                     "((0.25, 1, 4),)", "MODEL.PIXEL_MEAN", "[0.5, 0.5, 0.5]"});
+  EXPECT_EQ(c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.SIZES"), (FloatListList{{16}, {32}, {64}, {128}, {256}}));
   EXPECT_THAT(c.get<IntList>("INPUT.MIN_SIZE_TRAIN"), ElementsAre(640, 672, 704));
   EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1000));
   EXPECT_EQ(c.get<FloatListList>("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS"), (FloatListList{{0.25, 1.0, 4.0}}));
@@ -86,9 +84,8 @@ TEST(ConfigOverrides, OddCountNamesTheKeyWithoutAValue) {
 
 TEST(ConfigOverrides, UnknownKeyIsNamedWithASuggestion) {
   Config c = maskrcnn_defaults();
-  EXPECT_EQ(
-      override_error(c, {"SOLVER.MAX_ITER", "5", "MODEL.RPN.NMS_THRESHOLD", "0.5"}),
-      "unknown config key 'MODEL.RPN.NMS_THRESHOLD' in the overrides (did you mean MODEL.RPN.NMS_THRESH?)");
+  EXPECT_EQ(override_error(c, {"SOLVER.MAX_ITER", "5", "MODEL.RPN.NMS_THRESHOLD", "0.5"}),
+            "unknown config key 'MODEL.RPN.NMS_THRESHOLD' in the overrides (did you mean MODEL.RPN.NMS_THRESH?)");
   EXPECT_EQ(override_error(c, {"solver.max_iter", "5"}),
             "unknown config key 'solver.max_iter' in the overrides (did you mean SOLVER.MAX_ITER?)");
   EXPECT_EQ(override_error(c, {"MODEL.DETECTIONS_PER_IMAGE", "5"}),
@@ -109,15 +106,12 @@ TEST(ConfigOverrides, WrongTypeNamesKeyAndValue) {
             "MODEL.MASK_ON expects a boolean (true or false), got '1' in the overrides");
   EXPECT_EQ(override_error(c, {"INPUT.MIN_SIZE_TRAIN", "(640, big)"}),
             "INPUT.MIN_SIZE_TRAIN expects a list of integers, got '(640, big)' in the overrides");
-  EXPECT_EQ(
-      override_error(c, {"MODEL.ANCHOR_GENERATOR.SIZES", "[32, 64]"}),
-      "MODEL.ANCHOR_GENERATOR.SIZES expects a list of lists of floats, got '[32, 64]' in the overrides");
+  EXPECT_EQ(override_error(c, {"MODEL.ANCHOR_GENERATOR.SIZES", "[32, 64]"}),
+            "MODEL.ANCHOR_GENERATOR.SIZES expects a list of lists of floats, got '[32, 64]' in the overrides");
   EXPECT_THAT(override_error(c, {"MODEL.PIXEL_MEAN", "[0.1, 0.2"}),
               HasSubstr("MODEL.PIXEL_MEAN expects a list of floats, got '[0.1, 0.2' (not a YAML value: "));
-  EXPECT_EQ(override_error(c, {"SOLVER.BASE_LR", ""}),
-            "SOLVER.BASE_LR expects a float, got '' in the overrides");
-  EXPECT_EQ(override_error(c, {"SOLVER.BASE_LR", "nan"}),
-            "SOLVER.BASE_LR expects a float, got 'nan' in the overrides");
+  EXPECT_EQ(override_error(c, {"SOLVER.BASE_LR", ""}), "SOLVER.BASE_LR expects a float, got '' in the overrides");
+  EXPECT_EQ(override_error(c, {"SOLVER.BASE_LR", "nan"}), "SOLVER.BASE_LR expects a float, got 'nan' in the overrides");
 }
 
 }  // namespace

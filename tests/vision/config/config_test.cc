@@ -81,19 +81,16 @@ TEST(Config, SetAcceptsAnIntegerForAFloatButNeverTheReverse) {
 
 TEST(Config, GetOfAnotherTypeOrUnknownKeyThrowsNamingTheKey) {
   const Config c = small_config();
-  EXPECT_EQ(error_of([&] { c.get<double>("MODEL.DEPTH"); }),
-            "config key MODEL.DEPTH holds an integer, not a float");
+  EXPECT_EQ(error_of([&] { c.get<double>("MODEL.DEPTH"); }), "config key MODEL.DEPTH holds an integer, not a float");
   EXPECT_EQ(error_of([&] { c.get<int64_t>("MODEL.DEPTHS"); }),
             "unknown config key 'MODEL.DEPTHS' (did you mean MODEL.DEPTH?)");
 }
 
 TEST(Config, DefineRejectsDuplicatesAndValueGroupClashes) {
   Config c = small_config();
-  EXPECT_THAT(error_of([&] { c.define("MODEL.DEPTH", int64_t{1}); }),
-              HasSubstr("'MODEL.DEPTH' is defined twice"));
+  EXPECT_THAT(error_of([&] { c.define("MODEL.DEPTH", int64_t{1}); }), HasSubstr("'MODEL.DEPTH' is defined twice"));
   EXPECT_THAT(error_of([&] { c.define("MODEL.RPN", int64_t{1}); }), HasSubstr("already a group"));
-  EXPECT_THAT(error_of([&] { c.define("MODEL.DEPTH.X", int64_t{1}); }),
-              HasSubstr("under the value 'MODEL.DEPTH'"));
+  EXPECT_THAT(error_of([&] { c.define("MODEL.DEPTH.X", int64_t{1}); }), HasSubstr("under the value 'MODEL.DEPTH'"));
   EXPECT_THAT(error_of([&] { c.define("MODEL..X", int64_t{1}); }), HasSubstr("malformed"));
   EXPECT_THAT(error_of([&] { c.define("MODEL.X Y", int64_t{1}); }), HasSubstr("malformed"));
 }

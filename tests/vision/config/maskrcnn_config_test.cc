@@ -293,8 +293,7 @@ TEST(ConfigMaskRcnn, ValidationNamesTheKeyAndTheRule) {
             "MODEL.RESNETS.TRAINABLE_LAYERS must lie in 0..5, got 6");
   EXPECT_EQ(validation_error({"MODEL.RESNETS.NORM", "GN"}),
             "MODEL.RESNETS.NORM must be FrozenBN, BN or SyncBN, got 'GN'");
-  EXPECT_EQ(validation_error({"MODEL.RPN.NMS_THRESH", "1.5"}),
-            "MODEL.RPN.NMS_THRESH must lie in [0, 1], got 1.5");
+  EXPECT_EQ(validation_error({"MODEL.RPN.NMS_THRESH", "1.5"}), "MODEL.RPN.NMS_THRESH must lie in [0, 1], got 1.5");
   EXPECT_EQ(validation_error({"MODEL.ROI_HEADS.SCORE_THRESH_TEST", "-0.1"}),
             "MODEL.ROI_HEADS.SCORE_THRESH_TEST must lie in [0, 1], got -0.1");
   EXPECT_EQ(validation_error({"MODEL.RPN.BG_IOU_THRESH", "0.8"}),
@@ -309,9 +308,8 @@ TEST(ConfigMaskRcnn, ValidationNamesTheKeyAndTheRule) {
             "MODEL.ROI_BOX_HEAD.POOLER_SAMPLING_RATIO must be 0 (adaptive) or positive, got -1");
   EXPECT_EQ(validation_error({"MODEL.ROI_HEADS.NUM_CLASSES", "1"}),
             "MODEL.ROI_HEADS.NUM_CLASSES counts the background too and must be at least 2, got 1");
-  EXPECT_EQ(
-      validation_error({"MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS", "[[1], [1]]"}),
-      "MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS must have one list for all levels or one per level (5), got 2");
+  EXPECT_EQ(validation_error({"MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS", "[[1], [1]]"}),
+            "MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS must have one list for all levels or one per level (5), got 2");
   EXPECT_EQ(validation_error({"MODEL.ANCHOR_GENERATOR.SIZES", "[[32], [64]]"}),
             "MODEL.ANCHOR_GENERATOR.SIZES must have one list per FPN level (5), got 2");
   EXPECT_THAT(validation_error({"MODEL.ANCHOR_GENERATOR.SIZES", "[[32], [64], [], [256], [512]]"}),
@@ -326,12 +324,12 @@ TEST(ConfigMaskRcnn, ValidationNamesTheKeyAndTheRule) {
             "MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS must have 4 values (x, y, w, h), got 3");
   EXPECT_EQ(validation_error({"INPUT.MIN_SIZE_TRAIN", "[]"}),
             "INPUT.MIN_SIZE_TRAIN must hold one or more positive sizes, got []");
-  EXPECT_EQ(validation_error({"INPUT.SIZE_DIVISIBILITY", "0"}),
-            "INPUT.SIZE_DIVISIBILITY must be positive, got 0");
+  EXPECT_EQ(validation_error({"INPUT.SIZE_DIVISIBILITY", "0"}), "INPUT.SIZE_DIVISIBILITY must be positive, got 0");
   EXPECT_EQ(validation_error({"SOLVER.AMP.DTYPE", "float8"}),
             "SOLVER.AMP.DTYPE must be float16 or bfloat16, got 'float8'");
-  EXPECT_EQ(validation_error({"SOLVER.AMP.ENABLED", "true", "SOLVER.AMP.DTYPE", "bfloat16", "MODEL.PRECISION", "float64"}),
-            "SOLVER.AMP.ENABLED needs MODEL.PRECISION float32 (autocast leaves float64 as it is)");
+  EXPECT_EQ(
+      validation_error({"SOLVER.AMP.ENABLED", "true", "SOLVER.AMP.DTYPE", "bfloat16", "MODEL.PRECISION", "float64"}),
+      "SOLVER.AMP.ENABLED needs MODEL.PRECISION float32 (autocast leaves float64 as it is)");
   // float16 on the CPU is the trainer's refusal (and inference's fallback), not the config's.
   EXPECT_EQ(validation_error({"SOLVER.AMP.ENABLED", "true"}), "(no ConfigError)");
   EXPECT_EQ(validation_error({"MODEL.META_ARCHITECTURE", "RetinaNet"}),

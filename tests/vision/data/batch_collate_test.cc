@@ -25,8 +25,7 @@ TrainingSample sample(int64_t id, uint32_t h, uint32_t w, size_t instances) {
 }
 
 TEST(BatchCollate, PadsToAMultipleOf32AndKeepsTargetsAligned) {
-  const std::vector<TrainingSample> samples = {sample(1, 40, 70, 2), sample(2, 65, 33, 0),
-                                               sample(3, 64, 64, 3)};
+  const std::vector<TrainingSample> samples = {sample(1, 40, 70, 2), sample(2, 65, 33, 0), sample(3, 64, 64, 3)};
   const TensorBatch batch = collate_batch(samples);
   EXPECT_EQ(batch.images.sizes(), (at::IntArrayRef{3, 3, 96, 96}));
   EXPECT_EQ(batch.images.scalar_type(), at::kFloat);
@@ -94,18 +93,17 @@ TEST(ResizeParity, MatchesLibTorchInterpolation) {
     for (size_t i = 0; i < t.masks.size(); ++i) t.masks[i] = ((i * 31) % 7) < 3;
 
     const at::Tensor src = at::from_blob(image.data.data(), {1, 3, in.first, in.second}, at::kFloat).clone();
-    const at::Tensor mask_src =
-        at::from_blob(t.masks.data(), {1, 1, in.first, in.second}, at::kByte).to(at::kFloat);
+    const at::Tensor mask_src = at::from_blob(t.masks.data(), {1, 1, in.first, in.second}, at::kByte).to(at::kFloat);
     FloatImage resized = image;
     resize(resized, t, out.first, out.second);
     const at::Tensor expected = at::upsample_bilinear2d(src, {out.first, out.second}, false);
     const at::Tensor got = at::from_blob(resized.data.data(), {1, 3, out.first, out.second}, at::kFloat);
     const at::Tensor diff = (got - expected).abs();
     const int64_t worst = diff.flatten().argmax().item<int64_t>();
-    EXPECT_LE(diff.max().item<float>(), 1e-6f) << in.first << "x" << in.second << " at flat " << worst
-        << " (c " << worst / (out.first * out.second) << ", y " << (worst / out.second) % out.first
-        << ", x " << worst % out.second << ") got " << got.flatten()[worst].item<float>() << " expected "
-        << expected.flatten()[worst].item<float>();
+    EXPECT_LE(diff.max().item<float>(), 1e-6f)
+        << in.first << "x" << in.second << " at flat " << worst << " (c " << worst / (out.first * out.second) << ", y "
+        << (worst / out.second) % out.first << ", x " << worst % out.second << ") got "
+        << got.flatten()[worst].item<float>() << " expected " << expected.flatten()[worst].item<float>();
     const at::Tensor expected_mask = at::upsample_nearest2d(mask_src, {out.first, out.second}).to(at::kByte);
     const at::Tensor got_mask = at::from_blob(t.masks.data(), {1, 1, out.first, out.second}, at::kByte);
     EXPECT_TRUE(got_mask.equal(expected_mask)) << in.first << "x" << in.second;

@@ -34,29 +34,44 @@ json base_dataset() {
       {{"id", 11}, {"file_name", "d.png"}, {"height", 10}, {"width", 8}},
   });
   // Non-contiguous ids, not in order.
-  d["categories"] = json::array({{{"id", 90}, {"name", "toothbrush"}},
-                                 {{"id", 1}, {"name", "person"}},
-                                 {{"id", 5}, {"name", "airplane"}}});
+  d["categories"] = json::array(
+      {{{"id", 90}, {"name", "toothbrush"}}, {{"id", 1}, {"name", "person"}}, {{"id", 5}, {"name", "airplane"}}});
   d["annotations"] = json::array({
       // image 7: polygon, compressed RLE, uncompressed RLE crowd
-      {{"id", 100}, {"image_id", 7}, {"category_id", 5}, {"bbox", {1, 1, 4, 4}}, {"area", 16},
-       {"iscrowd", 0}, {"segmentation", json::array({json::array({1, 1, 5, 1, 5, 5, 1, 5})})}},
-      {{"id", 101}, {"image_id", 7}, {"category_id", 90}, {"bbox", {1, 2, 2, 3}}, {"area", 6},
+      {{"id", 100},
+       {"image_id", 7},
+       {"category_id", 5},
+       {"bbox", {1, 1, 4, 4}},
+       {"area", 16},
+       {"iscrowd", 0},
+       {"segmentation", json::array({json::array({1, 1, 5, 1, 5, 5, 1, 5})})}},
+      {{"id", 101},
+       {"image_id", 7},
+       {"category_id", 90},
+       {"bbox", {1, 2, 2, 3}},
+       {"area", 6},
        {"iscrowd", 0},
        {"segmentation", {{"size", {10, 8}}, {"counts", rle_counts_to_string(block)}}}},
-      {{"id", 102}, {"image_id", 7}, {"category_id", 1}, {"bbox", {1, 2, 2, 3}}, {"area", 6},
-       {"iscrowd", 1}, {"segmentation", {{"size", {10, 8}}, {"counts", block.counts}}}},
+      {{"id", 102},
+       {"image_id", 7},
+       {"category_id", 1},
+       {"bbox", {1, 2, 2, 3}},
+       {"area", 6},
+       {"iscrowd", 1},
+       {"segmentation", {{"size", {10, 8}}, {"counts", block.counts}}}},
       // image 3: one box hanging off the right edge, one degenerate after clipping
-      {{"id", 103}, {"image_id", 3}, {"category_id", 1}, {"bbox", {25, 5, 10, 10}}, {"area", 50},
-       {"iscrowd", 0}},
-      {{"id", 104}, {"image_id", 3}, {"category_id", 1}, {"bbox", {31, 5, 4, 4}}, {"area", 16},
-       {"iscrowd", 0}},
+      {{"id", 103}, {"image_id", 3}, {"category_id", 1}, {"bbox", {25, 5, 10, 10}}, {"area", 50}, {"iscrowd", 0}},
+      {{"id", 104}, {"image_id", 3}, {"category_id", 1}, {"bbox", {31, 5, 4, 4}}, {"area", 16}, {"iscrowd", 0}},
       // image 9: only a tiny box (w <= 1): dropped from training
-      {{"id", 105}, {"image_id", 9}, {"category_id", 1}, {"bbox", {1, 1, 1, 5}}, {"area", 5},
-       {"iscrowd", 0}},
+      {{"id", 105}, {"image_id", 9}, {"category_id", 1}, {"bbox", {1, 1, 1, 5}}, {"area", 5}, {"iscrowd", 0}},
       // image 11: nothing but a crowd; torchvision keeps the image, with no targets
-      {{"id", 106}, {"image_id", 11}, {"category_id", 1}, {"bbox", {1, 2, 2, 3}}, {"area", 6},
-       {"iscrowd", 1}, {"segmentation", {{"size", {10, 8}}, {"counts", block.counts}}}},
+      {{"id", 106},
+       {"image_id", 11},
+       {"category_id", 1},
+       {"bbox", {1, 2, 2, 3}},
+       {"area", 6},
+       {"iscrowd", 1},
+       {"segmentation", {{"size", {10, 8}}, {"counts", block.counts}}}},
   });
   return d;
 }
@@ -154,11 +169,9 @@ TEST(CocoDatasetErrors, MalformedJsonNamesTheFile) {
     CocoDataset::parse("{\"images\": [", "instances.json", "");
     FAIL();
   } catch (const CocoError& e) {
-    EXPECT_NE(std::string(e.what()).find("instances.json: malformed JSON"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("instances.json: malformed JSON"), std::string::npos) << e.what();
   }
-  EXPECT_NE(error_of(json::array()).find("instances.json: expected a COCO dataset object"),
-            std::string::npos);
+  EXPECT_NE(error_of(json::array()).find("instances.json: expected a COCO dataset object"), std::string::npos);
   EXPECT_THROW(CocoDataset::load("/nonexistent/instances.json", ""), CocoError);
 }
 
@@ -166,8 +179,7 @@ TEST(CocoDatasetErrors, ShortPolygonNamesFileEntryAndId) {
   json d = base_dataset();
   d["annotations"][5]["segmentation"] = json::array({json::array({1, 1, 5, 1})});
   EXPECT_EQ(error_of(d), "instances.json: annotations[5] (id 105): polygon has 2 points, needs at least 3");
-  d["annotations"][5]["segmentation"] =
-      json::array({json::array({1, 1, 5, 1, 5, 5}), json::array({1, 1})});
+  d["annotations"][5]["segmentation"] = json::array({json::array({1, 1, 5, 1, 5, 5}), json::array({1, 1})});
   EXPECT_EQ(error_of(d), "instances.json: annotations[5] (id 105): polygon 1 has 1 point, needs at least 3");
 }
 
@@ -186,8 +198,7 @@ TEST(CocoDatasetErrors, BadFieldsNameTheEntry) {
   EXPECT_EQ(error_of(d), "instances.json: images[1] (id 3): missing field 'file_name'");
   d = base_dataset();
   d["annotations"][0]["bbox"] = {1, 2, 3};
-  EXPECT_EQ(error_of(d).rfind("instances.json: annotations[0] (id 100): field 'bbox' must be", 0), 0u)
-      << error_of(d);
+  EXPECT_EQ(error_of(d).rfind("instances.json: annotations[0] (id 100): field 'bbox' must be", 0), 0u) << error_of(d);
   d = base_dataset();
   d["annotations"][1]["segmentation"]["size"] = {11, 8};
   EXPECT_EQ(error_of(d),

@@ -58,19 +58,23 @@ TEST_F(DataCli, CocoEvalScoresTheGroundTruthAsDetectionsAtApOne) {
   const CocoGroundTruth gt = CocoGroundTruth::load(gt_path);
   nlohmann::json boxes = nlohmann::json::array(), masks = nlohmann::json::array();
   for (const CocoAnnotation& a : gt.annotations()) {
-    boxes.push_back({{"image_id", a.image_id}, {"category_id", a.category_id}, {"score", 1},
+    boxes.push_back({{"image_id", a.image_id},
+                     {"category_id", a.category_id},
+                     {"score", 1},
                      {"bbox", {a.bbox.x, a.bbox.y, a.bbox.width, a.bbox.height}}});
     const CocoImage* image = gt.find_image(a.image_id);
     const RunLengthMask m = segmentation_mask(a.segmentation, image->height, image->width);
-    masks.push_back({{"image_id", a.image_id}, {"category_id", a.category_id}, {"score", 1},
+    masks.push_back({{"image_id", a.image_id},
+                     {"category_id", a.category_id},
+                     {"score", 1},
                      {"segmentation", {{"size", {m.height, m.width}}, {"counts", rle_counts_to_string(m)}}}});
   }
   std::ofstream(dir_ / "boxes.json") << boxes.dump();
   std::ofstream(dir_ / "masks.json") << masks.dump();
   for (const char* type : {"bbox", "segm"}) {
     const std::string dt = dir_ / (std::string(type) == "bbox" ? "boxes.json" : "masks.json");
-    const Outcome o = run("coco-eval --gt " + gt_path + " --dt " + dt + " --iou-type " + type +
-                          " --json " + (dir_ / "report.json"));
+    const Outcome o =
+        run("coco-eval --gt " + gt_path + " --dt " + dt + " --iou-type " + type + " --json " + (dir_ / "report.json"));
     ASSERT_EQ(o.exit_code, 0) << o.err;
     const auto report = nlohmann::json::parse(slurp(dir_ / "report.json"));
     EXPECT_NEAR(report["stats"]["AP"].get<double>(), 1.0, 1e-6) << type;
@@ -80,8 +84,8 @@ TEST_F(DataCli, CocoEvalScoresTheGroundTruthAsDetectionsAtApOne) {
 
 TEST_F(DataCli, MakeMnistInstancesWritesRleMasks) {
   if (!fs::exists(fs::path(MNIST_DIR) / "train-images-idx3-ubyte")) GTEST_SKIP() << "no MNIST";
-  const Outcome o = run(std::string("data make-mnist-instances --mnist ") + MNIST_DIR + " --out " +
-                        (dir_ / "m") + " --train 6 --val 2 --size 112 --seed 3");
+  const Outcome o = run(std::string("data make-mnist-instances --mnist ") + MNIST_DIR + " --out " + (dir_ / "m") +
+                        " --train 6 --val 2 --size 112 --seed 3");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("wrote 6/6 train images"), std::string::npos);
   const auto json = nlohmann::json::parse(slurp(dir_.path() / "m/annotations/instances_train.json"));
@@ -99,8 +103,7 @@ TEST_F(DataCli, ErrorsAreOneLineWithExitCodes) {
   o = run("data make-everything --out x");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.err.rfind("dtrain data: ", 0), 0u) << o.err;
-  o = run("data make-mnist-instances --mnist " + (dir_ / "none") + " --out " + (dir_ / "m") +
-          " --train 2 --val 0");
+  o = run("data make-mnist-instances --mnist " + (dir_ / "none") + " --out " + (dir_ / "m") + " --train 2 --val 0");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_EQ(o.err.rfind("dtrain data: MNIST", 0), 0u) << o.err;
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1);

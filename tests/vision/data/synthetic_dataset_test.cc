@@ -101,8 +101,7 @@ void expect_disjoint_masks(const CocoDataset& ds, bool uniform_colour) {
       for (size_t p = 0; p < plane; ++p) {
         if (!t.mask(k)[p]) continue;
         ++area;
-        ASSERT_EQ(owner[p], -1) << image.file_name << ": instances " << owner[p] << " and " << k
-                                << " overlap";
+        ASSERT_EQ(owner[p], -1) << image.file_name << ": instances " << owner[p] << " and " << k << " overlap";
         owner[p] = static_cast<int>(k);
         const uint8_t* c = pixels.pixels.data() + 3 * p;
         colours.insert({c[0], c[1], c[2]});
@@ -206,8 +205,7 @@ TEST(SyntheticShapes, OcclusionLeavesDisjointMasksOfVisibleParts) {
   spec.train = 40;
   spec.val = 0;
   make_shapes_dataset(spec);
-  const CocoDataset ds =
-      CocoDataset::load(dir / "annotations/instances_train.json", dir / "train");
+  const CocoDataset ds = CocoDataset::load(dir / "annotations/instances_train.json", dir / "train");
   expect_disjoint_masks(ds, /*uniform_colour=*/true);
   // The area recorded is the mask's pixel count.
   for (const DatasetImage& image : ds.images()) {

@@ -17,12 +17,10 @@ TEST(ResizeRule, MatchesTorchvisionsFormula) {
     uint32_t out_h, out_w;
   };
   const Case cases[] = {
-      {480, 640, 800, 1333, 799, 1066},   // 800/480 in float32 is just under 5/3
-      {427, 640, 800, 1333, 800, 1199},
-      {1000, 200, 800, 1333, 1332, 266},  // capped by max_size; float32 1.333 < 1.333
-      {333, 500, 800, 1333, 799, 1201},
-      {612, 612, 800, 1333, 800, 800},
-      {100, 50, 32, 64, 63, 31},          // downscaling, max side decides
+      {480, 640, 800, 1333, 799, 1066},                                     // 800/480 in float32 is just under 5/3
+      {427, 640, 800, 1333, 800, 1199}, {1000, 200, 800, 1333, 1332, 266},  // capped by max_size; float32 1.333 < 1.333
+      {333, 500, 800, 1333, 799, 1201}, {612, 612, 800, 1333, 800, 800},
+      {100, 50, 32, 64, 63, 31},  // downscaling, max side decides
   };
   for (const Case& c : cases) {
     const auto [h, w] = resized_size(c.h, c.w, c.min_size, c.max_size);
@@ -73,10 +71,10 @@ TEST(Transforms, NormalizeIsChannelMajorMeanStd) {
   image.pixels = {255, 0, 51, 0, 255, 102};
   const FloatImage f = normalize(image, {0.5f, 0.5f, 0.5f}, {0.5f, 0.25f, 1.0f});
   ASSERT_EQ(f.data.size(), 6u);
-  EXPECT_FLOAT_EQ(f.data[0], 1.0f);    // R of pixel 0
-  EXPECT_FLOAT_EQ(f.data[1], -1.0f);   // R of pixel 1
-  EXPECT_FLOAT_EQ(f.data[2], -2.0f);   // G of pixel 0
-  EXPECT_FLOAT_EQ(f.data[3], 2.0f);    // G of pixel 1
+  EXPECT_FLOAT_EQ(f.data[0], 1.0f);     // R of pixel 0
+  EXPECT_FLOAT_EQ(f.data[1], -1.0f);    // R of pixel 1
+  EXPECT_FLOAT_EQ(f.data[2], -2.0f);    // G of pixel 0
+  EXPECT_FLOAT_EQ(f.data[3], 2.0f);     // G of pixel 1
   EXPECT_NEAR(f.data[4], -0.3f, 1e-6);  // B: 51/255 - 0.5
   EXPECT_NEAR(f.data[5], -0.1f, 1e-6);
 }
@@ -135,8 +133,7 @@ TEST(Transforms, SampleChoicesDependOnlyOnTheSeed) {
     heights.insert(a.image.height);
     flips += a.flipped;
     // The shorter side is one of the min sizes (no max-size cap here).
-    EXPECT_TRUE(a.image.height == 16 || a.image.height == 20 || a.image.height == 24 ||
-                a.image.height == 28)
+    EXPECT_TRUE(a.image.height == 16 || a.image.height == 20 || a.image.height == 24 || a.image.height == 28)
         << a.image.height;
     EXPECT_EQ(a.targets.height, a.image.height);
     EXPECT_EQ(a.targets.width, a.image.width);

@@ -56,9 +56,8 @@ TEST_F(CocoEvalCli, PrintsPycocotoolsSummaryAndWritesJson) {
   const auto expected = nlohmann::json::parse(slurp(kDir + "/expected.json"));
   for (const std::string type : {"bbox", "segm"}) {
     const std::string report = dir_ + "/" + type + ".json";
-    const Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + kDir +
-                          "/instances_val2014_fake" + type + "100_results.json --iou-type " + type +
-                          " --threads 2 --json " + report);
+    const Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + kDir + "/instances_val2014_fake" +
+                          type + "100_results.json --iou-type " + type + " --threads 2 --json " + report);
     ASSERT_EQ(o.exit_code, 0) << o.err;
     EXPECT_EQ(o.out, printed_summary(type));
     const auto json = nlohmann::ordered_json::parse(slurp(report));  // keeps the file order
@@ -94,9 +93,9 @@ bool is_png_of_size(const std::string& path, uint32_t width, uint32_t height) {
 TEST_F(CocoEvalCli, ReportOfBboxAndSegmShareOneDirectory) {
   const std::string report = dir_ + "/report/nested";  // created with its parents
   for (const std::string type : {"bbox", "segm"}) {
-    const Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + kDir +
-                          "/instances_val2014_fake" + type + "100_results.json --iou-type " + type +
-                          " --json " + dir_ + "/" + type + ".json --report " + report);
+    const Outcome o =
+        run("--gt " + kDir + "/instances_val2014_100.json --dt " + kDir + "/instances_val2014_fake" + type +
+            "100_results.json --iou-type " + type + " --json " + dir_ + "/" + type + ".json --report " + report);
     ASSERT_EQ(o.exit_code, 0) << o.err;
     EXPECT_EQ(o.out, printed_summary(type));  // the summary is unchanged
     EXPECT_NE(o.err.find("wrote 9 report files to " + report), std::string::npos) << o.err;
@@ -146,20 +145,17 @@ TEST_F(CocoEvalCli, UnwritableReportDirectoryIsOneLineAndExitOne) {
 
 TEST_F(CocoEvalCli, BadInputIsOneLineAndExitOne) {
   std::ofstream(dir_ + "/broken.json") << "[{\"image_id\": 42, ";
-  Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + dir_ +
-                  "/broken.json --iou-type bbox");
+  Outcome o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + dir_ + "/broken.json --iou-type bbox");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_EQ(o.err.rfind("dtrain coco-eval: " + dir_ + "/broken.json: malformed JSON", 0), 0u) << o.err;
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1);
   EXPECT_EQ(o.out, "");
 
-  std::ofstream(dir_ + "/unknown.json")
-      << R"([{"image_id": 42, "category_id": 18, "bbox": [1, 2, 3, 4], "score": 0.5},
+  std::ofstream(dir_ + "/unknown.json") << R"([{"image_id": 42, "category_id": 18, "bbox": [1, 2, 3, 4], "score": 0.5},
             {"image_id": 12345678, "category_id": 18, "bbox": [1, 2, 3, 4], "score": 0.5}])";
   o = run("--gt " + kDir + "/instances_val2014_100.json --dt " + dir_ + "/unknown.json --iou-type bbox");
   EXPECT_EQ(o.exit_code, 1);
-  EXPECT_NE(o.err.find("results[1]: image_id 12345678 is not an image of the ground truth"),
-            std::string::npos)
+  EXPECT_NE(o.err.find("results[1]: image_id 12345678 is not an image of the ground truth"), std::string::npos)
       << o.err;
 
   o = run("--gt " + dir_ + "/missing.json --dt " + dir_ + "/unknown.json --iou-type segm");

@@ -37,12 +37,12 @@ Scenario make(const std::vector<std::vector<double>>& gts, const std::vector<std
   }
   for (size_t n = 0; n < dts.size(); ++n) {
     const auto& d = dts[n];  // image x y w h score
-    results += fmt::format(
-        "{}{{\"image_id\": {}, \"category_id\": 1, \"bbox\": [{}, {}, {}, {}], \"score\": {}}}",
-        n ? "," : "", int(d[0]), d[1], d[2], d[3], d[4], d[5]);
+    results += fmt::format("{}{{\"image_id\": {}, \"category_id\": 1, \"bbox\": [{}, {}, {}, {}], \"score\": {}}}",
+                           n ? "," : "", int(d[0]), d[1], d[2], d[3], d[4], d[5]);
   }
   return {fmt::format(R"({{"images": [{}], "categories": [{{"id": 1, "name": "thing"}}],
-                          "annotations": [{}]}})", images, anns),
+                          "annotations": [{}]}})",
+                      images, anns),
           "[" + results + "]"};
 }
 
@@ -101,30 +101,29 @@ TEST(CocoEvaluator, IouBetweenThresholdsCountsForTheLowerOnes) {
 
 TEST(CocoEvaluator, MaxDetsLimitsRecallPerImage) {
   // Two objects in one image, both found; with one detection allowed only one counts.
-  const auto s = stats_of(make({{1, 0, 0, 40, 40, 0}, {1, 50, 50, 40, 40, 0}},
-                               {{1, 0, 0, 40, 40, 0.9}, {1, 50, 50, 40, 40, 0.8}}));
-  EXPECT_EQ(s[6], 0.5);   // AR1
-  EXPECT_EQ(s[7], 1.0);   // AR10
+  const auto s = stats_of(
+      make({{1, 0, 0, 40, 40, 0}, {1, 50, 50, 40, 40, 0}}, {{1, 0, 0, 40, 40, 0.9}, {1, 50, 50, 40, 40, 0.8}}));
+  EXPECT_EQ(s[6], 0.5);  // AR1
+  EXPECT_EQ(s[7], 1.0);  // AR10
   EXPECT_DOUBLE_EQ(s[0], 1.0);
 }
 
 TEST(CocoEvaluator, DetectionOnACrowdIsIgnoredNotAFalsePositive) {
   // A crowd region and a regular object; a detection inside the crowd is
   // neither a hit nor a false positive, even with the best score.
-  const auto with_crowd_hit = stats_of(make({{1, 0, 0, 50, 50, 1}, {1, 60, 60, 30, 30, 0}},
-                                            {{1, 5, 5, 20, 20, 0.99}, {1, 60, 60, 30, 30, 0.5}}));
+  const auto with_crowd_hit = stats_of(
+      make({{1, 0, 0, 50, 50, 1}, {1, 60, 60, 30, 30, 0}}, {{1, 5, 5, 20, 20, 0.99}, {1, 60, 60, 30, 30, 0.5}}));
   EXPECT_DOUBLE_EQ(with_crowd_hit[0], 1.0);
   // The same detection without the crowd is a false positive ranked first.
-  const auto without = stats_of(make({{1, 60, 60, 30, 30, 0}},
-                                     {{1, 5, 5, 20, 20, 0.99}, {1, 60, 60, 30, 30, 0.5}}));
+  const auto without = stats_of(make({{1, 60, 60, 30, 30, 0}}, {{1, 5, 5, 20, 20, 0.99}, {1, 60, 60, 30, 30, 0.5}}));
   EXPECT_LT(without[0], 1.0);
   EXPECT_NEAR(without[0], 0.5, 1e-12);
 }
 
 TEST(CocoEvaluator, FalsePositivesLowerPrecisionAndMissesLowerRecall) {
   // Image 1: found (score .9). Image 2: a false positive (score .8) and a miss.
-  const auto s = stats_of(make({{1, 0, 0, 50, 50, 0}, {2, 0, 0, 50, 50, 0}},
-                               {{1, 0, 0, 50, 50, 0.9}, {2, 60, 60, 20, 20, 0.8}}));
+  const auto s =
+      stats_of(make({{1, 0, 0, 50, 50, 0}, {2, 0, 0, 50, 50, 0}}, {{1, 0, 0, 50, 50, 0.9}, {2, 60, 60, 20, 20, 0.8}}));
   // Recall reaches 0.5 at precision 1: 51 of 101 recall thresholds.
   EXPECT_NEAR(s[0], 51.0 / 101.0, 1e-15);
   EXPECT_EQ(s[8], 0.5);
@@ -153,14 +152,10 @@ TEST(CocoEvaluator, SummaryLayoutIsPycocotools) {
   evaluator.evaluate();
   evaluator.accumulate();
   const CocoSummary summary = evaluator.summarize();
-  EXPECT_EQ(summary.stats[0].line,
-            " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.000");
-  EXPECT_EQ(summary.stats[1].line,
-            " Average Precision  (AP) @[ IoU=0.50      | area=   all | maxDets=100 ] = 0.000");
-  EXPECT_EQ(summary.stats[3].line,
-            " Average Precision  (AP) @[ IoU=0.50:0.95 | area= small | maxDets=100 ] = -1.000");
-  EXPECT_EQ(summary.stats[6].line,
-            " Average Recall     (AR) @[ IoU=0.50:0.95 | area=   all | maxDets=  1 ] = 0.000");
+  EXPECT_EQ(summary.stats[0].line, " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.000");
+  EXPECT_EQ(summary.stats[1].line, " Average Precision  (AP) @[ IoU=0.50      | area=   all | maxDets=100 ] = 0.000");
+  EXPECT_EQ(summary.stats[3].line, " Average Precision  (AP) @[ IoU=0.50:0.95 | area= small | maxDets=100 ] = -1.000");
+  EXPECT_EQ(summary.stats[6].line, " Average Recall     (AR) @[ IoU=0.50:0.95 | area=   all | maxDets=  1 ] = 0.000");
   ASSERT_EQ(summary.per_category.size(), 1u);
   EXPECT_EQ(summary.per_category[0].name, "thing");
   EXPECT_EQ(summary.per_category[0].ap, 0.0);

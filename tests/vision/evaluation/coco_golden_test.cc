@@ -68,12 +68,12 @@ TEST_P(CocoGolden, MatchesPycocotoolsStatistics) {
     max_diff = std::max(max_diff, diff);
     EXPECT_NEAR(summary.stats[i].value, expected[i], 1e-9) << summary.stats[i].name;
     if (diff != 0) {
-      std::printf("  %s: %.17g vs pycocotools %.17g\n", summary.stats[i].name.c_str(),
-                  summary.stats[i].value, expected[i]);
+      std::printf("  %s: %.17g vs pycocotools %.17g\n", summary.stats[i].name.c_str(), summary.stats[i].value,
+                  expected[i]);
     }
   }
-  std::printf("%s: 12 statistics match pycocotools, max |diff| = %.3g\n",
-              std::string(iou_type_name(type)).c_str(), max_diff);
+  std::printf("%s: 12 statistics match pycocotools, max |diff| = %.3g\n", std::string(iou_type_name(type)).c_str(),
+              max_diff);
   // Stronger than the contract above: the same rules in the same order give
   // the same doubles.
   EXPECT_EQ(max_diff, 0.0);

@@ -57,8 +57,7 @@ TEST(CocoGroundTruth, ReadsImagesCategoriesAndEverySegmentationForm) {
 }
 
 TEST(CocoGroundTruth, ErrorsNameTheFileTheEntryAndTheField) {
-  EXPECT_EQ(error_of([] { CocoGroundTruth::parse("{\"images\": [", "gt.json"); })
-                .rfind("gt.json: malformed JSON", 0),
+  EXPECT_EQ(error_of([] { CocoGroundTruth::parse("{\"images\": [", "gt.json"); }).rfind("gt.json: malformed JSON", 0),
             0u);
   const std::string missing = error_of([] {
     CocoGroundTruth::parse(R"({"images": [], "categories": [],
@@ -71,11 +70,11 @@ TEST(CocoGroundTruth, ErrorsNameTheFileTheEntryAndTheField) {
             "g: missing list 'annotations'");
   EXPECT_EQ(error_of([] {
               CocoGroundTruth::parse(R"({"images": [{"id": 1, "height": 2, "width": "x"}],
-                                       "categories": [], "annotations": []})", "g");
+                                       "categories": [], "annotations": []})",
+                                     "g");
             }),
             "g: images[0]: field 'width' must be an integer, got \"x\"");
-  EXPECT_EQ(error_of([] { CocoGroundTruth::load("/nonexistent/gt.json"); }),
-            "/nonexistent/gt.json: cannot open file");
+  EXPECT_EQ(error_of([] { CocoGroundTruth::load("/nonexistent/gt.json"); }), "/nonexistent/gt.json: cannot open file");
 }
 
 // Annotations are read on several threads: with faults at 5000 and 9000 the
@@ -115,7 +114,8 @@ TEST(CocoDetections, BoxResultsGetAreaIdsAndABoxPolygon) {
   const CocoGroundTruth gt = CocoGroundTruth::parse(kGroundTruth, "gt.json");
   const CocoDetections dt = CocoDetections::parse(gt, R"([
       {"image_id": 7, "category_id": 1, "bbox": [1.5, 2, 3, 4.25], "score": 0.9},
-      {"image_id": 3, "category_id": 90, "bbox": [0, 0, 2, 2], "score": 0.1, "id": 77}])", "dt.json");
+      {"image_id": 3, "category_id": 90, "bbox": [0, 0, 2, 2], "score": 0.1, "id": 77}])",
+                                                  "dt.json");
   ASSERT_EQ(dt.detections().size(), 2u);
   const auto& d = dt.detections();
   EXPECT_EQ(d[0].id, 1);
@@ -123,8 +123,7 @@ TEST(CocoDetections, BoxResultsGetAreaIdsAndABoxPolygon) {
   EXPECT_EQ(d[0].area, 3 * 4.25);
   EXPECT_FALSE(d[0].iscrowd);
   ASSERT_TRUE(std::holds_alternative<Polygons>(d[0].segmentation));
-  EXPECT_EQ(std::get<Polygons>(d[0].segmentation)[0],
-            (std::vector<double>{1.5, 2, 1.5, 6.25, 4.5, 6.25, 4.5, 2}));
+  EXPECT_EQ(std::get<Polygons>(d[0].segmentation)[0], (std::vector<double>{1.5, 2, 1.5, 6.25, 4.5, 6.25, 4.5, 2}));
 }
 
 TEST(CocoDetections, MaskResultsGetAreaAndBoxFromTheMask) {
@@ -133,8 +132,8 @@ TEST(CocoDetections, MaskResultsGetAreaAndBoxFromTheMask) {
   const std::string counts = rle_counts_to_string(mask);
   const CocoDetections dt = CocoDetections::parse(
       gt,
-      R"([{"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": {"size": [10, 12], "counts": ")" +
-          counts + R"("}}])",
+      R"([{"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": {"size": [10, 12], "counts": ")" + counts +
+          R"("}}])",
       "dt.json");
   ASSERT_EQ(dt.detections().size(), 1u);
   EXPECT_EQ(dt.detections()[0].area, 20.0);
@@ -247,13 +246,16 @@ TEST(CocoDetections, UnknownImagesAreReportedBeforeAnythingElse) {
 
 TEST(CocoDetections, TheFirstEntryDecidesBetweenBoxesAndMasks) {
   const CocoGroundTruth gt = CocoGroundTruth::parse(kGroundTruth, "gt.json");
-  const std::string mask = R"({"size": [10, 12], "counts": ")" +
-                           rle_counts_to_string(rle_from_box({2, 3, 4, 5}, 10, 12)) + R"("})";
+  const std::string mask =
+      R"({"size": [10, 12], "counts": ")" + rle_counts_to_string(rle_from_box({2, 3, 4, 5}, 10, 12)) + R"("})";
   // Masks first: a later entry's own bbox is kept (loadRes only fills a
   // missing one), its area is still the mask's; a box alone is not enough.
-  const CocoDetections masks = CocoDetections::parse(gt, R"([
-      {"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": )" + mask + R"(},
-      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1], "segmentation": )" + mask + R"(}])",
+  const CocoDetections masks = CocoDetections::parse(gt,
+                                                     R"([
+      {"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": )" +
+                                                         mask + R"(},
+      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1], "segmentation": )" +
+                                                         mask + R"(}])",
                                                      "dt.json");
   ASSERT_EQ(masks.detections().size(), 2u);
   EXPECT_EQ(masks.detections()[0].bbox, (BoundingBox{2, 3, 4, 5}));
@@ -266,21 +268,28 @@ TEST(CocoDetections, TheFirstEntryDecidesBetweenBoxesAndMasks) {
   const CocoAnnotation elsewhere = masks.detections()[0];
   EXPECT_FALSE(masks.bbox_is_mask_box(elsewhere));
   EXPECT_EQ(error_of([&] {
-              CocoDetections::parse(gt, R"([
-      {"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": )" + mask + R"(},
-      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1]}])", "dt.json");
+              CocoDetections::parse(gt,
+                                    R"([
+      {"image_id": 7, "category_id": 1, "score": 0.5, "segmentation": )" +
+                                        mask + R"(},
+      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1]}])",
+                                    "dt.json");
             }),
             "dt.json: results[1]: missing field 'segmentation'");
   // An empty first bbox means masks; boxes first keep a later mask as it is,
   // undecoded, with area w*h.
-  const CocoDetections empty_box = CocoDetections::parse(gt, R"([
-      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [], "segmentation": )" + mask + R"(}])",
+  const CocoDetections empty_box = CocoDetections::parse(gt,
+                                                         R"([
+      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [], "segmentation": )" +
+                                                             mask + R"(}])",
                                                          "dt.json");
   EXPECT_EQ(empty_box.detections()[0].area, 20.0);
   EXPECT_EQ(empty_box.detections()[0].bbox, (BoundingBox{2, 3, 4, 5}));
-  const CocoDetections boxes = CocoDetections::parse(gt, R"([
+  const CocoDetections boxes = CocoDetections::parse(gt,
+                                                     R"([
       {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 2, 3]},
-      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1], "segmentation": )" + mask + R"(}])",
+      {"image_id": 7, "category_id": 1, "score": 0.5, "bbox": [0, 0, 1, 1], "segmentation": )" +
+                                                         mask + R"(}])",
                                                      "dt.json");
   EXPECT_EQ(boxes.detections()[1].area, 1.0);
   EXPECT_FALSE(boxes.bbox_is_mask_box(boxes.detections()[0]));
@@ -298,8 +307,9 @@ TEST(CocoDetections, CountsWithAnEscapedBackslashAndRepeatedKeys) {
   counts.insert(0, "\\");  // JSON escape
   // A repeated key counts once, the last one (Python's json, nlohmann).
   const CocoDetections dt = CocoDetections::parse(
-      gt, R"([{"image_id": 7, "category_id": 1, "score": 0.1, "score": 0.5, "segmentation": {"size": [10, 12], "counts": ")" +
-              counts + R"("}}])",
+      gt,
+      R"([{"image_id": 7, "category_id": 1, "score": 0.1, "score": 0.5, "segmentation": {"size": [10, 12], "counts": ")" +
+          counts + R"("}}])",
       "dt.json");
   EXPECT_EQ(std::get<RunLengthMask>(dt.detections()[0].segmentation), mask);
   EXPECT_EQ(dt.detections()[0].area, 20.0);
@@ -379,8 +389,9 @@ TEST(CocoDetections, OneThreadAndManyGiveTheSameDetections) {
   std::string text = "[";
   for (int i = 0; i < 5000; ++i) {
     const RunLengthMask mask = rle_from_box({double(i % 7), double(i % 5), double(1 + i % 4), 2}, 10, 12);
-    text += fmt::format(R"({}{{"image_id": 7, "category_id": 1, "score": {}, "segmentation": {{"size": [10, 12], "counts": "{}"}}}})",
-                        i ? "," : "", 1.0 / (1 + i), json_escaped(rle_counts_to_string(mask)));
+    text += fmt::format(
+        R"({}{{"image_id": 7, "category_id": 1, "score": {}, "segmentation": {{"size": [10, 12], "counts": "{}"}}}})",
+        i ? "," : "", 1.0 / (1 + i), json_escaped(rle_counts_to_string(mask)));
   }
   text += "]";
   const CocoGroundTruth small = CocoGroundTruth::parse(kGroundTruth, "gt.json");

@@ -96,7 +96,8 @@ TEST(Predictor, RefusesDevicesLibTorchCannotUseInOneLine) {
     EXPECT_EQ(message(bad), bad + ": not a device LibTorch can run the model on; use cpu, cuda or cuda:N");
   }
   if (torch::cuda::is_available()) GTEST_SKIP() << "this LibTorch sees a GPU: cuda is not refused";
-  const std::string why = ": LibTorch sees no CUDA device (a LibTorch built without CUDA, such as Debian's, never does)";
+  const std::string why =
+      ": LibTorch sees no CUDA device (a LibTorch built without CUDA, such as Debian's, never does)";
   EXPECT_EQ(message("cuda"), "cuda" + why);
   EXPECT_EQ(message("cuda:1"), "cuda:1" + why);
   try {

@@ -70,7 +70,8 @@ TEST(BatchNorm, TwoRanksWithHalvesNormaliseAsOneRankWithTheWholeBatch) {
     norm->synchronize_statistics([other](const at::Tensor& local) { return local + other; });
     const at::Tensor mine = norm->forward(halves[rank]).detach();
     EXPECT_TRUE(torch::allclose(mine, expected.split(2, 0)[rank], 1e-10, 1e-12)) << "rank " << rank;
-    EXPECT_TRUE(torch::allclose(norm->named_buffers()["running_var"], whole->named_buffers()["running_var"], 1e-10, 1e-12));
+    EXPECT_TRUE(
+        torch::allclose(norm->named_buffers()["running_var"], whole->named_buffers()["running_var"], 1e-10, 1e-12));
   }
 }
 

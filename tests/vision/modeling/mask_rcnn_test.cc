@@ -158,10 +158,10 @@ TEST_F(WeightsFiles, AnotherClassCountReinitialisesOnlyThePredictors) {
   options.roi_heads.num_classes = 7;
   MaskRcnn custom(options);
   const WeightsReport report = load_weights(*custom, path);
-  std::vector<std::string> expected{"roi_heads.box_predictor.bbox_pred.bias", "roi_heads.box_predictor.bbox_pred.weight",
-                                    "roi_heads.box_predictor.cls_score.bias", "roi_heads.box_predictor.cls_score.weight",
-                                    "roi_heads.mask_predictor.mask_fcn_logits.bias",
-                                    "roi_heads.mask_predictor.mask_fcn_logits.weight"};
+  std::vector<std::string> expected{
+      "roi_heads.box_predictor.bbox_pred.bias",        "roi_heads.box_predictor.bbox_pred.weight",
+      "roi_heads.box_predictor.cls_score.bias",        "roi_heads.box_predictor.cls_score.weight",
+      "roi_heads.mask_predictor.mask_fcn_logits.bias", "roi_heads.mask_predictor.mask_fcn_logits.weight"};
   std::vector<std::string> got = report.reinitialized;
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, expected);
@@ -180,8 +180,9 @@ TEST_F(WeightsFiles, WeightsOfAnotherArchitectureAreRefusedNamingKeysAndShapes) 
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find(path), std::string::npos) << message;
-    EXPECT_NE(message.find("shape mismatch: backbone.body.layer1.0.conv1.weight (file [64, 64, 3, 3], model [64, 64, 1, 1])"),
-              std::string::npos)
+    EXPECT_NE(
+        message.find("shape mismatch: backbone.body.layer1.0.conv1.weight (file [64, 64, 3, 3], model [64, 64, 1, 1])"),
+        std::string::npos)
         << message;
     EXPECT_NE(message.find("missing: backbone.body.layer1.0.bn3.bias"), std::string::npos) << message;
   }

@@ -63,14 +63,14 @@ TEST_P(ModelOnCuda, TrainingLossesAndGradientsMatchTheCpu) {
   const at::ScalarType type = GetParam().type;
   cpu->train();
   gpu->train();
-  const LossDict on_cpu = cpu->losses({image.to(type), image2.to(type)}, {target, target2},
-                                      at::make_generator<at::CPUGeneratorImpl>(17));
+  const LossDict on_cpu =
+      cpu->losses({image.to(type), image2.to(type)}, {target, target2}, at::make_generator<at::CPUGeneratorImpl>(17));
   const auto to_gpu = [](DetectionTargets t) {
     return DetectionTargets{t.boxes.to(kGpu), t.labels.to(kGpu), t.masks.to(kGpu)};
   };
   // One image's targets on the GPU, the other's on the host (as the trainer hands them over).
-  const LossDict on_gpu = gpu->losses({image.to(type).to(kGpu), image2.to(type).to(kGpu)},
-                                      {to_gpu(target), target2}, at::make_generator<at::CPUGeneratorImpl>(17));
+  const LossDict on_gpu = gpu->losses({image.to(type).to(kGpu), image2.to(type).to(kGpu)}, {to_gpu(target), target2},
+                                      at::make_generator<at::CPUGeneratorImpl>(17));
   ASSERT_EQ(on_gpu.size(), on_cpu.size());
   at::Tensor total_cpu = at::zeros({}, on_cpu.begin()->second.options());
   at::Tensor total_gpu = at::zeros({}, on_gpu.begin()->second.options());

@@ -29,13 +29,14 @@ inline MaskRcnnOptions small_options() {
 }
 
 // An image with one bright square and its target.
-inline std::pair<at::Tensor, DetectionTargets> square_scene(int64_t h, int64_t w, int64_t x1, int64_t y1, int64_t size) {
+inline std::pair<at::Tensor, DetectionTargets> square_scene(int64_t h, int64_t w, int64_t x1, int64_t y1,
+                                                            int64_t size) {
   at::Tensor image = at::full({3, h, w}, 0.2);
   image.narrow(1, y1, size).narrow(2, x1, size).fill_(0.9);
   at::Tensor mask = at::zeros({1, h, w}, at::kByte);
   mask.narrow(1, y1, size).narrow(2, x1, size).fill_(1);
   DetectionTargets target{torch::tensor({{float(x1), float(y1), float(x1 + size), float(y1 + size)}}),
-                         at::tensor({int64_t{2}}), mask};
+                          at::tensor({int64_t{2}}), mask};
   return {image, target};
 }
 

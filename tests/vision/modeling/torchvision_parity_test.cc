@@ -56,9 +56,7 @@ void expect_close(const at::Tensor& ours, const at::Tensor& theirs, double toler
 
 class TorchvisionParity : public ::testing::TestWithParam<int64_t> {
  protected:
-  void SetUp() override {
-    write_reference("cpu");
-  }
+  void SetUp() override { write_reference("cpu"); }
 
   // torchvision's weights, inputs and outputs in dir_, its model run on `device`.
   void write_reference(const std::string& device) {

@@ -11,9 +11,7 @@
 namespace dtrain::vision::ops {
 namespace {
 
-at::Tensor rows(std::vector<float> values) {
-  return at::tensor(values, at::kFloat).view({-1, 4});
-}
+at::Tensor rows(std::vector<float> values) { return at::tensor(values, at::kFloat).view({-1, 4}); }
 
 TEST(AnchorGenerator, CellAnchorsMatchTorchvision) {
   const at::Tensor cell = AnchorGenerator::cell_anchors({32}, {0.5, 1.0, 2.0});
@@ -73,9 +71,9 @@ TEST(LevelMapper, CanonicalSizesMapToTheirLevels) {
   const LevelMapper mapper(2, 5);
   // 224 is level 4; halving or doubling moves one level. eps keeps the exact
   // powers of two from falling to the level below.
-  const at::Tensor levels = mapper({at::cat({square(0, 0, 112), square(5, 5, 224)}),
-                                    at::cat({square(0, 0, 448), square(0, 0, 10),
-                                             square(0, 0, 2000), square(0, 0, 223)})});
+  const at::Tensor levels =
+      mapper({at::cat({square(0, 0, 112), square(5, 5, 224)}),
+              at::cat({square(0, 0, 448), square(0, 0, 10), square(0, 0, 2000), square(0, 0, 223)})});
   EXPECT_EQ(levels.scalar_type(), at::kLong);
   // 112 -> 3, 224 -> 4, 448 -> 5, 10 -> clamped to 2, 2000 -> clamped to 5, 223 -> 3; minus k_min.
   EXPECT_TRUE(at::equal(levels, at::tensor(std::vector<int64_t>{1, 2, 3, 0, 3, 1})));
@@ -133,9 +131,7 @@ TEST(MultiScaleRoIAlign, SingleLevelIsPlainRoiAlignAndGradientsReachFeatures) {
   const at::Tensor p2 = at::rand({1, 2, 32, 32}).requires_grad_(true);
   const at::Tensor p3 = at::rand({1, 2, 16, 16}).requires_grad_(true);
   MultiScaleRoIAlign two({2, 2}, 2);
-  two.forward({p2, p3}, {at::cat({square(0, 0, 20), square(0, 0, 120)})}, {{128, 128}})
-      .sum()
-      .backward();
+  two.forward({p2, p3}, {at::cat({square(0, 0, 20), square(0, 0, 120)})}, {{128, 128}}).sum().backward();
   EXPECT_GT(p2.grad().abs().sum().item<float>(), 0.0f);
   EXPECT_GT(p3.grad().abs().sum().item<float>(), 0.0f);
 }

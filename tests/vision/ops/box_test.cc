@@ -19,9 +19,7 @@ at::Tensor boxes_of(const std::vector<std::vector<float>>& rows) {
   return t;
 }
 
-at::Tensor floats(const std::vector<float>& values) {
-  return at::tensor(at::ArrayRef<float>(values), at::kFloat);
-}
+at::Tensor floats(const std::vector<float>& values) { return at::tensor(at::ArrayRef<float>(values), at::kFloat); }
 
 std::vector<int64_t> indices(const at::Tensor& t) {
   EXPECT_EQ(t.scalar_type(), at::kLong);
@@ -188,10 +186,11 @@ TEST(Nms, BatchedNeverSuppressesAcrossCategories) {
   // Matches running nms per category.
   for (int64_t c = 0; c < 3; ++c) {
     const at::Tensor members = at::nonzero(idxs == c).view(-1);
-    const at::Tensor per_class = members.index_select(0, nms(boxes.index_select(0, members),
-                                                             scores.index_select(0, members), 0.5));
+    const at::Tensor per_class =
+        members.index_select(0, nms(boxes.index_select(0, members), scores.index_select(0, members), 0.5));
     const at::Tensor batched = batched_nms(boxes, scores, idxs, 0.5);
-    const at::Tensor batched_in_class = batched.index_select(0, at::nonzero(idxs.index_select(0, batched) == c).view(-1));
+    const at::Tensor batched_in_class =
+        batched.index_select(0, at::nonzero(idxs.index_select(0, batched) == c).view(-1));
     EXPECT_TRUE(at::equal(per_class, batched_in_class)) << "category " << c;
   }
 }

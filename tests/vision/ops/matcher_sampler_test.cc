@@ -29,8 +29,7 @@ TEST(Matcher, ThresholdsSplitMatchesBetweenAndBelow) {
                                2, 4);
   const at::Tensor m = matcher.match(q);
   EXPECT_EQ(m.scalar_type(), at::kLong);
-  EXPECT_EQ(to_vector(m), (std::vector<int64_t>{0, Matcher::kBetweenThresholds,
-                                                Matcher::kBelowLowThreshold, 1}));
+  EXPECT_EQ(to_vector(m), (std::vector<int64_t>{0, Matcher::kBetweenThresholds, Matcher::kBelowLowThreshold, 1}));
   EXPECT_EQ(Matcher::kBelowLowThreshold, -1);
   EXPECT_EQ(Matcher::kBetweenThresholds, -2);
 }
@@ -149,8 +148,7 @@ TEST(BalancedSampler, SeededGeneratorIsReproducibleAndDrawsPositivesFirst) {
 }
 
 TEST(BalancedSampler, EmptyImageGivesEmptyMasks) {
-  const SampledMasks s =
-      BalancedPositiveNegativeSampler(4, 0.5).sample({at::empty({0}, at::kLong)}, seeded(1));
+  const SampledMasks s = BalancedPositiveNegativeSampler(4, 0.5).sample({at::empty({0}, at::kLong)}, seeded(1));
   EXPECT_EQ(s.positive[0].numel(), 0);
   EXPECT_EQ(s.negative[0].numel(), 0);
 }

@@ -33,12 +33,12 @@ at::Tensor test_rois(at::ScalarType type) {
   at::Tensor batch = torch::randint(0, 2, {random, 1}).to(type);
   at::Tensor rois = torch::cat({batch, xy, xy + wh}, 1);
   const std::vector<std::vector<double>> edges = {
-      {0, 10, 10, 10, 10},         // zero area
-      {1, -30, -30, -20, -20},     // entirely outside, above and left
-      {0, 100, 100, 120, 130},     // entirely outside, below and right
-      {1, 0, 0, 48, 40},           // the whole image
-      {0, 5.25, 7.75, 5.5, 8.0},   // a fraction of a pixel
-      {1, -100, -100, 400, 400},   // far larger than the image
+      {0, 10, 10, 10, 10},        // zero area
+      {1, -30, -30, -20, -20},    // entirely outside, above and left
+      {0, 100, 100, 120, 130},    // entirely outside, below and right
+      {1, 0, 0, 48, 40},          // the whole image
+      {0, 5.25, 7.75, 5.5, 8.0},  // a fraction of a pixel
+      {1, -100, -100, 400, 400},  // far larger than the image
   };
   for (const auto& e : edges) rois = torch::cat({rois, torch::tensor(e, type).view({1, 5})});
   return rois;
@@ -60,8 +60,8 @@ TEST(CudaRoiAlign, ForwardAndBackwardMatchTheCpuOperator) {
     const at::Tensor rois = test_rois(type);
     for (bool aligned : {false, true}) {
       for (int64_t sampling : {0, 2}) {
-        const std::string what = std::string(c10::toString(type)) + (aligned ? " aligned" : " legacy") +
-                                 " sampling " + std::to_string(sampling);
+        const std::string what = std::string(c10::toString(type)) + (aligned ? " aligned" : " legacy") + " sampling " +
+                                 std::to_string(sampling);
         const at::Tensor cpu = roi_align_forward(features, rois, 0.5, 7, 7, sampling, aligned);
         const at::Tensor gpu = roi_align_forward(features.to(kGpu), rois.to(kGpu), 0.5, 7, 7, sampling, aligned);
         expect_close(gpu, cpu, tolerance, "forward " + what);
@@ -91,8 +91,8 @@ std::pair<at::Tensor, at::Tensor> test_boxes(at::ScalarType type, int64_t n) {
   at::Tensor sizes = torch::rand({n, 2}, type) * 50 + 1;
   at::Tensor boxes = torch::cat({centres - sizes / 2, centres + sizes / 2}, 1);
   at::Tensor scores = torch::rand({n}, type);
-  scores.slice(0, 0, n / 4) = 0.5;  // a quarter tied
-  boxes.slice(0, 0, 8) = torch::tensor({30.0, 30.0, 30.0, 30.0}, type);  // zero area, coincident
+  scores.slice(0, 0, n / 4) = 0.5;                                                // a quarter tied
+  boxes.slice(0, 0, 8) = torch::tensor({30.0, 30.0, 30.0, 30.0}, type);           // zero area, coincident
   boxes.slice(0, 8, 12) = torch::tensor({-500.0, -500.0, -400.0, -450.0}, type);  // far outside
   return {boxes, scores};
 }
@@ -107,8 +107,8 @@ TEST(CudaNms, KeepsExactlyWhatTheCpuOperatorKeeps) {
         const at::Tensor gpu = nms(boxes.to(kGpu), scores.to(kGpu), threshold);
         ASSERT_TRUE(gpu.is_cuda());
         EXPECT_TRUE(torch::equal(gpu.to(at::kCPU), cpu))
-            << c10::toString(type) << " n=" << n << " threshold " << threshold << ": " << gpu.size(0) << " kept on the GPU, "
-            << cpu.size(0) << " on the CPU";
+            << c10::toString(type) << " n=" << n << " threshold " << threshold << ": " << gpu.size(0)
+            << " kept on the GPU, " << cpu.size(0) << " on the CPU";
       }
     }
   }
@@ -142,8 +142,8 @@ TEST(CudaOps, TheOtherDetectionOperatorsRunOnTheInputsDevice) {
   const at::Tensor proposals = boxes.slice(0, 100, 300);
   const at::Tensor gt = boxes.slice(0, 20, 40);  // past the degenerate boxes: their codes are infinite
   const BoxCoder coder({10, 10, 5, 5});
-  expect_close(coder.encode(gt.repeat({10, 1}).to(kGpu), proposals.to(kGpu)), coder.encode(gt.repeat({10, 1}), proposals),
-               1e-5, "box encode");
+  expect_close(coder.encode(gt.repeat({10, 1}).to(kGpu), proposals.to(kGpu)),
+               coder.encode(gt.repeat({10, 1}), proposals), 1e-5, "box encode");
   const at::Tensor codes = torch::randn({200, 4});
   expect_close(coder.decode(codes.to(kGpu), proposals.to(kGpu)), coder.decode(codes, proposals), 1e-5, "box decode");
   const at::Tensor iou = box_iou(gt, proposals);

@@ -9,13 +9,10 @@
 namespace dtrain::vision::ops {
 namespace {
 
-at::Tensor boxes_of(std::vector<float> values) {
-  return at::tensor(values, at::kFloat).view({-1, 4});
-}
+at::Tensor boxes_of(std::vector<float> values) { return at::tensor(values, at::kFloat).view({-1, 4}); }
 
 TEST(PasteMasks, ExpandBoxesAndMasks) {
-  EXPECT_TRUE(at::equal(expand_boxes(boxes_of({0, 0, 10, 20}), 2.0),
-                        boxes_of({-5, -10, 15, 30})));
+  EXPECT_TRUE(at::equal(expand_boxes(boxes_of({0, 0, 10, 20}), 2.0), boxes_of({-5, -10, 15, 30})));
   const auto [padded, scale] = expand_masks(at::ones({2, 1, 4, 4}), 1);
   EXPECT_EQ(padded.sizes(), (at::IntArrayRef{2, 1, 6, 6}));
   EXPECT_DOUBLE_EQ(scale, 1.5);
@@ -25,8 +22,7 @@ TEST(PasteMasks, ExpandBoxesAndMasks) {
 
 TEST(PasteMasks, ConstantMaskWithoutPaddingFillsTheInclusiveBox) {
   // Box columns 2..9 and rows 3..7, both ends included.
-  const at::Tensor out =
-      paste_masks_in_image(at::ones({1, 1, 5, 5}), boxes_of({2, 3, 9, 7}), 12, 16, /*padding=*/0);
+  const at::Tensor out = paste_masks_in_image(at::ones({1, 1, 5, 5}), boxes_of({2, 3, 9, 7}), 12, 16, /*padding=*/0);
   ASSERT_EQ(out.sizes(), (at::IntArrayRef{1, 1, 12, 16}));
   EXPECT_EQ(out.scalar_type(), at::kFloat);
   at::Tensor expected = at::zeros({12, 16});
@@ -57,8 +53,8 @@ TEST(PasteMasks, PaddingGrowsTheBoxAndFadesItsEdges) {
 TEST(PasteMasks, BoxesAreClippedToTheImage) {
   const at::Tensor masks = at::ones({3, 1, 5, 5});
   // Over the top-left corner, over the bottom-right corner, and outside.
-  const at::Tensor out = paste_masks_in_image(
-      masks, boxes_of({-3, -3, 4, 4, 3, 3, 10, 10, 20, 20, 25, 25}), 6, 6, /*padding=*/0);
+  const at::Tensor out =
+      paste_masks_in_image(masks, boxes_of({-3, -3, 4, 4, 3, 3, 10, 10, 20, 20, 25, 25}), 6, 6, /*padding=*/0);
   ASSERT_EQ(out.sizes(), (at::IntArrayRef{3, 1, 6, 6}));
   at::Tensor top_left = at::zeros({6, 6});
   top_left.slice(0, 0, 5).slice(1, 0, 5).fill_(1);

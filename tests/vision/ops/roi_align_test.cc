@@ -17,8 +17,8 @@ at::Tensor roi(float batch, float x1, float y1, float x2, float y2) {
   return at::tensor(at::ArrayRef<float>({batch, x1, y1, x2, y2}), at::kFloat).view({1, 5});
 }
 
-float pooled_value(const at::Tensor& input, const at::Tensor& rois, int64_t sampling_ratio,
-                   bool aligned, double spatial_scale = 1.0) {
+float pooled_value(const at::Tensor& input, const at::Tensor& rois, int64_t sampling_ratio, bool aligned,
+                   double spatial_scale = 1.0) {
   const at::Tensor out = roi_align_forward(input, rois, spatial_scale, 1, 1, sampling_ratio, aligned);
   EXPECT_EQ(out.sizes(), (at::IntArrayRef{rois.size(0), input.size(1), 1, 1}));
   return out.flatten()[0].item<float>();
@@ -102,7 +102,8 @@ TEST(RoiAlign, SpatialScaleBatchIndexAndChannels) {
 TEST(RoiAlign, EmptyRoisGiveEmptyOutput) {
   const at::Tensor out = roi_align_forward(at::rand({2, 3, 8, 8}), at::empty({0, 5}), 1.0, 2, 5, 2, true);
   EXPECT_EQ(out.sizes(), (at::IntArrayRef{0, 3, 2, 5}));
-  const at::Tensor grad = roi_align_backward(at::empty({0, 3, 2, 5}), at::empty({0, 5}), 1.0, 2, 5, 2, 3, 8, 8, 2, true);
+  const at::Tensor grad =
+      roi_align_backward(at::empty({0, 3, 2, 5}), at::empty({0, 5}), 1.0, 2, 5, 2, 3, 8, 8, 2, true);
   EXPECT_EQ(grad.sizes(), (at::IntArrayRef{2, 3, 8, 8}));
   EXPECT_EQ(grad.abs().sum().item<float>(), 0.0f);
 }
@@ -139,13 +140,14 @@ TEST(RoiAlign, BackwardMatchesFiniteDifferences) {
   const at::Tensor batch = at::tensor(at::ArrayRef<double>({0, 1, 1, 0})).view({k, 1});
   const at::Tensor rois = at::cat({batch, corner, corner + size}, 1);
 
-  for (const GradCase& gc : {GradCase{1.0, 2, 2, 2, true}, GradCase{1.0, 3, 2, 0, false},
-                             GradCase{1.0, 2, 3, 1, true}, GradCase{0.5, 2, 2, 0, true}}) {
-    const at::Tensor scaled_rois = gc.spatial_scale == 1.0 ? rois : at::cat({batch, rois.slice(1, 1) / gc.spatial_scale}, 1);
+  for (const GradCase& gc : {GradCase{1.0, 2, 2, 2, true}, GradCase{1.0, 3, 2, 0, false}, GradCase{1.0, 2, 3, 1, true},
+                             GradCase{0.5, 2, 2, 0, true}}) {
+    const at::Tensor scaled_rois =
+        gc.spatial_scale == 1.0 ? rois : at::cat({batch, rois.slice(1, 1) / gc.spatial_scale}, 1);
     at::Tensor input = base.clone().requires_grad_(true);
     const at::Tensor weight = at::rand({k, c, gc.pooled_height, gc.pooled_width}, at::kDouble);
-    const at::Tensor out = roi_align(input, scaled_rois, gc.spatial_scale, gc.pooled_height,
-                                     gc.pooled_width, gc.sampling_ratio, gc.aligned);
+    const at::Tensor out = roi_align(input, scaled_rois, gc.spatial_scale, gc.pooled_height, gc.pooled_width,
+                                     gc.sampling_ratio, gc.aligned);
     (out * weight).sum().backward();
     const at::Tensor analytic = input.grad();
     ASSERT_TRUE(analytic.defined());
@@ -156,8 +158,9 @@ TEST(RoiAlign, BackwardMatchesFiniteDifferences) {
     double* p = probe.data_ptr<double>();
     double* g = numeric.data_ptr<double>();
     auto loss = [&] {
-      return (roi_align_forward(probe, scaled_rois, gc.spatial_scale, gc.pooled_height,
-                                gc.pooled_width, gc.sampling_ratio, gc.aligned) * weight)
+      return (roi_align_forward(probe, scaled_rois, gc.spatial_scale, gc.pooled_height, gc.pooled_width,
+                                gc.sampling_ratio, gc.aligned) *
+              weight)
           .sum()
           .item<double>();
     };
@@ -171,8 +174,8 @@ TEST(RoiAlign, BackwardMatchesFiniteDifferences) {
       g[i] = (up - down) / (2 * eps);
     }
     EXPECT_LT((analytic - numeric).abs().max().item<double>(), 1e-6)
-        << "scale " << gc.spatial_scale << " pooled " << gc.pooled_height << "x" << gc.pooled_width
-        << " sampling " << gc.sampling_ratio << " aligned " << gc.aligned;
+        << "scale " << gc.spatial_scale << " pooled " << gc.pooled_height << "x" << gc.pooled_width << " sampling "
+        << gc.sampling_ratio << " aligned " << gc.aligned;
     EXPECT_GT(analytic.abs().sum().item<double>(), 0.0);
     // The plain backward gives the same gradient.
     const at::Tensor direct = roi_align_backward(weight, scaled_rois, gc.spatial_scale, gc.pooled_height,
@@ -213,8 +216,8 @@ namespace {
 TEST(RoiAlign, ManyChannelsGiveTheSameBitsAsFewChannels) {
   at::manual_seed(3);
   const at::Tensor input = at::rand({2, 32, 20, 24});
-  const at::Tensor rois = at::tensor({0.f, 1.5f, 2.f, 15.f, 11.f, 1.f, -2.f, 3.f, 30.f, 19.f, 1.f, 4.f, 4.f, 4.5f, 4.2f})
-                              .view({3, 5});
+  const at::Tensor rois =
+      at::tensor({0.f, 1.5f, 2.f, 15.f, 11.f, 1.f, -2.f, 3.f, 30.f, 19.f, 1.f, 4.f, 4.f, 4.5f, 4.2f}).view({3, 5});
   for (const bool aligned : {false, true}) {
     for (const int64_t sampling : {0, 2}) {
       const at::Tensor many = roi_align_forward(input, rois, 0.5, 7, 7, sampling, aligned);
@@ -228,8 +231,8 @@ TEST(RoiAlign, ManyChannelsGiveTheSameBitsAsFewChannels) {
       const at::Tensor back = roi_align_backward(grad, rois, 0.5, 7, 7, 2, 32, 20, 24, sampling, aligned);
       std::vector<at::Tensor> back_parts;
       for (int64_t c = 0; c < 32; c += 8) {
-        back_parts.push_back(roi_align_backward(grad.narrow(1, c, 8).contiguous(), rois, 0.5, 7, 7, 2, 8, 20, 24,
-                                                sampling, aligned));
+        back_parts.push_back(
+            roi_align_backward(grad.narrow(1, c, 8).contiguous(), rois, 0.5, 7, 7, 2, 8, 20, 24, sampling, aligned));
       }
       EXPECT_TRUE(back.equal(at::cat(back_parts, 1))) << "aligned " << aligned << " sampling " << sampling;
     }

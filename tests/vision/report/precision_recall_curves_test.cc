@@ -122,8 +122,8 @@ TEST(AccumulatedScores, AreTheScoresOfTheRanksWherePrecisionIsRead) {
   // Two objects; ranked: hit (.9), false positive (.8), hit (.7), false positive (.6).
   BoxScenario s;
   s.gts = {{1, 1, 0, 0, 40, 40}, {1, 1, 50, 50, 40, 40}};
-  s.dts = {{1, 1, 0, 0, 40, 40, 0.9}, {1, 1, 0, 50, 40, 40, 0.8}, {1, 1, 50, 50, 40, 40, 0.7},
-           {1, 1, 50, 0, 40, 40, 0.6}};
+  s.dts = {
+      {1, 1, 0, 0, 40, 40, 0.9}, {1, 1, 0, 50, 40, 40, 0.8}, {1, 1, 50, 50, 40, 40, 0.7}, {1, 1, 50, 0, 40, 40, 0.6}};
   const auto e = s.evaluate();
   const AccumulatedEvaluation& acc = e->evaluator->accumulated();
   // Recall [.5, .5, 1, 1]; precision made non-increasing [1, 2/3, 2/3, 1/2]:

@@ -70,14 +70,14 @@ struct BoxScenario {
     for (int i = 1; i <= max_image; ++i) {
       images += fmt::format("{}{{\"id\": {}, \"height\": 100, \"width\": 100}}", i > 1 ? "," : "", i);
     }
-    for (int c = 1; c <= categories; ++c) cats += fmt::format("{}{{\"id\": {}, \"name\": \"c{}\"}}", c > 1 ? "," : "", c, c);
+    for (int c = 1; c <= categories; ++c)
+      cats += fmt::format("{}{{\"id\": {}, \"name\": \"c{}\"}}", c > 1 ? "," : "", c, c);
     for (size_t n = 0; n < gts.size(); ++n) {
       const auto& g = gts[n];
       anns += fmt::format(
           "{}{{\"id\": {}, \"image_id\": {}, \"category_id\": {}, \"bbox\": [{}, {}, {}, {}], \"area\": {}, "
           "\"iscrowd\": {}}}",
-          n ? "," : "", n + 1, int(g[0]), int(g[1]), g[2], g[3], g[4], g[5], g[4] * g[5],
-          g.size() > 6 ? int(g[6]) : 0);
+          n ? "," : "", n + 1, int(g[0]), int(g[1]), g[2], g[3], g[4], g[5], g[4] * g[5], g.size() > 6 ? int(g[6]) : 0);
     }
     return fmt::format(R"({{"images": [{}], "categories": [{}], "annotations": [{}]}})", images, cats, anns);
   }
@@ -85,9 +85,8 @@ struct BoxScenario {
     std::string results;
     for (size_t n = 0; n < dts.size(); ++n) {
       const auto& d = dts[n];
-      results += fmt::format(
-          "{}{{\"image_id\": {}, \"category_id\": {}, \"bbox\": [{}, {}, {}, {}], \"score\": {}}}", n ? "," : "",
-          int(d[0]), int(d[1]), d[2], d[3], d[4], d[5], d[6]);
+      results += fmt::format("{}{{\"image_id\": {}, \"category_id\": {}, \"bbox\": [{}, {}, {}, {}], \"score\": {}}}",
+                             n ? "," : "", int(d[0]), int(d[1]), d[2], d[3], d[4], d[5], d[6]);
     }
     return "[" + results + "]";
   }

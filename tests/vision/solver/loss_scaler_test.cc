@@ -35,8 +35,8 @@ TEST(LossScaler, ScalesTheLossAndDividesFiniteGradientsBack) {
 TEST(LossScaler, FindsInfinityAndNanInAnyGradient) {
   const LossScaler scaler;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(scaler.unscale_gradients({parameter_with_gradient(torch::tensor({1.0f})),
-                                         parameter_with_gradient(torch::tensor({2.0f, inf}))}));
+  EXPECT_FALSE(scaler.unscale_gradients(
+      {parameter_with_gradient(torch::tensor({1.0f})), parameter_with_gradient(torch::tensor({2.0f, inf}))}));
   EXPECT_FALSE(scaler.unscale_gradients({parameter_with_gradient(torch::tensor({nan, 1.0f}))}));
   EXPECT_FALSE(scaler.unscale_gradients({parameter_with_gradient(torch::tensor({-inf}))}));
 }

@@ -47,7 +47,8 @@ void expect_same_steps(const torch::optim::SGDOptions& options) {
   MultiTensorSgd multi(make_groups(options), options);
   for (int step = 0; step < 5; ++step) {
     if (step == 3) {  // the schedule changes the learning rate of every group
-      for (auto* optimizer : {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&multi)}) {
+      for (auto* optimizer :
+           {static_cast<torch::optim::Optimizer*>(&reference), static_cast<torch::optim::Optimizer*>(&multi)}) {
         for (auto& group : optimizer->param_groups()) {
           auto& o = static_cast<torch::optim::SGDOptions&>(group.options());
           o.lr(o.lr() * 0.1);

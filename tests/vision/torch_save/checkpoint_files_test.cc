@@ -18,8 +18,8 @@
 namespace dtrain::vision::torch_save {
 namespace {
 
-using testing::Records;
 using dtrain::testing::TempDir;
+using testing::Records;
 
 // One tensor of every dtype, and layouts save_state_dict must copy:
 // transposed, an offset slice, an expanded (stride 0) view, empty, 0-dim.
@@ -254,10 +254,10 @@ TEST(CheckpointFiles, StorageProblemsAreNamed) {
                       {"data/0", floats16}})
                 .find("overflowing view"),
             std::string::npos);
-  EXPECT_NE(error_of({{"data.pkl", testing::one_tensor_pickle(2, 0, {2}, {1}, "ComplexFloatStorage")},
-                      {"data/0", floats16}})
-                .find("unsupported storage type 'torch.ComplexFloatStorage'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({{"data.pkl", testing::one_tensor_pickle(2, 0, {2}, {1}, "ComplexFloatStorage")}, {"data/0", floats16}})
+          .find("unsupported storage type 'torch.ComplexFloatStorage'"),
+      std::string::npos);
   // A view that fits, over a storage it shares with nobody, loads.
   testing::write_archive(dir / "ok.pt",
                          {{"data.pkl", testing::one_tensor_pickle(4, 1, {3}, {1})}, {"data/0", floats16}});

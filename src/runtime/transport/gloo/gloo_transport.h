@@ -19,8 +19,8 @@ namespace dtrain::runtime {
 
 struct GlooConnectOptions {
   GroupRendezvous group;
-  std::string iface;       // network interface to bind, or empty
-  std::string hostname;    // address to bind when no interface is given
+  std::string iface;         // network interface to bind, or empty
+  std::string hostname;      // address to bind when no interface is given
   bool report_ready = true;  // false for sub-groups: the launcher tracks world ranks only
 };
 
@@ -38,8 +38,7 @@ class GlooTransport final : public Transport {
   void broadcast(void* data, std::size_t bytes, int root) override;
   void alltoallv(const void* input, const std::vector<std::size_t>& send_bytes, void* output,
                  const std::vector<std::size_t>& receive_bytes) override;
-  void reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype,
-                     ReduceOp op) override;
+  void reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype, ReduceOp op) override;
   void barrier() override;
 
  private:

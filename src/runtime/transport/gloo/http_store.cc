@@ -19,7 +19,8 @@ std::vector<char> HttpStore::get(const std::string& key) {
 void HttpStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (const auto& key : keys) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     client_.wait_get(key, std::max(left, std::chrono::milliseconds(0)));
   }
 }

@@ -167,7 +167,8 @@ std::vector<std::vector<char>> MpiTransport::gather_to_coordinator(const std::ve
         "MPI_Gatherv");
   std::vector<std::vector<char>> messages;
   if (rank_ == 0) {
-    for (int r = 0; r < size_; ++r) messages.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + lengths[r]);
+    for (int r = 0; r < size_; ++r)
+      messages.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + lengths[r]);
   }
   return messages;
 }

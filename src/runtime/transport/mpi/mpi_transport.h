@@ -27,8 +27,7 @@ class MpiTransport final : public Transport {
   void broadcast(void* data, std::size_t bytes, int root) override;
   void alltoallv(const void* input, const std::vector<std::size_t>& send_bytes, void* output,
                  const std::vector<std::size_t>& receive_bytes) override;
-  void reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype,
-                     ReduceOp op) override;
+  void reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype, ReduceOp op) override;
   void barrier() override;
 
  private:

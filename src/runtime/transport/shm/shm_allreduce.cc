@@ -114,7 +114,8 @@ void ShmAllreduce::wait_for_all(std::uint64_t generation) {
                                ") exited during a shared-memory allreduce");
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        throw WorkersLostError("dtrain: local rank " + std::to_string(r) + " did not reach the shared-memory barrier within " +
+        throw WorkersLostError("dtrain: local rank " + std::to_string(r) +
+                               " did not reach the shared-memory barrier within " +
                                std::to_string(timeout_.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
       }
     }
@@ -152,8 +153,7 @@ std::vector<std::pair<std::size_t, std::size_t>> ShmAllreduce::my_shares(std::si
 // slots. So every byte is copied in once and out once, and the result is scaled in the pass
 // that combines the last contribution rather than in a pass of its own. To gather: every rank
 // puts its own share in its slot and copies the others' out.
-void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase,
-                       double scale) {
+void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, Phase phase, double scale) {
   const std::size_t esize = element_size(dtype);
   const std::size_t chunk_elements = kSlotBytes / esize;
   const std::size_t count = total_count(pieces);
@@ -194,7 +194,7 @@ void ShmAllreduce::run(const std::vector<BufferPiece>& pieces, DataType dtype, R
         std::memcpy(data, result, k * esize);
       });
     }
-    barrier();  // shares reduced (or published) before anyone copies them
+    barrier();                                     // shares reduced (or published) before anyone copies them
     if (phase == Phase::kReduceScatter) continue;  // only this rank's share, for the hierarchical step
     for (int r = 0; r < local_size_; ++r) {
       const auto [b, e] = share(n, r, local_size_);

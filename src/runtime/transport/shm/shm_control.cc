@@ -56,8 +56,8 @@ std::size_t ShmControl::segment_bytes(int size) {
 
 void ShmControl::format(SharedSegment& segment, int size) {
   if (size > kMaxRanks) {
-    throw Error("dtrain: shared-memory negotiation supports at most " + std::to_string(kMaxRanks) +
-                " ranks, got " + std::to_string(size));
+    throw Error("dtrain: shared-memory negotiation supports at most " + std::to_string(kMaxRanks) + " ranks, got " +
+                std::to_string(size));
   }
   ControlHeader* header = new (segment.data()) ControlHeader;
   header->size = size;
@@ -86,8 +86,8 @@ ShmControl::ShmControl(SharedSegment segment, int rank, int size, std::chrono::m
     : segment_(std::move(segment)), rank_(rank), size_(size), timeout_(timeout) {
   ControlHeader* header = control_header_of(segment_.data());
   if (header->magic != kControlMagic || header->size != size || segment_bytes(size) > segment_.size()) {
-    throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " +
-                std::to_string(size) + " ranks");
+    throw Error("dtrain: shared memory segment '" + segment_.name() + "' is not formatted for " + std::to_string(size) +
+                " ranks");
   }
   header->pid[rank].store(static_cast<std::int32_t>(getpid()), std::memory_order_release);
   // With a core per rank the peer we wait for is running and answers within microseconds:
@@ -127,8 +127,9 @@ void ShmControl::wait_for(std::atomic<std::uint32_t>& counter, std::atomic<std::
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (true) {
-    sleep_unless(counter, sleepers, [&] { return counter.load(std::memory_order_seq_cst) == value; },
-                 std::chrono::milliseconds(10));
+    sleep_unless(
+        counter, sleepers, [&] { return counter.load(std::memory_order_seq_cst) == value; },
+        std::chrono::milliseconds(10));
     if (counter.load(std::memory_order_acquire) == value) return;
     if (peer != kAnyPeer) {
       check_alive(peer);

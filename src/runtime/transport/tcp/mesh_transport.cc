@@ -47,7 +47,8 @@ void MeshTransport::reduce_in_rank_order(const void* own, std::size_t count, Dat
   auto copy_of = [&](int r) -> const void* { return r == rank() ? own : received_[r].data(); };
   accumulator_.resize(bytes);
   std::memcpy(accumulator_.data(), copy_of(0), bytes);
-  for (int r = 1; r < size(); ++r) reduce_elements(dtype, op, accumulator_.data(), accumulator_.data(), copy_of(r), count);
+  for (int r = 1; r < size(); ++r)
+    reduce_elements(dtype, op, accumulator_.data(), accumulator_.data(), copy_of(r), count);
 }
 
 std::vector<std::vector<char>> MeshTransport::gather_to_coordinator(const std::vector<char>& message) {

@@ -64,7 +64,8 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
     pollfd entry{fd, events, 0};
     const int ready = ::poll(&entry, 1, milliseconds_until(deadline));
     if (ready > 0) return true;
-    if (ready < 0 && errno != EINTR) throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
+    if (ready < 0 && errno != EINTR)
+      throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
     if (Clock::now() >= deadline) return false;
   }
 }
@@ -361,8 +362,8 @@ void TcpMesh::sleep_until_ready(Clock::time_point deadline) {
 }
 
 void TcpMesh::lost(int peer, const std::string& why) const {
-  throw WorkersLostError("dtrain: the TCP connection to " + peer_noun_ + " " + std::to_string(peer) + " broke (" +
-                         why + "); it may have exited");
+  throw WorkersLostError("dtrain: the TCP connection to " + peer_noun_ + " " + std::to_string(peer) + " broke (" + why +
+                         "); it may have exited");
 }
 
 }  // namespace dtrain::runtime

@@ -26,8 +26,8 @@
 namespace dtrain::runtime {
 
 struct TcpMeshOptions {
-  GroupRendezvous group;  // each rank publishes in the store where it listens
-  std::string address;    // the IPv4 address this rank listens on, which the others connect to
+  GroupRendezvous group;           // each rank publishes in the store where it listens
+  std::string address;             // the IPv4 address this rank listens on, which the others connect to
   std::string peer_noun = "rank";  // how errors name a peer ("host" for a cross-host group)
 };
 
