@@ -1,0 +1,112 @@
+// The training the user sees, pinned for a fixed seed: dtrain-mnist and dtrain-maskrcnn
+// train on two ranks and their losses, learning rates, accuracy and final weights (a SHA-256
+// of the model file) are compared with the run recorded in tests/data/fixed_seed/. A change
+// to the training engine, the hooks or the step must leave them bit for bit as they were
+// (issue #45: "same losses bit for bit for a fixed seed"). A change meant to alter training
+// records the new run and says why in its commit:
+//
+//   DTRAIN_RECORD_FIXED_SEED=1 ctest -R apps.FixedSeedRuns
+//
+// LibTorch computes on one thread per rank: what it computes then does not depend on the
+// machine's cores or load, only on its instruction set.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "tests/support/command_runner.h"
+#include "tests/support/temp_dir.h"
+
+namespace dtrain::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using dtrain::testing::JobResult;
+using dtrain::testing::run_job;
+using dtrain::testing::TempDir;
+
+const fs::path kRecorded = FIXED_SEED_DIR;
+
+std::string sha256_of(const fs::path& file) {
+  const JobResult sum = run_job("sha256sum " + file.string());
+  if (sum.exit_code != 0) return "sha256sum failed: " + sum.output;
+  return sum.output.substr(0, sum.output.find(' '));
+}
+
+// Compares `fingerprint` with the recorded one, or records it (DTRAIN_RECORD_FIXED_SEED=1).
+void expect_recorded(const std::string& name, const std::string& fingerprint) {
+  const fs::path recorded = kRecorded / (name + ".txt");
+  const char* record = std::getenv("DTRAIN_RECORD_FIXED_SEED");
+  if (record && std::string(record) == "1") {
+    std::ofstream(recorded) << fingerprint;
+    GTEST_SKIP() << "recorded " << recorded;
+  }
+  std::ifstream in(recorded);
+  ASSERT_TRUE(in) << recorded << ": missing (DTRAIN_RECORD_FIXED_SEED=1 records it)";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(fingerprint, expected.str()) << "the run differs from " << recorded
+                                         << " (if the change means to alter training, record it again)";
+}
+
+TEST(FixedSeedRuns, MnistOnTwoRanksLossesAccuracyAndWeightsAsRecorded) {
+  TempDir dir;
+  const JobResult run =
+      run_job(std::string(DTRAIN_CLI) + " run -np 2 -- " + DTRAIN_MNIST + " --data-dir " + MNIST_DATA_DIR +
+                  " --steps 20 --log-every 5 --threads 1 --seed 42 --model-dir " + (dir.path() / "model").string(),
+              240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // "Step #5\tLoss: 2.101234\timages/s: ...": the loss, not the speed.
+  std::string fingerprint;
+  const std::regex loss(R"(\[0\]<stdout>:(Step #\d+\tLoss: [0-9.]+)\t)");
+  for (std::sregex_iterator it(run.output.begin(), run.output.end(), loss), end; it != end; ++it) {
+    fingerprint += (*it)[1].str() + "\n";
+  }
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(run.output, accuracy, std::regex(R"(Test accuracy: [0-9.]+)"))) << run.output;
+  fingerprint += accuracy[0].str() + "\n";
+  fingerprint += "model.pt sha256 " + sha256_of(dir.path() / "model" / "model.pt") + "\n";
+  expect_recorded("mnist_2_ranks", fingerprint);
+}
+
+TEST(FixedSeedRuns, MaskRcnnOnTwoRanksLossesLearningRatesAndWeightsAsRecorded) {
+  TempDir dir;
+  const std::string shapes = (dir.path() / "shapes").string();
+  const JobResult made = run_job(std::string(DTRAIN_CLI) + " data make-shapes --out " + shapes +
+                                 " --train 8 --val 2 --size 96 --seed 3 --threads 1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::string output = (dir.path() / "out").string();
+  const JobResult run = run_job(
+      std::string(DTRAIN_CLI) + " run -np 2 -- " + DTRAIN_MASKRCNN + " train --threads 1 --config-file " +
+          SHAPES_CONFIG + " DATASETS.TRAIN_ANNOTATIONS " + shapes +
+          "/annotations/instances_train.json DATASETS.TRAIN_IMAGES " + shapes + "/train DATASETS.TEST_ANNOTATIONS " +
+          shapes + "/annotations/instances_val.json DATASETS.TEST_IMAGES " + shapes +
+          "/val INPUT.MIN_SIZE_TEST 96 INPUT.MAX_SIZE_TEST 128 INPUT.MIN_SIZE_TRAIN 96 "
+          "INPUT.MAX_SIZE_TRAIN 128 SOLVER.BASE_LR 0.01 SOLVER.MAX_ITER 4 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 1 "
+          "SOLVER.CHECKPOINT_PERIOD 2 SOLVER.WARMUP_ITERS 2 SEED 7 OUTPUT_DIR " +
+          output,
+      240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // metrics.json holds every logged number at full precision (the losses and learning rates,
+  // the final evaluation's AP); all but the speed are pinned.
+  std::string fingerprint;
+  std::ifstream metrics(output + "/metrics.json");
+  ASSERT_TRUE(metrics) << run.output;
+  for (std::string line; std::getline(metrics, line);) {
+    nlohmann::ordered_json entry = nlohmann::ordered_json::parse(line);
+    entry.erase("images_per_s");
+    fingerprint += entry.dump() + "\n";
+  }
+  fingerprint += "model_0000002.pth sha256 " + sha256_of(output + "/model_0000002.pth") + "\n";
+  fingerprint += "model_final.pth sha256 " + sha256_of(output + "/model_final.pth") + "\n";
+  expect_recorded("maskrcnn_2_ranks", fingerprint);
+}
+
+}  // namespace
+}  // namespace dtrain::apps
