@@ -17,13 +17,11 @@
 #include "dtrain/elastic.h"
 #include "dtrain/torch.h"
 #include "apps/maskrcnn/batch_feeder.h"
-#include "apps/maskrcnn/divergence_watch.h"
 #include "apps/maskrcnn/model_export.h"
 #include "apps/maskrcnn/sharded_evaluation.h"
 #include "apps/maskrcnn/training_checkpoint.h"
 #include "apps/maskrcnn/training_distribution.h"
 #include "apps/maskrcnn/training_hooks.h"
-#include "apps/maskrcnn/training_log.h"
 #include "apps/maskrcnn/training_run.h"
 #include "vision/inference/model_inference.h"
 #include "vision/config/model_options.h"
@@ -37,6 +35,7 @@
 #include "vision/solver/loss_scaler.h"
 #include "vision/solver/lr_schedule.h"
 #include "vision/solver/multi_tensor_sgd.h"
+#include "training/gradient_step.h"
 #include "training/trainer.h"
 
 namespace dtrain::maskrcnn {
@@ -454,10 +453,10 @@ FeederOptions feeder_options(const vision::DataLoader& loader, const TrainingRun
   return o;
 }
 
-// One iteration (the learning rate is set by LrScheduleHook): this rank's losses (rescaled for the global batch),
-// backward (of the scaled loss under float16), the gradients combined as the distribution does, unscaled, clipped and
-// applied; or, when float16 overflowed, dropped and the scale backed off (every rank alike:
-// they see the same averaged gradients). Returns the losses.
+// One iteration (the learning rate is set by its hook): this rank's losses (rescaled for the
+// global batch), then the engine's step for the precision: float16's scales the loss and
+// drops a step whose gradients overflowed (every rank alike: they see the same averaged
+// gradients). The averaged gradients are clipped before the update. Returns the losses.
 modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, GradientExchange& exchange,
                               DivergenceWatch& watch, ModelInputs inputs, int64_t iteration) {
   modeling::LossCounts counts;
@@ -468,18 +467,17 @@ modeling::LossDict train_step(TrainableModel& m, const TrainingRun& run, Gradien
   at::Tensor total = at::zeros({}, m.parameters.front().options());
   for (const auto& [name, value] : losses) total = total + value;
   watch.observe(losses, total, iteration);
-  exchange.zero_grad();
-  (m.scaler ? m.scaler->scale_loss(total) : total).backward();
-  exchange.wait_for_gradients();
+  const auto clip = [&] { run.clipper.clip(m.parameters); };
   if (m.scaler) {
-    const bool finite = m.scaler->unscale_gradients(m.parameters);
-    m.scaler->update(finite);
-    if (!finite) return losses;  // the next zero_grad() drops these gradients
+    training::float16_step(total, exchange, *m.scaler, m.parameters, clip);
+  } else {
+    training::float32_step(total, exchange, clip);
   }
-  run.clipper.clip(m.parameters);
-  exchange.apply();
   return losses;
 }
+
+// What the ranks are told when the loss diverged.
+constexpr const char* kDivergenceAdvice = "lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS";
 
 // Rank 0: model_final.pth and, in a job, the model artifact `dtrain serve` loads.
 void save_final_model(TrainableModel& m, const Config& config, const TrainingRun& run,
@@ -588,17 +586,18 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     m.model->train();
     announce_training(*run, loader.items().size());
     BatchFeeder batches(loader, feeder_options(loader, *run, iteration, training.paths.annotations, m.device()));
-    ProgressReport progress(*run, iteration);
-    DivergenceWatch watch(placement.rank);
+    DivergenceWatch watch(placement.rank, kDivergenceAdvice);
     modeling::LossDict losses;
     training::Trainer trainer([&](int64_t step) {
       losses = train_step(m, *run, *exchange, watch, batches.next(), step);
       furthest = std::max(furthest, step + 1);
     });
-    const auto& lr = trainer.emplace<LrScheduleHook>(run->schedule, m.sgd);
+    auto& timer = trainer.emplace<training::IterationTimer>();
+    ProgressReport progress(*run, timer);
+    const auto& lr = trainer.add(lr_schedule_hook(run->schedule, m.sgd));
     trainer.emplace<ProgressHook>(progress, watch, losses, lr, m, run->log);
     trainer.emplace<CheckpointAndEvaluateHook>(m, *run, *exchange, watch);
-    trainer.emplace<ElasticCommitHook>(state, watch, commit_period);
+    trainer.add(elastic_commit_hook(state, watch, commit_period));
     trainer.train(iteration, run->steps.max_iter);
   });
   finish_training(m, config, *run, training.dataset, 0, started);
@@ -644,12 +643,13 @@ void train(Config config, const TrainerSettings& settings) {
   announce_training(run, loader.items().size());
 
   BatchFeeder batches(loader, feeder_options(loader, run, start_iter, training.paths.annotations, m.device()));
-  ProgressReport progress(run, start_iter);
-  DivergenceWatch watch(placement.rank);
+  DivergenceWatch watch(placement.rank, kDivergenceAdvice);
   modeling::LossDict losses;
   training::Trainer trainer(
       [&](int64_t iteration) { losses = train_step(m, run, *exchange, watch, batches.next(), iteration); });
-  const auto& lr = trainer.emplace<LrScheduleHook>(run.schedule, m.sgd);
+  auto& timer = trainer.emplace<training::IterationTimer>();
+  ProgressReport progress(run, timer);
+  const auto& lr = trainer.add(lr_schedule_hook(run.schedule, m.sgd));
   trainer.emplace<ProgressHook>(progress, watch, losses, lr, m, run.log);
   trainer.emplace<CheckpointAndEvaluateHook>(m, run, *exchange, watch);
   int64_t iteration = start_iter;
@@ -658,7 +658,7 @@ void train(Config config, const TrainerSettings& settings) {
     dtrain::shutdown();
     return;
   }
-  finish_training(m, config, run, training.dataset, start_iter, progress.started());
+  finish_training(m, config, run, training.dataset, start_iter, timer.started());
 }
 
 }  // namespace dtrain::maskrcnn

@@ -18,21 +18,17 @@
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
 #include "apps/maskrcnn/trainer.h"
+#include "training/gradient_step.h"
 
 namespace dtrain::maskrcnn {
 
-// How a step's gradients become new weights. A step is
-//   zero_grad(); loss.backward(); wait_for_gradients(); <clip the gradients>; apply();
-class GradientExchange {
+// How a step's gradients become new weights (training::GradientPath: zero_grad(),
+// wait_for_gradients(), apply(), which the engine's steps call), and what else the
+// distribution decides.
+class GradientExchange : public training::GradientPath {
  public:
-  virtual ~GradientExchange() = default;
-
   // The iteration training starts at: the restored one, or the chief's (parameter servers).
   virtual int64_t start_iteration() const = 0;
-  virtual void zero_grad() = 0;
-  // The gradients apply() will use are in place (averaged over the ranks, for allreduce).
-  virtual void wait_for_gradients() = 0;
-  virtual void apply() = 0;
   // Before rank 0 writes a checkpoint: the parameters brought up to date.
   virtual void before_checkpoint() {}
   // Whether this rank takes part in the evaluations during training.

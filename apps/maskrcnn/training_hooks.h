@@ -1,31 +1,35 @@
 #pragma once
 
-// The hooks around Mask R-CNN's training step (training::Trainer runs them in the order
-// trainer.cc adds them): the learning rate before each step; after it the progress report
-// (losses, learning rate, speed; printed and written to metrics.json and TensorBoard), the
-// periodic checkpoint and evaluation, and an elastic job's commit. "How often" lives here.
+// The hooks around Mask R-CNN's training step, the engine's (src/training) and its own, and
+// "how often" for each: the learning rate before each step (training::LrScheduleHook); after
+// it the progress report (losses, learning rate, speed; printed and written to metrics.json
+// and TensorBoard), the periodic checkpoint and evaluation, and an elastic job's commit.
+// trainer.cc adds them in that order.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
-#include "apps/maskrcnn/divergence_watch.h"
 #include "apps/maskrcnn/training_distribution.h"
 #include "apps/maskrcnn/training_run.h"
+#include "training/divergence_watch.h"
 #include "training/hook.h"
+#include "training/iteration_timer.h"
+#include "training/lr_schedule_hook.h"
+#include "training/periodic_hook.h"
 
 namespace dtrain::maskrcnn {
 
-using Clock = std::chrono::steady_clock;
+using Clock = training::IterationTimer::Clock;
+using training::DivergenceWatch;
 
 // Every LOG_PERIOD iterations and at the end: the losses averaged over the ranks (the
 // numbers describe the global batch), the learning rate, images per second since the last
 // report and the time left, printed and logged by rank 0.
 class ProgressReport {
  public:
-  ProgressReport(const TrainingRun& run, int64_t start_iter)
-      : steps_(run.steps), rank_(run.placement.rank), start_iter_(start_iter) {}
+  ProgressReport(const TrainingRun& run, training::IterationTimer& timer)
+      : steps_(run.steps), rank_(run.placement.rank), timer_(timer) {}
 
-  Clock::time_point started() const { return start_; }
-  void step_done() { ++window_steps_; }
   bool due(int64_t done) const { return done % steps_.log_period == 0 || done == steps_.max_iter; }
 
   // `loss_scale`: float16 training's, logged with the steps it skipped so far (overflows).
@@ -36,15 +40,11 @@ class ProgressReport {
       scalars.emplace_back("loss_scale", loss_scale->scale());
       scalars.emplace_back("skipped_steps", static_cast<double>(loss_scale->skipped_steps()));
     }
-    const auto now = Clock::now();
-    const double window = std::chrono::duration<double>(now - window_start_).count();
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double images_per_s = static_cast<double>(window_steps_ * steps_.global_batch) / window;
-    const double eta = elapsed / static_cast<double>(done - start_iter_) * static_cast<double>(steps_.max_iter - done);
+    const training::IterationTimer::Window window = timer_.take_window();
+    const double images_per_s = static_cast<double>(window.steps * steps_.global_batch) / window.seconds;
+    const double eta = timer_.eta_s(done, steps_.max_iter);
     scalars.emplace_back("lr", lr);
     scalars.emplace_back("images_per_s", images_per_s);
-    window_start_ = now;
-    window_steps_ = 0;
     if (rank_ != 0) return;
     print(done, scalars, lr, images_per_s, eta);
     log.write(done, "train", scalars);
@@ -78,38 +78,24 @@ class ProgressReport {
 
   const StepPlan steps_;
   const int rank_;
-  const int64_t start_iter_;
-  const Clock::time_point start_ = Clock::now();
-  Clock::time_point window_start_ = start_;
-  int64_t window_steps_ = 0;
+  training::IterationTimer& timer_;
 };
 
 // SOLVER.BASE_LR, warm-up and decay steps: the step's learning rate, set before it.
-class LrScheduleHook : public training::Hook {
- public:
-  LrScheduleHook(const vision::solver::WarmupLrSchedule& schedule, vision::solver::MultiTensorSgd& sgd)
-      : schedule_(schedule), sgd_(sgd) {}
-  void before_step(int64_t iteration) override {
-    lr_ = schedule_.lr(iteration);
-    for (auto& group : sgd_.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr_);
-  }
-  double lr() const { return lr_; }
-
- private:
-  const vision::solver::WarmupLrSchedule& schedule_;
-  vision::solver::MultiTensorSgd& sgd_;
-  double lr_ = 0;
-};
+inline std::unique_ptr<training::LrScheduleHook> lr_schedule_hook(const vision::solver::WarmupLrSchedule& schedule,
+                                                                  torch::optim::Optimizer& sgd) {
+  return std::make_unique<training::LrScheduleHook>([&schedule](int64_t iteration) { return schedule.lr(iteration); },
+                                                    sgd);
+}
 
 // Every LOG_PERIOD iterations and at the end: the losses checked for divergence, then
 // reported (ProgressReport).
 class ProgressHook : public training::Hook {
  public:
   ProgressHook(ProgressReport& progress, DivergenceWatch& watch, const modeling::LossDict& losses,
-               const LrScheduleHook& lr, const TrainableModel& m, TrainingLog& log)
+               const training::LrScheduleHook& lr, const TrainableModel& m, TrainingLog& log)
       : progress_(progress), watch_(watch), losses_(losses), lr_(lr), m_(m), log_(log) {}
   void after_step(int64_t done) override {
-    progress_.step_done();
     if (!progress_.due(done)) return;
     watch_.check();  // the last iteration is always due: the final model is checked too
     progress_.report(done, losses_, lr_.lr(), m_.loss_scale(), log_);
@@ -119,7 +105,7 @@ class ProgressHook : public training::Hook {
   ProgressReport& progress_;
   DivergenceWatch& watch_;
   const modeling::LossDict& losses_;
-  const LrScheduleHook& lr_;
+  const training::LrScheduleHook& lr_;
   const TrainableModel& m_;
   TrainingLog& log_;
 };
@@ -139,21 +125,14 @@ class CheckpointAndEvaluateHook : public training::Hook {
   const DivergenceWatch& watch_;
 };
 
-// SOLVER.ELASTIC.COMMIT_PERIOD: the state an elastic job goes back to when a worker is lost.
-class ElasticCommitHook : public training::Hook {
- public:
-  ElasticCommitHook(libtorch::TorchState& state, DivergenceWatch& watch, int64_t period)
-      : state_(state), watch_(watch), period_(period) {}
-  void after_step(int64_t done) override {
-    if (!training::period_ends(done, period_)) return;
-    watch_.check();  // never a commit of NaN weights
-    state_.commit();
-  }
-
- private:
-  libtorch::TorchState& state_;
-  DivergenceWatch& watch_;
-  const int64_t period_;
-};
+// SOLVER.ELASTIC.COMMIT_PERIOD: the state an elastic job goes back to when a worker is lost,
+// never one of NaN weights.
+inline std::unique_ptr<training::PeriodicHook> elastic_commit_hook(libtorch::TorchState& state, DivergenceWatch& watch,
+                                                                   int64_t period) {
+  return std::make_unique<training::PeriodicHook>(period, [&state, &watch](int64_t /*done*/) {
+    watch.check();
+    state.commit();
+  });
+}
 
 }  // namespace dtrain::maskrcnn

@@ -16,9 +16,9 @@
 #include "apps/maskrcnn/sharded_evaluation.h"
 #include "apps/maskrcnn/trainer.h"
 #include "apps/maskrcnn/training_distribution.h"
-#include "apps/maskrcnn/training_log.h"
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
+#include "training/training_log.h"
 #include "vision/config/config.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/solver/loss_scaler.h"
@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 namespace modeling = vision::modeling;
 using vision::config::Config;
 using Scalars = std::vector<std::pair<std::string, double>>;  // named numbers for the log
+using training::TrainingLog;
 
 // SOLVER.IMS_PER_BATCH split over the ranks, and the loop's length and periods.
 struct StepPlan {

@@ -9,6 +9,8 @@
 
 #include "dtrain/elastic.h"
 #include "dtrain/torch.h"
+#include "training/gradient_step.h"
+#include "training/periodic_hook.h"
 #include "training/trainer.h"
 
 namespace dtrain::mnist_app {
@@ -79,19 +81,6 @@ class LossLogHook : public training::Hook {
   const int rank_, size_;
 };
 
-// Every --commit-every steps: the state a lost worker's world goes back to.
-class CommitHook : public training::Hook {
- public:
-  CommitHook(dt::TorchState& state, std::int64_t every) : state_(state), every_(every) {}
-  void after_step(std::int64_t done) override {
-    if (training::period_ends(done, every_)) state_.commit();
-  }
-
- private:
-  dt::TorchState& state_;
-  const std::int64_t every_;
-};
-
 }  // namespace
 
 int train_elastic(const Options& options) {
@@ -108,6 +97,7 @@ int train_elastic(const Options& options) {
   std::int64_t& step = state.counter("step");
   // Created once: its hooks outlive resets (a broken step is forgotten at the next zero_grad()).
   dt::DistributedOptimizer distributed(optimizer, model->named_parameters().pairs());
+  training::AllreducePath averaged(distributed);
 
   std::int64_t furthest = 0;  // the most steps this process completed: beyond the commit, what a restore redoes
   std::int64_t steps_redone = 0;
@@ -137,15 +127,14 @@ int train_elastic(const Options& options) {
     at::Tensor loss;
     training::Trainer trainer([&](std::int64_t current) {
       const auto [images, labels] = batch_of(train_set, epochs.indices(), epochs.take_batch(), options.batch_size);
-      distributed.zero_grad();
       loss = torch::nn::functional::nll_loss(model->forward(images), labels);
-      loss.backward();
-      distributed.step();
+      training::float32_step(loss, averaged);
       sampler.record_batch(static_cast<std::size_t>(options.batch_size), size);
       furthest = std::max(furthest, current + 1);
     });
     trainer.emplace<LossLogHook>(loss, sampler, options.log_every, rank, size);
-    trainer.emplace<CommitHook>(state, options.commit_every);
+    // Every --commit-every steps: the state a lost worker's world goes back to.
+    trainer.emplace<training::PeriodicHook>(options.commit_every, [&state](std::int64_t) { state.commit(); });
     trainer.train_while(step, [&](std::int64_t current) {
       if (options.max_steps != 0 && current >= options.max_steps) {
         epochs.close();

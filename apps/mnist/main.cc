@@ -17,7 +17,6 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +30,8 @@
 #include "mnist/mnist_idx.h"
 #include "dtrain/dtrain.h"
 #include "dtrain/torch.h"
+#include "training/gradient_step.h"
+#include "training/iteration_timer.h"
 #include "training/trainer.h"
 #include "mnist/mnist_net.h"
 #include "mnist/mnist_tensors.h"
@@ -38,7 +39,6 @@
 namespace {
 
 namespace dt = dtrain::libtorch;
-using Clock = std::chrono::steady_clock;
 using dtrain::mnist_app::make_optimizer;
 using dtrain::mnist_app::Options;
 using dtrain::mnist_app::test_accuracy;
@@ -79,8 +79,8 @@ dt::TrainingProgress restore(const Options& options, const std::optional<dt::Che
 
 // The optimizer --distribution puts around Adam, chosen once: DistributedOptimizer averages
 // the gradients over the ranks; PSOptimizer pushes them to the parameter servers and installs
-// their fresh weights.
-class GradientExchange {
+// their fresh weights. The engine's step drives it (training::GradientPath).
+class GradientExchange : public dtrain::training::GradientPath {
  public:
   GradientExchange(bool ps, torch::optim::Optimizer& optimizer, dtrain::mnist::MnistNet& model,
                    std::int64_t restored_step, int rank)
@@ -102,8 +102,11 @@ class GradientExchange {
 
   // The step training starts at: the restored one, or the chief's (parameter servers).
   std::int64_t start_step() const { return start_step_; }
-  void zero_grad() { servers_ ? servers_->zero_grad() : allreduce_->zero_grad(); }
-  void step() { servers_ ? servers_->step() : allreduce_->step(); }
+  void zero_grad() override { servers_ ? servers_->zero_grad() : allreduce_->zero_grad(); }
+  void wait_for_gradients() override {
+    if (allreduce_) allreduce_->synchronize();  // a worker of parameter servers pushes its own in apply()
+  }
+  void apply() override { servers_ ? servers_->step() : allreduce_->step(); }
   // Parameter-server workers do not meet: the chief reports its own loss.
   double reported_loss(double loss) { return servers_ ? loss : dt::metric_average(loss, "train.loss"); }
   void before_checkpoint() {
@@ -140,35 +143,28 @@ StepPlan step_plan(const Options& options, const dt::DistributedSampler& sampler
 // and the time left, printed by rank 0.
 class ProgressLog {
  public:
-  ProgressLog(const Options& options, const dtrain::Placement& placement, std::int64_t first_step, const StepPlan& plan)
-      : options_(options), rank_(placement.rank), size_(placement.size), first_step_(first_step), total_(plan.total) {}
-
-  std::int64_t first_step() const { return first_step_; }
-  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  ProgressLog(const Options& options, const dtrain::Placement& placement, const StepPlan& plan,
+              dtrain::training::IterationTimer& timer)
+      : options_(options), rank_(placement.rank), size_(placement.size), total_(plan.total), timer_(timer) {}
 
   void step_done(std::int64_t step, const at::Tensor& loss, GradientExchange& exchange) {
-    ++window_steps_;
     if (step % options_.log_every != 0 && step != total_) return;
     const double average_loss = exchange.reported_loss(loss.item<double>());
-    const double seconds = std::chrono::duration<double>(Clock::now() - window_start_).count();
-    const double images_per_second = static_cast<double>(window_steps_ * options_.batch_size * size_) / seconds;
-    const double eta = elapsed_s() / static_cast<double>(step - first_step_) * static_cast<double>(total_ - step);
+    const dtrain::training::IterationTimer::Window window = timer_.take_window();
+    const double images_per_second = static_cast<double>(window.steps * options_.batch_size * size_) / window.seconds;
+    const double eta = timer_.eta_s(step, total_);
     if (rank_ == 0) {
       std::printf("Step #%lld\tLoss: %.6f\timages/s: %.1f\tETA: %.0f s\n", static_cast<long long>(step), average_loss,
                   images_per_second, eta);
       std::fflush(stdout);
     }
-    window_start_ = Clock::now();
-    window_steps_ = 0;
   }
 
  private:
   const Options& options_;
   const int rank_, size_;
-  const std::int64_t first_step_, total_;
-  Clock::time_point window_start_ = Clock::now();
-  std::int64_t window_steps_ = 0;
-  const Clock::time_point started_ = Clock::now();
+  const std::int64_t total_;
+  dtrain::training::IterationTimer& timer_;
 };
 
 // One step on the images at positions [b * batch, (b + 1) * batch) of this epoch's shard;
@@ -177,10 +173,8 @@ at::Tensor train_batch(dtrain::mnist::MnistNet& model, const dtrain::mnist::Mnis
                        const std::vector<std::size_t>& indices, std::int64_t b, std::int64_t batch_size,
                        GradientExchange& exchange) {
   const auto [images, labels] = dtrain::mnist_app::batch_of(train_set, indices, b, batch_size);
-  exchange.zero_grad();
   const at::Tensor loss = torch::nn::functional::nll_loss(model->forward(images), labels);
-  loss.backward();
-  exchange.step();
+  dtrain::training::float32_step(loss, exchange);
   return loss;
 }
 
@@ -303,7 +297,6 @@ int train(const Options& options) {
   const StepPlan plan = step_plan(options, sampler);
   announce(options, placement, lr, plan);
   model->train();
-  ProgressLog log(options, placement, progress.step, plan);
   EpochBatches batches(sampler, plan);
   at::Tensor loss;
   dtrain::training::Trainer trainer([&](std::int64_t step) {
@@ -311,12 +304,15 @@ int train(const Options& options) {
         train_batch(model, train_set, batches.indices_for(step), step % plan.per_epoch, options.batch_size, exchange);
     progress.epoch = (step + 1) / plan.per_epoch;
   });
+  auto& timer = trainer.emplace<dtrain::training::IterationTimer>();
+  ProgressLog log(options, placement, plan, timer);
   trainer.emplace<ProgressHook>(log, loss, exchange);
   if (checkpointer) trainer.emplace<CheckpointHook>(*checkpointer, model, optimizer, progress, exchange, options, plan);
+  const std::int64_t first_step = progress.step;
   trainer.train(progress.step, plan.total);
-  const double seconds = log.elapsed_s();
+  const double seconds = timer.elapsed_s();
   if (!exchange.finish()) return 0;
-  score_and_write(model, test_set, options, placement, progress.step - log.first_step(), seconds);
+  score_and_write(model, test_set, options, placement, progress.step - first_step, seconds);
   if (!ps) dtrain::shutdown();
   return 0;
 }

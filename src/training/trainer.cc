@@ -2,11 +2,6 @@
 
 namespace dtrain::training {
 
-Hook& Trainer::add(std::unique_ptr<Hook> hook) {
-  hooks_.push_back(std::move(hook));
-  return *hooks_.back();
-}
-
 void Trainer::train(int64_t& iteration, int64_t max_iter) {
   train_while(iteration, [max_iter](int64_t i) { return i < max_iter; });
 }

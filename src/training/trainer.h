@@ -18,11 +18,17 @@ class Trainer {
   // step(iteration) runs one iteration (0-based).
   explicit Trainer(std::function<void(int64_t)> step) : step_(std::move(step)) {}
 
-  // Hooks run in the order added. The trainer owns them.
-  Hook& add(std::unique_ptr<Hook> hook);
+  // Hooks run in the order added. The trainer owns them; the caller keeps a reference to
+  // read what a hook knows (the learning rate, the timer).
+  template <typename H>
+  H& add(std::unique_ptr<H> hook) {
+    H& added = *hook;
+    hooks_.push_back(std::move(hook));
+    return added;
+  }
   template <typename H, typename... Args>
   H& emplace(Args&&... args) {
-    return static_cast<H&>(add(std::make_unique<H>(std::forward<Args>(args)...)));
+    return add(std::make_unique<H>(std::forward<Args>(args)...));
   }
 
   // Runs iterations `iteration` .. max_iter - 1, advancing `iteration` after each step. The

@@ -36,7 +36,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"torch", {"error", "runtime", "ps", "settings", "torch_threads"}},
     {"python", {"error", "runtime", "torch"}},
     {"metrics", {}},
-    {"training", {}},
+    {"training", {"metrics", "torch", "vision/solver"}},  // the metrics log; the steps and the divergence watch
     {"serving", {}},
     {"mnist", {}},
     {"vision/coco", {}},

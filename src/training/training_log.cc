@@ -1,4 +1,4 @@
-#include "apps/maskrcnn/training_log.h"
+#include "training/training_log.h"
 
 #include <cerrno>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtrain::maskrcnn {
+namespace dtrain::training {
 
 TrainingLog::TrainingLog(const std::filesystem::path& output_dir)
     : json_path_(output_dir / "metrics.json"),
@@ -31,4 +31,4 @@ void TrainingLog::write(int64_t iteration, const std::string& group,
   events_->add_scalars(iteration, tagged);
 }
 
-}  // namespace dtrain::maskrcnn
+}  // namespace dtrain::training

@@ -1,13 +1,14 @@
-#include "apps/maskrcnn/divergence_watch.h"
+#include "training/divergence_watch.h"
 
 #include <limits>
 #include <stdexcept>
 
 #include "dtrain/torch.h"
 
-namespace dtrain::maskrcnn {
+namespace dtrain::training {
 
-void DivergenceWatch::observe(const vision::modeling::LossDict& losses, const at::Tensor& total, int64_t iteration) {
+void DivergenceWatch::observe(const std::map<std::string, at::Tensor>& losses, const at::Tensor& total,
+                              int64_t iteration) {
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> values;
   if (names_.empty()) {
@@ -39,8 +40,7 @@ void DivergenceWatch::check() const {
     }
   }
   throw std::runtime_error("rank " + std::to_string(rank_) + ": the loss became NaN or infinite at iteration " +
-                           std::to_string(first + 1) + " (" + seen +
-                           "); lower SOLVER.BASE_LR or enable SOLVER.CLIP_GRADIENTS");
+                           std::to_string(first + 1) + " (" + seen + "); " + advice_);
 }
 
-}  // namespace dtrain::maskrcnn
+}  // namespace dtrain::training

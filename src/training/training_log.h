@@ -14,7 +14,7 @@
 
 #include "metrics/event_file_writer.h"
 
-namespace dtrain::maskrcnn {
+namespace dtrain::training {
 
 class TrainingLog {
  public:
@@ -34,4 +34,4 @@ class TrainingLog {
   std::unique_ptr<metrics::EventFileWriter> events_;
 };
 
-}  // namespace dtrain::maskrcnn
+}  // namespace dtrain::training
