@@ -3,9 +3,9 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <span>
 
+#include "concurrency/mutex.h"
 #include "dtrain/dtrain.h"
 #include "runtime/background_loop.h"
 #include "runtime/elastic_membership.h"
@@ -24,14 +24,14 @@ std::shared_ptr<runtime::BackgroundLoop> current_loop();  // defined with the lo
 
 bool Handle::poll() const {
   if (!state_) return true;
-  std::lock_guard lock(state_->mutex);
+  concurrency::MutexLock lock(state_->mutex);
   return state_->status != Status::kPending;
 }
 
 void Handle::wait_finished() const {
   if (!state_) return;
-  std::unique_lock lock(state_->mutex);
-  state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
+  concurrency::MutexLock lock(state_->mutex);
+  state_->wait_until_finished(lock);
 }
 
 void Handle::wait() const {
@@ -41,8 +41,8 @@ void Handle::wait() const {
     // loop's thread and back); the loop may be gone if dtrain was shut down meanwhile.
     if (std::shared_ptr<runtime::BackgroundLoop> running = current_loop()) running->wait(*state_);
   }
-  std::unique_lock lock(state_->mutex);
-  state_->finished.wait(lock, [&] { return state_->status != Status::kPending; });
+  concurrency::MutexLock lock(state_->mutex);
+  state_->wait_until_finished(lock);
   if (state_->status == Status::kFailed) {
     if (state_->workers_lost) throw WorkersLostError(state_->error);
     throw Error(state_->error);
@@ -51,13 +51,13 @@ void Handle::wait() const {
 
 Status Handle::status() const {
   if (!state_) return Status::kFailed;
-  std::lock_guard lock(state_->mutex);
+  concurrency::MutexLock lock(state_->mutex);
   return state_->status;
 }
 
 std::string Handle::error() const {
   if (!state_) return "empty handle";
-  std::lock_guard lock(state_->mutex);
+  concurrency::MutexLock lock(state_->mutex);
   return state_->error;
 }
 
@@ -87,19 +87,22 @@ using runtime::OpType;
 using runtime::Request;
 using runtime::TensorEntry;
 
-std::mutex lifecycle_mutex;
-std::shared_ptr<BackgroundLoop> loop;  // shared with threads waiting in it
-int init_generation = 0;
-int last_elastic_round = 0;  // the newest round this process belonged to
+concurrency::Mutex lifecycle_mutex;
+std::shared_ptr<BackgroundLoop> loop DTRAIN_GUARDED_BY(lifecycle_mutex);  // shared with threads waiting in it
+int init_generation DTRAIN_GUARDED_BY(lifecycle_mutex) = 0;
+int last_elastic_round DTRAIN_GUARDED_BY(lifecycle_mutex) = 0;  // the newest round this process belonged to
 
 std::shared_ptr<BackgroundLoop> current_loop() {
-  std::lock_guard lock(lifecycle_mutex);
+  concurrency::MutexLock lock(lifecycle_mutex);
   return loop;
 }
 
-BackgroundLoop& running_loop(const char* what) {
-  if (!loop) throw Error(std::string("dtrain::") + what + ": dtrain is not initialised; call dtrain::init() first");
-  return *loop;
+// The loop, kept alive for the caller's use of it even if another thread shuts dtrain down
+// meanwhile (that thread then waits in stop() for what is in flight).
+std::shared_ptr<BackgroundLoop> running_loop(const char* what) {
+  std::shared_ptr<BackgroundLoop> running = current_loop();
+  if (!running) throw Error(std::string("dtrain::") + what + ": dtrain is not initialised; call dtrain::init() first");
+  return running;
 }
 
 void shutdown_at_exit() {
@@ -163,7 +166,7 @@ TensorEntry make_entry(OpType type, const std::string& name, const TensorView& i
 // `caller_waits`: a blocking call, which waits for the handle next (see BackgroundLoop::submit).
 Handle submit_entries(std::vector<TensorEntry> entries, bool caller_waits) {
   Handle handle(entries.at(0).state);
-  running_loop(runtime::to_string(entries[0].request.type)).submit(std::move(entries), caller_waits);
+  running_loop(runtime::to_string(entries[0].request.type))->submit(std::move(entries), caller_waits);
   return handle;
 }
 
@@ -191,7 +194,7 @@ void ignore_sigpipe_unless_handled() {
 
 // init(), init(ExternalWorld) and init_alone().
 void start(bool alone, const ExternalWorld* external = nullptr) {
-  std::lock_guard lock(lifecycle_mutex);
+  concurrency::MutexLock lock(lifecycle_mutex);
   if (loop) return;
   runtime::RuntimeConfig config = runtime::read_config_from_environment();
   if (external) runtime::adopt_external_world(config, *external, std::getenv("DTRAIN_STALL_SHUTDOWN_S") != nullptr);
@@ -241,14 +244,14 @@ void init_alone() { start(true); }
 void shutdown() {
   std::shared_ptr<BackgroundLoop> ending;
   {
-    std::lock_guard lock(lifecycle_mutex);
+    concurrency::MutexLock lock(lifecycle_mutex);
     ending = std::move(loop);
   }
   if (ending) ending->stop();
 }
 
 bool is_initialized() {
-  std::lock_guard lock(lifecycle_mutex);
+  concurrency::MutexLock lock(lifecycle_mutex);
   return loop != nullptr;
 }
 
@@ -258,28 +261,28 @@ Placement placement_from_environment() {
 }
 
 void start_timeline(const std::string& path, bool mark_cycles) {
-  BackgroundLoop& running = running_loop("start_timeline");
+  const std::shared_ptr<BackgroundLoop> running = running_loop("start_timeline");
   if (path.empty()) throw Error("dtrain::start_timeline: the path is empty");
-  if (running.config().rank != 0) return;
-  running.replace_timeline(std::make_unique<runtime::Timeline>(path, mark_cycles));
+  if (running->config().rank != 0) return;
+  running->replace_timeline(std::make_unique<runtime::Timeline>(path, mark_cycles));
 }
 
 void stop_timeline() {
-  BackgroundLoop& running = running_loop("stop_timeline");
-  if (running.config().rank == 0) running.replace_timeline(nullptr);
+  const std::shared_ptr<BackgroundLoop> running = running_loop("stop_timeline");
+  if (running->config().rank == 0) running->replace_timeline(nullptr);
 }
 
-int rank() { return running_loop("rank").config().rank; }
+int rank() { return running_loop("rank")->config().rank; }
 
 namespace runtime {
-int current_elastic_round() { return running_loop("elastic round").config().elastic_round; }
+int current_elastic_round() { return running_loop("elastic round")->config().elastic_round; }
 }  // namespace runtime
 
-int size() { return running_loop("size").config().size; }
-int local_rank() { return running_loop("local_rank").config().local_rank; }
-int local_size() { return running_loop("local_size").config().local_size; }
-int cross_rank() { return running_loop("cross_rank").config().cross_rank; }
-int cross_size() { return running_loop("cross_size").config().cross_size; }
+int size() { return running_loop("size")->config().size; }
+int local_rank() { return running_loop("local_rank")->config().local_rank; }
+int local_size() { return running_loop("local_size")->config().local_size; }
+int cross_rank() { return running_loop("cross_rank")->config().cross_rank; }
+int cross_size() { return running_loop("cross_size")->config().cross_size; }
 
 // ---- operations ----
 
@@ -296,8 +299,7 @@ std::vector<TensorEntry> allreduce_entries(std::span<const std::string> names, s
                 std::to_string(names.size()) + " names, " + std::to_string(inputs.size()) + " inputs, " +
                 std::to_string(outputs.size()) + " outputs)");
   }
-  auto state = std::make_shared<detail::OpState>();
-  state->remaining = static_cast<int>(names.size());
+  auto state = std::make_shared<detail::OpState>(static_cast<int>(names.size()));
   std::vector<TensorEntry> entries;
   entries.reserve(names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {

@@ -20,7 +20,7 @@ BackgroundLoop::Clock::duration milliseconds(double ms) {
 }
 
 bool finished(detail::OpState& operation) {
-  std::lock_guard lock(operation.mutex);
+  concurrency::MutexLock lock(operation.mutex);
   return operation.status != Status::kPending;
 }
 }  // namespace
@@ -35,7 +35,7 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
       executor_(
           *transport_, timeline_.get(),
           [this](const std::string& name) {
-            std::lock_guard lock(mutex_);
+            concurrency::MutexLock lock(mutex_);
             in_flight_.erase(name);
           },
           [this](int device, HostRunner host) {
@@ -66,7 +66,7 @@ BackgroundLoop::~BackgroundLoop() { stop(); }
 // waking it for every submission cost two context switches and a contended mutex for each
 // gradient in backward, on cores that the computation needs.
 void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits) {
-  std::unique_lock lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   if (!failure_.empty()) {
     if (failure_lost_peer_) throw WorkersLostError(failure_);
     throw Error(failure_);
@@ -91,7 +91,7 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits)
 }
 
 void BackgroundLoop::wait(detail::OpState& operation) {
-  std::unique_lock lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   bool pace = false;  // this thread's last cycle executed nothing
   while (failure_.empty() && !finished(operation)) {
     if (cycling_) {
@@ -105,13 +105,13 @@ void BackgroundLoop::wait(detail::OpState& operation) {
         continue;
       }
     }
-    pace = !run_cycle(lock);
+    pace = !run_cycle();
   }
 }
 
 void BackgroundLoop::stop() {
   {
-    std::lock_guard lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     stop_requested_ = true;
   }
   submitted_.notify_one();
@@ -122,11 +122,11 @@ void BackgroundLoop::stop() {
 }
 
 void BackgroundLoop::replace_timeline(std::unique_ptr<Timeline> timeline) {
-  std::unique_lock lock(mutex_);
-  timeline_taken_.wait(lock, [&] { return !timeline_handover_ || !failure_.empty(); });  // another thread's first
+  concurrency::MutexLock lock(mutex_);
+  while (timeline_handover_ && failure_.empty()) timeline_taken_.wait(lock);  // another thread's first
   timeline_handover_ = std::move(timeline);
   submitted_.notify_one();
-  timeline_taken_.wait(lock, [&] { return !timeline_handover_ || !failure_.empty(); });
+  while (timeline_handover_ && failure_.empty()) timeline_taken_.wait(lock);
   if (timeline_handover_) take_timeline_handover();  // the loop has ended: nobody else uses the timeline now
 }
 
@@ -151,7 +151,7 @@ void BackgroundLoop::take_timeline_handover() {
 // overrun the time its successor was due (one blocked on a slower peer).
 void BackgroundLoop::run() {
   lower_loop_thread_priority(config_);
-  std::unique_lock lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   while (failure_.empty()) {
     const auto due = next_own_cycle();
     if (Clock::now() < due) {
@@ -159,7 +159,7 @@ void BackgroundLoop::run() {
     } else if (cycling_) {
       cycle_done_.wait(lock);
     } else {
-      run_cycle(lock);
+      run_cycle();
     }
   }
 }
@@ -170,11 +170,11 @@ BackgroundLoop::Clock::time_point BackgroundLoop::next_own_cycle() const {
   return last_cycle_start_ + kIdleCycle;
 }
 
-bool BackgroundLoop::run_cycle(std::unique_lock<std::mutex>& lock) {
+bool BackgroundLoop::run_cycle() {
   cycling_ = true;
   const auto start = Clock::now();
   last_cycle_start_ = start;
-  lock.unlock();
+  mutex_.unlock();  // the caller's lock, taken again below before it returns
   CycleOutcome outcome;
   std::optional<std::pair<std::string, bool>> ended;  // why, and whether a peer was lost
   try {
@@ -197,7 +197,7 @@ bool BackgroundLoop::run_cycle(std::unique_lock<std::mutex>& lock) {
     ended.emplace(e.what(), false);
   }
   if (ended) fail_everything(ended->first, ended->second);  // still the cycling thread: pending_ is ours
-  lock.lock();
+  mutex_.lock();
   cycling_ = false;
   work_pending_ = !pending_.empty();
   if (!ended) cycle_time_ms_ = outcome.cycle_time_ms;
@@ -209,7 +209,7 @@ bool BackgroundLoop::run_cycle(std::unique_lock<std::mutex>& lock) {
 void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) {
   std::deque<TensorEntry> queued;
   {
-    std::lock_guard lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     failure_ = reason;
     failure_lost_peer_ = lost_peer;
     timeline_taken_.notify_all();
@@ -226,7 +226,7 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   CycleReport report;
   bool grouped = false;  // a cached operation of a group: the coordinator waits for the whole group
   {
-    std::lock_guard lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     take_timeline_handover();
     while (!queue_.empty()) {
       TensorEntry entry = std::move(queue_.front());

@@ -9,16 +9,15 @@
 // rank can make alone costs one exchange instead of two (cycle_summary.h).
 //
 // Invariants: `cycling_` is true while exactly one thread is inside cycle(); only that
-// thread touches the cycle state (pending_, the cache, coordinator, executor, transport).
+// thread touches the cycle state (pending_, the cache, coordinator, executor, transport,
+// timeline). What user threads share is guarded by mutex_, checked by Clang's analysis.
 // Once `failure_` is set no cycle runs again and every operation has been failed.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "concurrency/mutex.h"
 #include "runtime/autotuner.h"
 #include "runtime/coordinator.h"
 #include "runtime/environment.h"
@@ -69,9 +69,9 @@ class BackgroundLoop {
 
  private:
   void run();  // the loop's own thread
-  // With `lock` (on mutex_) held and no cycle running: runs one on this thread, unlocked
-  // meanwhile; ends the loop if it fails or was the last. Returns whether it executed anything.
-  bool run_cycle(std::unique_lock<std::mutex>& lock);
+  // With mutex_ held and no cycle running: runs one on this thread, unlocked meanwhile; ends
+  // the loop if it fails or was the last. Returns whether it executed anything.
+  bool run_cycle() DTRAIN_REQUIRES(mutex_);
   struct CycleOutcome {
     bool executed = false;     // the plan ran at least one operation
     double cycle_time_ms = 0;  // the plan's batching window
@@ -80,12 +80,12 @@ class BackgroundLoop {
   std::optional<std::vector<std::uint32_t>> agree(const CycleReport& report, bool grouped);
   CyclePlan agreed_plan(const std::vector<std::uint32_t>& positions);
   CyclePlan negotiate(const CycleReport& report);
-  TunedKnobs rank0_knobs() const;            // rank 0: the settings its next plan carries
-  Clock::time_point next_own_cycle() const;  // with mutex_ held
+  TunedKnobs rank0_knobs() const;  // rank 0: the settings its next plan carries
+  Clock::time_point next_own_cycle() const DTRAIN_REQUIRES(mutex_);
   std::vector<Response> resolve(const CyclePlan& plan);
   void feed_autotuner(const std::vector<Response>& executed);
   void fail_everything(const std::string& reason, bool lost_peer);
-  void take_timeline_handover();  // with mutex_ held
+  void take_timeline_handover() DTRAIN_REQUIRES(mutex_);
 
   RuntimeConfig config_;
   std::unique_ptr<Transport> transport_;
@@ -96,20 +96,22 @@ class BackgroundLoop {
   OpExecutor executor_;
 
   // Shared with user threads.
-  std::mutex mutex_;
-  std::condition_variable submitted_;  // wakes an idle loop
-  std::deque<TensorEntry> queue_;
-  std::set<std::string> in_flight_;
-  std::string failure_;             // set once the loop has ended; what submit() reports
-  bool failure_lost_peer_ = false;  // ...because a peer was lost (WorkersLostError)
+  concurrency::Mutex mutex_;
+  concurrency::ConditionVariable submitted_;  // wakes an idle loop
+  std::deque<TensorEntry> queue_ DTRAIN_GUARDED_BY(mutex_);
+  std::set<std::string> in_flight_ DTRAIN_GUARDED_BY(mutex_);
+  std::string failure_ DTRAIN_GUARDED_BY(mutex_);             // set once the loop has ended; what submit() reports
+  bool failure_lost_peer_ DTRAIN_GUARDED_BY(mutex_) = false;  // ...because a peer was lost (WorkersLostError)
   std::atomic<bool> stop_requested_{false};
-  bool cycling_ = false;                // a thread is inside cycle()
-  std::condition_variable cycle_done_;  // cycling_ became false
-  Clock::time_point last_cycle_start_;  // of the newest cycle, whichever thread ran it
-  double cycle_time_ms_;                // the newest plan's batching window
-  bool work_pending_ = false;           // operations negotiated but not finished after the newest cycle
-  std::optional<std::unique_ptr<Timeline>> timeline_handover_;  // replace_timeline() waits for it to be taken
-  std::condition_variable timeline_taken_;
+  bool cycling_ DTRAIN_GUARDED_BY(mutex_) = false;                // a thread is inside cycle()
+  concurrency::ConditionVariable cycle_done_;                     // cycling_ became false
+  Clock::time_point last_cycle_start_ DTRAIN_GUARDED_BY(mutex_);  // of the newest cycle, whichever thread ran it
+  double cycle_time_ms_ DTRAIN_GUARDED_BY(mutex_);                // the newest plan's batching window
+  // Operations negotiated but not finished after the newest cycle.
+  bool work_pending_ DTRAIN_GUARDED_BY(mutex_) = false;
+  // replace_timeline() waits for it to be taken.
+  std::optional<std::unique_ptr<Timeline>> timeline_handover_ DTRAIN_GUARDED_BY(mutex_);
+  concurrency::ConditionVariable timeline_taken_;
 
   // The cycling thread only.
   std::unordered_map<std::string, TensorEntry> pending_;

@@ -1,25 +1,28 @@
 // The shared completion record behind a dtrain::Handle: the background thread completes or
-// fails it; user threads poll or wait on it.
+// fails it; user threads poll or wait on it. The results are written before the status
+// leaves kPending (under the mutex) and read after it has, so they need no lock of their own.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "concurrency/mutex.h"
 #include "dtrain/dtrain.h"
 
 namespace dtrain::detail {
 
 struct OpState {
-  std::mutex mutex;
-  std::condition_variable finished;
-  Status status = Status::kPending;
-  std::string error;
-  bool workers_lost = false;  // failed because a peer was lost: wait() raises WorkersLostError
-  int remaining = 1;          // tensors still to finish (a grouped allreduce has several)
+  // `tensors`: how many must finish (a grouped allreduce has several).
+  explicit OpState(int tensors = 1) : remaining(tensors) {}
+
+  concurrency::Mutex mutex;
+  concurrency::ConditionVariable finished;
+  Status status DTRAIN_GUARDED_BY(mutex) = Status::kPending;
+  std::string error DTRAIN_GUARDED_BY(mutex);
+  bool workers_lost DTRAIN_GUARDED_BY(mutex) = false;  // failed because a peer was lost: wait() raises WorkersLostError
+  int remaining DTRAIN_GUARDED_BY(mutex);              // tensors still to finish
 
   // Results.
   TensorView output;
@@ -30,7 +33,7 @@ struct OpState {
 
   // One tensor of the operation finished.
   void complete_one() {
-    std::lock_guard lock(mutex);
+    concurrency::MutexLock lock(mutex);
     if (status != Status::kPending) return;
     if (--remaining == 0) {
       status = Status::kDone;
@@ -39,12 +42,17 @@ struct OpState {
   }
 
   void fail(const std::string& message, bool lost_peer = false) {
-    std::lock_guard lock(mutex);
+    concurrency::MutexLock lock(mutex);
     if (status != Status::kPending) return;
     status = Status::kFailed;
     error = message;
     workers_lost = lost_peer;
     finished.notify_all();
+  }
+
+  // Returns once the status has left kPending; with `lock` on `mutex` held throughout.
+  void wait_until_finished(concurrency::MutexLock& lock) DTRAIN_REQUIRES(mutex) {
+    while (status == Status::kPending) finished.wait(lock);
   }
 };
 

@@ -1,8 +1,8 @@
 #include "runtime/served_store.h"
 
 #include <memory>
-#include <mutex>
 
+#include "concurrency/mutex.h"
 #include "dtrain/error.h"
 #include "rendezvous/rendezvous_server.h"
 
@@ -10,9 +10,9 @@ namespace dtrain::runtime {
 namespace {
 
 struct ServedStore {
-  std::mutex mutex;
-  std::unique_ptr<rendezvous::RendezvousServer> server;
-  int size = 0;
+  concurrency::Mutex mutex;
+  std::unique_ptr<rendezvous::RendezvousServer> server DTRAIN_GUARDED_BY(mutex);
+  int size DTRAIN_GUARDED_BY(mutex) = 0;
 };
 
 ServedStore& served_store() {
@@ -24,7 +24,7 @@ ServedStore& served_store() {
 
 int serve_store(const std::string& token, int size, int port) {
   ServedStore& store = served_store();
-  std::lock_guard lock(store.mutex);
+  concurrency::MutexLock lock(store.mutex);
   if (store.server) {
     if (store.size != size || (port != 0 && port != store.server->port())) {
       throw Error("dtrain: this process already serves a rendezvous store for " + std::to_string(store.size) +

@@ -27,7 +27,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"settings", {}},
     {"rendezvous", {"error"}},
     {"slurm", {}},
-    {"runtime", {"error", "rendezvous", "slurm"}},
+    {"runtime", {"error", "rendezvous", "slurm", "concurrency"}},
     {"launch", {"rendezvous", "slurm", "settings"}},
     {"job", {"launch", "slurm", "settings"}},
     {"dashboard", {"launch"}},  // launch/job_identity.h: the token

@@ -2,7 +2,10 @@
 // and misuse is reported before anything is queued.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <string>
+#include <thread>
 
 #include "dtrain/dtrain.h"
 #include "tests/runtime/tensor_values.h"
@@ -133,6 +136,33 @@ TEST_F(SingleProcess, ABlockingResultOwnsTheRuntimesOutputInEveryCopy) {
   ASSERT_NE(kept.output().data, t.view.data);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(testing::load(DataType::kInt32, kept.output().data, i), 7.0 + i);
   EXPECT_EQ(kept.received_splits(), (std::vector<std::int64_t>{3}));
+}
+
+// shutdown() on one thread while another asks for the world: the asker sees the world or the
+// named error, never a runtime being destroyed under it (before the fix, rank() and size()
+// read the runtime without the lifecycle lock: a race ThreadSanitizer reports, and a use
+// after free AddressSanitizer reports when shutdown() wins).
+TEST(Lifecycle, AskingForTheWorldWhileAnotherThreadShutsDownSeesItOrTheNamedError) {
+  init_alone();
+  std::atomic<int> asked{0};
+  std::atomic<bool> done{false};
+  std::thread asker([&] {
+    while (!done) {
+      try {
+        EXPECT_EQ(size(), 1);
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("not initialised"), std::string::npos) << e.what();
+      }
+      ++asked;
+    }
+  });
+  while (asked < 1000) std::this_thread::yield();
+  shutdown();
+  const int after = asked + 1000;
+  while (asked < after) std::this_thread::yield();
+  done = true;
+  asker.join();
+  EXPECT_FALSE(is_initialized());
 }
 
 TEST_F(SingleProcess, ShutdownFailsNothingThatFinished) {
