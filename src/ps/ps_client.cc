@@ -164,6 +164,7 @@ PsClient::Registration PsClient::register_worker(const UpdateRuleSpec& rule,
     call.request.set_worker(options_.worker);
     call.request.set_num_workers(options_.num_workers);
     call.request.set_start_step(start_step);
+    call.request.set_protocol_version(kProtocolVersion);
     *call.request.mutable_optimizer() = spec;
     for (int index : plan_.pieces_on_server(static_cast<int>(s))) {
       const Piece& piece = plan_.pieces()[static_cast<size_t>(index)];
@@ -194,6 +195,12 @@ PsClient::Registration PsClient::register_worker(const UpdateRuleSpec& rule,
   for (size_t s = 0; s < calls.size(); ++s) {
     if (!calls[s].status.ok()) {
       throw PsError(failure("registering with", static_cast<int>(s), calls[s].status));
+    }
+    if (const int version = calls[s].reply.protocol_version(); version != kProtocolVersion) {
+      throw PsError(
+          fmt::format("worker {}: {} speaks parameter-server protocol version {}, this worker version {} "
+                      "(the worker and the server come from different dtrain builds)",
+                      options_.worker, describe(static_cast<int>(s)), version, kProtocolVersion));
     }
   }
   heartbeat_ = std::thread([this] { heartbeat_loop(); });

@@ -52,6 +52,14 @@ grpc::ServerUnaryReactor* ParameterService::Register(grpc::CallbackServerContext
     reactor->Finish(unauthenticated());
     return reactor;
   }
+  reply->set_protocol_version(kProtocolVersion);
+  if (request->protocol_version() != kProtocolVersion) {
+    reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
+                     fmt::format("worker {} speaks parameter-server protocol version {}, this server version {} (the "
+                                 "worker and the server come from different dtrain builds)",
+                                 request->worker(), request->protocol_version(), kProtocolVersion)});
+    return reactor;
+  }
   if (request->optimizer().kind() != "sgd" && request->optimizer().kind() != "adam") {
     reactor->Finish(
         {grpc::StatusCode::INVALID_ARGUMENT,

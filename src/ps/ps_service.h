@@ -16,6 +16,10 @@ namespace dtrain::ps {
 
 // The metadata key every worker request carries the job token under.
 inline constexpr const char* kTokenMetadata = "x-dtrain-token";
+// The parameter-server protocol (parameter_server.proto) this build speaks, exchanged in
+// Register: a worker and a server of different dtrain builds are refused there, naming both
+// versions, before any tensor travels. Raised with any change to the messages' meaning.
+inline constexpr int kProtocolVersion = 1;
 
 // Serves one ParameterStore over gRPC (callback API: a request waiting for a sync round or
 // the staleness bound holds no thread). Requests without the job's token are refused

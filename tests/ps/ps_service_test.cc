@@ -6,6 +6,9 @@
 #include <mutex>
 #include <thread>
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
 #include "ps/ps_client.h"
 #include "ps/ps_error.h"
 #include "ps/ps_service.h"
@@ -84,6 +87,29 @@ TEST(ParameterService, RequestsWithoutTheJobTokenAreRefused) {
     const std::string message = e.what();
     EXPECT_NE(message.find("unauthenticated"), std::string::npos) << message;
     EXPECT_NE(message.find("parameter server 0 (127.0.0.1:"), std::string::npos) << message;
+  }
+}
+
+// A worker of another dtrain build (here: one that sends the next version, or none at all, as
+// builds before versions did) is refused at Register, naming both versions.
+TEST(ParameterService, AWorkerOfAnotherProtocolVersionIsRefusedNamingBoth) {
+  ParameterServer server({}, "secret", "127.0.0.1:0");
+  auto stub = wire::ParameterServer::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  for (const int version : {kProtocolVersion + 1, 0}) {
+    grpc::ClientContext context;
+    context.AddMetadata(kTokenMetadata, "secret");
+    wire::RegisterRequest request;
+    request.set_worker(3);
+    request.set_num_workers(4);
+    request.mutable_optimizer()->set_kind("sgd");
+    if (version != 0) request.set_protocol_version(version);
+    wire::RegisterReply reply;
+    const grpc::Status status = stub->Register(&context, request, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(status.error_message(), "worker 3 speaks parameter-server protocol version " + std::to_string(version) +
+                                          ", this server version " + std::to_string(kProtocolVersion) +
+                                          " (the worker and the server come from different dtrain builds)");
   }
 }
 
