@@ -216,7 +216,16 @@ int run_worker(const EntrypointOptions& options, const TrainingEnvironment& env)
     return 1;
   }
   spdlog::info("{} waits for the master {}", env.current_host, env.master_hostname);
-  if (!link.accept_master(options.host_wait_s)) {
+  bool connected = false;
+  try {
+    connected = link.accept_master(options.host_wait_s);
+  } catch (const JobError& e) {  // a master of another dtrain build
+    write_failure(layout, fmt::format("ClientError: {}: {}", env.current_host, e.what()));
+    std::fprintf(stderr, "dtrain entrypoint: %s
+", e.what());
+    return 1;
+  }
+  if (!connected) {
     std::string reason = fmt::format("ClientError: {}: the master {} did not connect within {} s", env.current_host,
                                      env.master_hostname, options.host_wait_s);
     write_failure(layout, reason);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -28,7 +29,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The master's hello, "dtrain-job-master <master> <version>", and the worker's answer,
+// "dtrain-job-worker <version>": each side refuses another version, naming both. A build
+// before versions sent no version (read as 0) and gave no answer.
 constexpr const char* kHello = "dtrain-job-master";
+constexpr const char* kAnswer = "dtrain-job-worker";
+constexpr double kAnswerWait_s = 5;
 
 void close_quietly(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -73,6 +79,45 @@ std::optional<std::string> read_line(int fd, std::string& buffer, int* error = n
     }
     buffer.append(chunk, static_cast<size_t>(n));
   }
+}
+
+// The version that ends a hello or an answer (its last word), or 0 when the last word is not
+// a number (a hello of a build before versions ends with the master's name).
+int version_in(const std::string& line) {
+  const size_t space = line.rfind(' ');
+  if (space == std::string::npos) return 0;
+  int version = 0;
+  const char* last = line.data() + line.size();
+  const auto [end, error] = std::from_chars(line.data() + space + 1, last, version);
+  return error == std::errc() && end == last ? version : 0;
+}
+
+std::string other_version(const std::string& who, int theirs) {
+  return fmt::format(
+      "{} speaks host-link protocol version {}, this host version {} (the hosts run different dtrain "
+      "builds)",
+      who, theirs, kHostLinkVersion);
+}
+
+// The master's side of the hello on a fresh connection to `host`: false when it could not be
+// sent (try again later); throws JobError when the worker answers with another version or not
+// at all.
+bool greet(int fd, const std::string& host, const std::string& master) {
+  if (!send_all(fd, fmt::format("{} {} {}\n", kHello, master, kHostLinkVersion))) return false;
+  std::string buffer;
+  pollfd p{fd, POLLIN, 0};
+  std::optional<std::string> answer;
+  if (::poll(&p, 1, static_cast<int>(kAnswerWait_s * 1000)) > 0) answer = read_line(fd, buffer);
+  if (!answer || !answer->starts_with(std::string(kAnswer) + " ")) {
+    throw JobError::runtime(
+        fmt::format("host {} did not answer the master's hello within {} s (an entry point of a "
+                    "dtrain build before host-link protocol versions?)",
+                    host, kAnswerWait_s));
+  }
+  if (const int theirs = version_in(*answer); theirs != kHostLinkVersion) {
+    throw JobError::runtime(other_version("host " + host, theirs));
+  }
+  return true;
 }
 
 int try_connect(const std::string& address, int port) {
@@ -134,7 +179,14 @@ void MasterLinks::connect_all(const std::vector<std::string>& hosts, const std::
     for (const auto& host : pending) {
       std::optional<std::string> address = resolve_host(host);
       int fd = address ? try_connect(*address, port) : -1;
-      if (fd >= 0 && send_all(fd, fmt::format("{} {}\n", kHello, master))) {
+      bool greeted = false;
+      try {
+        greeted = fd >= 0 && greet(fd, host, master);
+      } catch (const JobError&) {
+        ::close(fd);
+        throw;
+      }
+      if (greeted) {
         links_.push_back({host, fd});
       } else {
         if (fd >= 0) ::close(fd);
@@ -217,7 +269,17 @@ bool WorkerLink::accept_master(double wait_s) {
     std::optional<std::string> hello;
     if (::poll(&r, 1, 5000) > 0) hello = read_line(fd, buffer);
     if (hello && hello->starts_with(std::string(kHello) + " ")) {
-      master_ = hello->substr(std::string(kHello).size() + 1);
+      // "<master> <version>", or "<master>" alone from a build before versions.
+      std::istringstream words(hello->substr(std::string(kHello).size() + 1));
+      std::string master;
+      words >> master;
+      const int theirs = version_in(*hello);
+      send_all(fd, fmt::format("{} {}\n", kAnswer, kHostLinkVersion));
+      if (theirs != kHostLinkVersion) {
+        ::close(fd);
+        throw JobError::runtime(other_version("the master " + master, theirs));
+      }
+      master_ = master;
       master_fd_ = fd;
       enable_keepalive(fd);
       close_quietly(listen_fd_);

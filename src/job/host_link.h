@@ -12,6 +12,10 @@ namespace dtrain::job {
 // neither knows it.
 std::optional<std::string> resolve_host(const std::string& name);
 
+// The protocol of the links between the master's and the workers' entry points, exchanged
+// in the first message each way: hosts of different dtrain builds are refused, naming both.
+inline constexpr int kHostLinkVersion = 1;
+
 // The entry point's TCP port for master <-> worker links (DTRAIN_HOST_PORT,
 // default 29417).
 int host_link_port();
@@ -37,8 +41,8 @@ class MasterLinks {
   MasterLinks(const MasterLinks&) = delete;
   MasterLinks& operator=(const MasterLinks&) = delete;
 
-  // Connects to every host in `hosts` (retrying every 0.5 s until
-  // `wait_s`); throws JobError naming the hosts it could not reach.
+  // Connects to every host in `hosts` (retrying every 0.5 s until `wait_s`); throws JobError
+  // naming the hosts it could not reach, or a host of another protocol version and both versions.
   void connect_all(const std::vector<std::string>& hosts, const std::string& master, int port, double wait_s);
 
   // Sends the job's end to every connected worker, waits (up to `ack_wait_s`) for each to
@@ -66,7 +70,8 @@ class WorkerLink {
   // Listens on `bind_address`:`port` ("0.0.0.0" for any). Throws JobError.
   void listen(const std::string& bind_address, int port);
 
-  // Waits up to `wait_s` for the master to connect; false on timeout.
+  // Waits up to `wait_s` for the master to connect; false on timeout. Throws JobError naming
+  // both versions when the master speaks another protocol version.
   bool accept_master(double wait_s);
 
   // Blocks until the master reports the end (returned) or the connection
