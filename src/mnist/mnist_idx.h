@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dtrain::mnist {
@@ -23,6 +24,12 @@ struct MnistImages {
 
 MnistImages read_mnist_images(const std::string& path);
 std::vector<std::uint8_t> read_mnist_labels(const std::string& path);
+
+// The same from the file's bytes; `origin` names it in errors ("MNIST image file '<origin>'
+// ..."). A header whose sizes do not match the bytes that follow is a DatasetError, however
+// large the sizes it claims.
+MnistImages parse_mnist_images(std::string_view bytes, const std::string& origin);
+std::vector<std::uint8_t> parse_mnist_labels(std::string_view bytes, const std::string& origin);
 
 // The four files of a split under `directory` ("train" or "t10k"), checked to agree.
 struct MnistSplit {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "tests/support/temp_dir.h"
@@ -37,6 +38,31 @@ TEST(MnistReader, MissingAndMalformedFilesAreNamed) {
   }
   write(dir / "labels", {0, 0, 8, 1, 0, 0, 0, 2, 3, 12});
   EXPECT_THROW(mnist::read_mnist_labels((dir / "labels").string()), mnist::DatasetError);  // label 12
+}
+
+// 2^22 images of 2^22 x 2^22 pixels need 2^66 bytes, which is 0 modulo 2^64: a 16-byte header
+// claiming them was taken for a valid empty file, and the images' count then led readers of
+// the pixels out of bounds (found writing the mnist_idx fuzz target).
+TEST(MnistReader, AHeaderWhoseSizesOverflowSixtyFourBitsIsRefused) {
+  const std::string header("\x00\x00\x08\x03\x00\x40\x00\x00\x00\x40\x00\x00\x00\x40\x00\x00", 16);
+  try {
+    parse_mnist_images(header, "huge");
+    FAIL() << "accepted a header claiming 2^66 pixels in 16 bytes";
+  } catch (const DatasetError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "MNIST image file 'huge' has 16 bytes; its header (4194304 images of 4194304x4194304) needs more than 2^64");
+  }
+}
+
+TEST(MnistReader, ParsesImagesAndLabelsFromBytes) {
+  const std::string images("\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x01\x00\x00\x00\x02\x01\x02\x03\x04", 20);
+  const MnistImages parsed = parse_mnist_images(images, "two");
+  EXPECT_EQ(parsed.count, 2u);
+  EXPECT_EQ(parsed.rows, 1u);
+  EXPECT_EQ(parsed.cols, 2u);
+  EXPECT_EQ(parsed.pixels, (std::vector<std::uint8_t>{1, 2, 3, 4}));
+  const std::string labels("\x00\x00\x08\x01\x00\x00\x00\x02\x07\x09", 10);
+  EXPECT_EQ(parse_mnist_labels(labels, "two"), (std::vector<std::uint8_t>{7, 9}));
 }
 
 }  // namespace
