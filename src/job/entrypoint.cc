@@ -221,8 +221,7 @@ int run_worker(const EntrypointOptions& options, const TrainingEnvironment& env)
     connected = link.accept_master(options.host_wait_s);
   } catch (const JobError& e) {  // a master of another dtrain build
     write_failure(layout, fmt::format("ClientError: {}: {}", env.current_host, e.what()));
-    std::fprintf(stderr, "dtrain entrypoint: %s
-", e.what());
+    std::fprintf(stderr, "dtrain entrypoint: %s\n", e.what());
     return 1;
   }
   if (!connected) {

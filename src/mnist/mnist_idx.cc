@@ -22,7 +22,9 @@ std::uint32_t big_endian_u32(std::string_view bytes, std::size_t offset) {
 
 MnistImages read_mnist_images(const std::string& path) { return parse_mnist_images(read_file(path), path); }
 
-std::vector<std::uint8_t> read_mnist_labels(const std::string& path) { return parse_mnist_labels(read_file(path), path); }
+std::vector<std::uint8_t> read_mnist_labels(const std::string& path) {
+  return parse_mnist_labels(read_file(path), path);
+}
 
 MnistImages parse_mnist_images(std::string_view bytes, const std::string& path) {
   if (bytes.size() < 16) throw DatasetError("MNIST image file '" + path + "' is too short for its header");
@@ -36,11 +38,10 @@ MnistImages parse_mnist_images(std::string_view bytes, const std::string& path) 
   images.cols = big_endian_u32(bytes, 12);
   // Three 32-bit sizes multiply past 64 bits: 2^22 images of 2^22 x 2^22 pixels "need" 16
   // bytes modulo 2^64. Their product is compared in 128 bits.
-  const unsigned __int128 needed =
-      static_cast<unsigned __int128>(images.count) * images.rows * images.cols + 16;
+  const unsigned __int128 needed = static_cast<unsigned __int128>(images.count) * images.rows * images.cols + 16;
   if (needed != bytes.size()) {
-    const std::string needs = needed <= UINT64_MAX ? std::to_string(static_cast<std::uint64_t>(needed))
-                                                   : std::string("more than 2^64");
+    const std::string needs =
+        needed <= UINT64_MAX ? std::to_string(static_cast<std::uint64_t>(needed)) : std::string("more than 2^64");
     throw DatasetError("MNIST image file '" + path + "' has " + std::to_string(bytes.size()) + " bytes; its header (" +
                        std::to_string(images.count) + " images of " + std::to_string(images.rows) + "x" +
                        std::to_string(images.cols) + ") needs " + needs);

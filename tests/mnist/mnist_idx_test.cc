@@ -49,8 +49,9 @@ TEST(MnistReader, AHeaderWhoseSizesOverflowSixtyFourBitsIsRefused) {
     parse_mnist_images(header, "huge");
     FAIL() << "accepted a header claiming 2^66 pixels in 16 bytes";
   } catch (const DatasetError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "MNIST image file 'huge' has 16 bytes; its header (4194304 images of 4194304x4194304) needs more than 2^64");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "MNIST image file 'huge' has 16 bytes; its header (4194304 images of 4194304x4194304) needs more than 2^64");
   }
 }
 
