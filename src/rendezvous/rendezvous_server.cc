@@ -111,6 +111,7 @@ int RendezvousServer::start(const std::string& bind_address, int requested_port)
   size_t threads = std::clamp<size_t>(static_cast<size_t>(impl_->world_size) + 4, 8, 256);
   impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->server.set_keep_alive_timeout(2);
+  impl_->server.set_tcp_nodelay(true);  // answers are small writes too (see the client)
   impl_->server.set_payload_max_length(256u << 20);
   impl_->install_routes();
 
