@@ -1,0 +1,115 @@
+// dtrain-bench-rendezvous: the rendezvous store (the launcher's, src/rendezvous/) as N ranks
+// meet at init(), on loopback in one process: N threads, each with its own client and
+// connection, do what a rank's init does against the store (report ready, publish its
+// TCP-mesh address and read those of the ranks below it, publish its Gloo address and read
+// every other rank's), all at once. Reported per world size: the time until every rank has
+// met (a full world), the requests that took, the errors, and the process's memory growth.
+//
+//   dtrain-bench-rendezvous [--ranks 64,256,1024] [--timeout-s 120] [--json FILE]
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rendezvous/rendezvous_client.h"
+#include "rendezvous/rendezvous_server.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The resident memory of this process in KiB (server and clients together).
+long resident_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+struct Outcome {
+  int ranks;
+  double seconds;   // until the last rank has met every peer it reads
+  long requests;    // sets and reads that returned a value (a read's polls not counted)
+  int errors;       // ranks whose meeting failed
+  long memory_kib;  // resident growth over the meeting
+  std::string first_error;
+};
+
+// Rank r's init against the store, as the runtime's transports do it.
+void meet(int rank, int ranks, int port, std::chrono::milliseconds timeout, std::atomic<long>& requests) {
+  dtrain::rendezvous::RendezvousClient store("127.0.0.1", port, "load-test");
+  store.report_ready(rank);
+  const std::string address = "10.0.0." + std::to_string(rank % 250) + ":" + std::to_string(20000 + rank);
+  store.set("job/mesh/" + std::to_string(rank), address);  // tcp_mesh: publish, then read the ranks below
+  for (int peer = 0; peer < rank; ++peer) store.wait_get("job/mesh/" + std::to_string(peer), timeout);
+  store.set("job/gloo/" + std::to_string(rank), address);  // Gloo's full mesh: every other rank's address
+  for (int peer = 0; peer < ranks; ++peer) {
+    if (peer != rank) store.wait_get("job/gloo/" + std::to_string(peer), timeout);
+  }
+  requests += 3 + rank + (ranks - 1);
+}
+
+Outcome run(int ranks, double timeout_s) {
+  dtrain::rendezvous::RendezvousServer server("load-test", ranks);
+  const int port = server.start("127.0.0.1", 0);
+  const long memory_before = resident_kib();
+  std::atomic<long> requests{0};
+  std::atomic<int> errors{0};
+  std::string first_error;
+  std::atomic_flag have_error = ATOMIC_FLAG_INIT;
+  const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        meet(r, ranks, port, timeout, requests);
+      } catch (const std::exception& e) {
+        ++errors;
+        if (!have_error.test_and_set()) first_error = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return {ranks, seconds, requests.load(), errors.load(), resident_kib() - memory_before, first_error};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> ranks = {64, 256, 1024};
+  double timeout_s = 120;
+  std::string json_path;
+  CLI::App app{"dtrain-bench-rendezvous: the rendezvous store with N ranks meeting at once (loopback)"};
+  app.add_option("--ranks", ranks, "World sizes")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--timeout-s", timeout_s, "How long a rank waits for a peer's key")->check(CLI::PositiveNumber);
+  app.add_option("--json", json_path, "Also write the results here");
+  CLI11_PARSE(app, argc, argv);
+
+  std::printf("%6s %10s %12s %12s %8s %12s\n", "ranks", "seconds", "requests", "requests/s", "errors", "memory MiB");
+  nlohmann::json all = nlohmann::json::array();
+  for (int n : ranks) {
+    const Outcome o = run(n, timeout_s);
+    std::printf("%6d %10.2f %12ld %12.0f %8d %12.1f\n", o.ranks, o.seconds, o.requests,
+                static_cast<double>(o.requests) / o.seconds, o.errors, static_cast<double>(o.memory_kib) / 1024);
+    if (!o.first_error.empty()) std::printf("  first error: %s\n", o.first_error.c_str());
+    std::fflush(stdout);
+    all.push_back({{"ranks", o.ranks},
+                   {"seconds", o.seconds},
+                   {"requests", o.requests},
+                   {"errors", o.errors},
+                   {"memory_kib", o.memory_kib},
+                   {"first_error", o.first_error}});
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << all.dump(2) << "\n";
+  return 0;
+}
