@@ -1,11 +1,15 @@
 // dtrain-bench-rendezvous: the rendezvous store (the launcher's, src/rendezvous/) as N ranks
 // meet at init(), on loopback in one process: N threads, each with its own client and
-// connection, do what a rank's init does against the store (report ready, publish its
-// TCP-mesh address and read those of the ranks below it, publish its Gloo address and read
-// every other rank's), all at once. Reported per world size: the time until every rank has
-// met (a full world), the requests that took, the errors, and the process's memory growth.
+// connection, do what a rank's init does against the store, all at once. Two patterns:
+//   world (the default): report ready, publish a TCP-mesh address and read those of the ranks
+//     below in one batched wait, publish a second address and read every rank's in one wait
+//     (what forming a world needs of the store: N requests of each kind);
+//   gloo: the same, but the second exchange as Gloo's full mesh reads it, one wait per peer
+//     (N^2 requests in all).
+// Reported per world size: the time until every rank has met (a full world), the requests
+// that took, the errors, and the process's memory growth (the server's threads included).
 //
-//   dtrain-bench-rendezvous [--ranks 64,256,1024] [--timeout-s 120] [--json FILE]
+//   dtrain-bench-rendezvous [--ranks 64,256,1024] [--pattern world|gloo] [--timeout-s 120] [--json FILE]
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -36,30 +40,42 @@ long resident_kib() {
 struct Outcome {
   int ranks;
   double seconds;   // until the last rank has met every peer it reads
-  long requests;    // sets and reads that returned a value (a read's polls not counted)
+  long requests;    // requests that returned what was asked (a wait the store answered 404 not counted)
   int errors;       // ranks whose meeting failed
   long memory_kib;  // resident growth over the meeting
   std::string first_error;
 };
 
+std::vector<std::string> keys(const std::string& prefix, int first, int end) {
+  std::vector<std::string> names;
+  for (int r = first; r < end; ++r) names.push_back(prefix + std::to_string(r));
+  return names;
+}
+
 // Rank r's init against the store, as the runtime's transports do it.
-void meet(int rank, int ranks, int port, std::chrono::milliseconds timeout, std::atomic<long>& requests) {
+void meet(int rank, int ranks, int port, bool gloo_pattern, std::chrono::milliseconds timeout,
+          std::atomic<long>& requests) {
   dtrain::rendezvous::RendezvousClient store("127.0.0.1", port, "load-test");
   store.report_ready(rank);
   const std::string address = "10.0.0." + std::to_string(rank % 250) + ":" + std::to_string(20000 + rank);
   store.set("job/mesh/" + std::to_string(rank), address);  // tcp_mesh: publish, then read the ranks below
-  for (int peer = 0; peer < rank; ++peer) store.wait_get("job/mesh/" + std::to_string(peer), timeout);
-  store.set("job/gloo/" + std::to_string(rank), address);  // Gloo's full mesh: every other rank's address
-  for (int peer = 0; peer < ranks; ++peer) {
-    if (peer != rank) store.wait_get("job/gloo/" + std::to_string(peer), timeout);
+  if (rank > 0) store.wait_get_all(keys("job/mesh/", 0, rank), timeout);
+  store.set("job/all/" + std::to_string(rank), address);
+  if (!gloo_pattern) {
+    store.wait_get_all(keys("job/all/", 0, ranks), timeout);
+    requests += 5;
+    return;
   }
-  requests += 3 + rank + (ranks - 1);
+  for (int peer = 0; peer < ranks; ++peer) {
+    if (peer != rank) store.wait_get("job/all/" + std::to_string(peer), timeout);
+  }
+  requests += 4 + (ranks - 1);
 }
 
-Outcome run(int ranks, double timeout_s) {
+Outcome run(int ranks, bool gloo_pattern, double timeout_s) {
+  const long memory_before = resident_kib();
   dtrain::rendezvous::RendezvousServer server("load-test", ranks);
   const int port = server.start("127.0.0.1", 0);
-  const long memory_before = resident_kib();
   std::atomic<long> requests{0};
   std::atomic<int> errors{0};
   std::string first_error;
@@ -71,7 +87,7 @@ Outcome run(int ranks, double timeout_s) {
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        meet(r, ranks, port, timeout, requests);
+        meet(r, ranks, port, gloo_pattern, timeout, requests);
       } catch (const std::exception& e) {
         ++errors;
         if (!have_error.test_and_set()) first_error = e.what();
@@ -88,22 +104,26 @@ Outcome run(int ranks, double timeout_s) {
 int main(int argc, char** argv) {
   std::vector<int> ranks = {64, 256, 1024};
   double timeout_s = 120;
+  std::string pattern = "world";
   std::string json_path;
   CLI::App app{"dtrain-bench-rendezvous: the rendezvous store with N ranks meeting at once (loopback)"};
   app.add_option("--ranks", ranks, "World sizes")->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--timeout-s", timeout_s, "How long a rank waits for a peer's key")->check(CLI::PositiveNumber);
+  app.add_option("--pattern", pattern, "world: batched waits; gloo: one wait per peer, as Gloo's full mesh")
+      ->check(CLI::IsMember({"world", "gloo"}));
   app.add_option("--json", json_path, "Also write the results here");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("%6s %10s %12s %12s %8s %12s\n", "ranks", "seconds", "requests", "requests/s", "errors", "memory MiB");
   nlohmann::json all = nlohmann::json::array();
   for (int n : ranks) {
-    const Outcome o = run(n, timeout_s);
+    const Outcome o = run(n, pattern == "gloo", timeout_s);
     std::printf("%6d %10.2f %12ld %12.0f %8d %12.1f\n", o.ranks, o.seconds, o.requests,
                 static_cast<double>(o.requests) / o.seconds, o.errors, static_cast<double>(o.memory_kib) / 1024);
     if (!o.first_error.empty()) std::printf("  first error: %s\n", o.first_error.c_str());
     std::fflush(stdout);
     all.push_back({{"ranks", o.ranks},
+                   {"pattern", pattern},
                    {"seconds", o.seconds},
                    {"requests", o.requests},
                    {"errors", o.errors},

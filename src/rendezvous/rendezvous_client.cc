@@ -1,10 +1,12 @@
 #include "rendezvous/rendezvous_client.h"
 
+#include <algorithm>
 #include <thread>
 
 #include <httplib.h>
 
 #include "dtrain/error.h"
+#include "rendezvous/key_batch.h"
 #include "rendezvous/protocol.h"
 
 namespace dtrain::rendezvous {
@@ -56,16 +58,34 @@ std::optional<std::string> RendezvousClient::try_get(const std::string& key) {
 }
 
 std::string RendezvousClient::wait_get(const std::string& key, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
+  return std::move(wait_get_all({key}, timeout).front());
+}
+
+std::vector<std::string> RendezvousClient::wait_get_all(const std::vector<std::string>& keys,
+                                                        std::chrono::milliseconds timeout) {
+  using std::chrono::steady_clock;
+  const auto deadline = steady_clock::now() + timeout;
+  const std::string body = encode_key_list(keys);
   while (true) {
-    if (auto value = try_get(key)) return std::move(*value);
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw Error("dtrain: timed out after " + std::to_string(timeout.count() / 1000) + " s waiting for '" + key +
-                  "' in the " + where() + " (did every rank start?)");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
+    const long wait_ms = std::clamp<long>(left.count(), 0, kMaxWaitMs);
+    const std::string path = std::string(kWaitPath) + "?" + kWaitTimeoutParam + "=" + std::to_string(wait_ms);
+    auto result = client_->Post(path.c_str(), body, "text/plain");
+    refuse_unusable_answer(result);
+    if (result->status == 200) return decode_values(result->body, keys.size());
+    if (result->status != 404) {
+      throw Error("dtrain: the " + where() + " answered " + std::to_string(result->status) + " to waiting for '" +
+                  keys.front() + "'" +
+                  (keys.size() > 1 ? " and " + std::to_string(keys.size() - 1) + " more keys" : "") + ": " +
+                  result->body);
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+    if (steady_clock::now() >= deadline) {
+      const std::vector<std::string> missing = parse_key_list(result->body, keys.size());
+      throw Error("dtrain: timed out after " + std::to_string(timeout.count() / 1000) + " s waiting for '" +
+                  missing.front() + "'" +
+                  (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more keys" : "") + " in the " +
+                  where() + " (did every rank start?)");
+    }
   }
 }
 

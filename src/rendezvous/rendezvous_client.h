@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace httplib {
 class Client;
@@ -33,8 +34,13 @@ class RendezvousClient {
   void set(const std::string& key, const std::string& value);
   // The value, or nothing while the key is absent.
   std::optional<std::string> try_get(const std::string& key);
-  // Polls until the key exists; throws dtrain::Error naming the key after `timeout`.
+  // Waits (on the store, not by polling) until the key exists; throws dtrain::Error naming
+  // the key after `timeout`.
   std::string wait_get(const std::string& key, std::chrono::milliseconds timeout);
+  // The values of all `keys`, in their order, once every one exists: one request however
+  // many keys (the store waits), where reading them one by one costs a request each. Throws
+  // dtrain::Error naming the keys still missing after `timeout`.
+  std::vector<std::string> wait_get_all(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
   // Polls until the store answers (any answer; a refused token is an Error); throws
   // dtrain::Error naming the store after `timeout`. For stores that start beside the ranks
   // (rank 0 serves a bare srun's), which the others may reach before they listen.

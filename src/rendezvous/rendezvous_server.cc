@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include <fmt/format.h>
 #include <httplib.h>
 
 #include "dtrain/error.h"
+#include "rendezvous/key_batch.h"
 #include "rendezvous/protocol.h"
 
 namespace dtrain::rendezvous {
@@ -36,12 +40,60 @@ struct RendezvousServer::Impl {
   httplib::Server server;
   std::thread thread;
   int port = 0;
+  int listening_socket = -1;
 
   mutable std::mutex mutex;
   std::map<std::string, std::string> values;
   std::set<int> ready;
+  // The batched waits in progress, each under the first key it still misses: setting a key
+  // wakes only the waits for that key (a world of N ranks each waiting on N keys would
+  // otherwise wake N waits N times each).
+  std::multimap<std::string, std::condition_variable*> waiting;
+  bool stopping = false;
 
   Impl(std::string t, int n) : token(std::move(t)), world_size(n) {}
+
+  void store(const std::string& key, std::string value) {
+    std::lock_guard lock(mutex);
+    values[key] = std::move(value);
+    const auto [first, last] = waiting.equal_range(key);
+    for (auto it = first; it != last; ++it) it->second->notify_one();
+  }
+
+  // Waits until every key exists or `deadline` passes; returns the keys still missing (none:
+  // all there) and, when none are, their values.
+  std::vector<std::string> wait_for(const std::vector<std::string>& keys,
+                                    std::chrono::steady_clock::time_point deadline, std::vector<std::string>& found) {
+    std::condition_variable woken;
+    std::unique_lock lock(mutex);
+    std::size_t present = 0;  // keys[0, present) exist; values are never removed
+    while (true) {
+      while (present < keys.size() && values.count(keys[present]) > 0) ++present;
+      if (present == keys.size() || stopping) break;
+      const auto entry = waiting.emplace(keys[present], &woken);
+      const bool timed_out = woken.wait_until(lock, deadline) == std::cv_status::timeout;
+      waiting.erase(entry);
+      if (timed_out) {
+        while (present < keys.size() && values.count(keys[present]) > 0) ++present;
+        break;
+      }
+    }
+    std::vector<std::string> missing;
+    for (std::size_t i = present; i < keys.size(); ++i) {
+      if (values.count(keys[i]) == 0) missing.push_back(keys[i]);
+    }
+    if (missing.empty()) {
+      found.reserve(keys.size());
+      for (const std::string& key : keys) found.push_back(values.at(key));
+    }
+    return missing;
+  }
+
+  void stop_waits() {
+    std::lock_guard lock(mutex);
+    stopping = true;
+    for (auto& [key, woken] : waiting) woken->notify_one();
+  }
 
   void install_routes() {
     using httplib::Request;
@@ -68,10 +120,7 @@ struct RendezvousServer::Impl {
 
     static const char* kKeyRoute = R"(/v1/kv/([A-Za-z0-9._/:\-]+))";
     server.Put(kKeyRoute, [this](const Request& req, Response& res) {
-      {
-        std::lock_guard lock(mutex);
-        values[req.matches[1]] = req.body;
-      }
+      store(req.matches[1], req.body);
       res.status = 200;
     });
     server.Get(kKeyRoute, [this](const Request& req, Response& res) {
@@ -97,6 +146,36 @@ struct RendezvousServer::Impl {
       ready.insert(rank);
       res.status = 200;
     });
+    server.Post(kWaitPath, [this](const Request& req, Response& res) { answer_wait(req, res); });
+  }
+
+  void answer_wait(const httplib::Request& req, httplib::Response& res) {
+    std::vector<std::string> keys;
+    int wait_ms = kMaxWaitMs;
+    try {
+      keys = parse_key_list(req.body, kMaxWaitKeys);
+      if (req.has_param(kWaitTimeoutParam)) {
+        const std::string text = req.get_param_value(kWaitTimeoutParam);
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), wait_ms);
+        if (ec != std::errc() || end != text.data() + text.size() || wait_ms < 0) {
+          throw Error(fmt::format("dtrain rendezvous: {}={} is not a number of milliseconds", kWaitTimeoutParam, text));
+        }
+      }
+    } catch (const Error& e) {
+      res.status = 400;
+      res.set_content(e.what(), "text/plain");
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(wait_ms, kMaxWaitMs));
+    std::vector<std::string> found;
+    const std::vector<std::string> missing = wait_for(keys, deadline, found);
+    if (!missing.empty()) {
+      res.status = 404;
+      res.set_content(encode_key_list(missing), "text/plain");
+      return;
+    }
+    res.status = 200;
+    res.set_content(encode_values(found), "application/octet-stream");
   }
 };
 
@@ -106,13 +185,20 @@ RendezvousServer::RendezvousServer(std::string token, int world_size)
 RendezvousServer::~RendezvousServer() { stop(); }
 
 int RendezvousServer::start(const std::string& bind_address, int requested_port) {
-  // Clients may hold keep-alive connections while polling; give every rank a
-  // worker thread (within reason) so polls do not queue behind each other.
-  size_t threads = std::clamp<size_t>(static_cast<size_t>(impl_->world_size) + 4, 8, 256);
+  // A client holds its kept-alive connection, and a batched wait holds its thread, so every
+  // rank gets a worker thread: a pool smaller than the world queues the ranks beyond it
+  // behind the waits until their read timeout. Threads are cheap beside a rank (stacks are
+  // reserved, not resident: docs/scaling.md measures 1,024 ranks). Beyond 8,192 ranks the
+  // rest queue; a world that size wants a store that does not hold a thread per rank.
+  size_t threads = std::clamp<size_t>(static_cast<size_t>(impl_->world_size) + 8, 16, 8192 + 8);
   impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->server.set_keep_alive_timeout(2);
   impl_->server.set_tcp_nodelay(true);  // answers are small writes too (see the client)
   impl_->server.set_payload_max_length(256u << 20);
+  impl_->server.set_socket_options([this](socket_t socket) {
+    httplib::default_socket_options(socket);
+    impl_->listening_socket = socket;
+  });
   impl_->install_routes();
 
   int port = requested_port;
@@ -128,6 +214,10 @@ int RendezvousServer::start(const std::string& bind_address, int requested_port)
                                   "not allowed",
                                   bind_address, requested_port));
   }
+  // cpp-httplib listens with a backlog of 5: of ranks connecting at once, those beyond it
+  // have their SYN dropped and retry 1 s later (then 2, 4, 8 s: 64 ranks met in 14 s). Listen
+  // again with the most the system allows, which widens the queue of the same socket.
+  if (impl_->listening_socket >= 0) ::listen(impl_->listening_socket, SOMAXCONN);
   impl_->port = port;
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   // stop() only takes effect once the accept loop runs; wait for it so an
@@ -138,6 +228,7 @@ int RendezvousServer::start(const std::string& bind_address, int requested_port)
 
 void RendezvousServer::stop() {
   if (!impl_ || !impl_->thread.joinable()) return;
+  impl_->stop_waits();  // the pool joins its threads, so none may still be waiting
   impl_->server.stop();
   impl_->thread.join();
 }
@@ -161,9 +252,6 @@ std::optional<std::string> RendezvousServer::value(const std::string& key) const
   return it->second;
 }
 
-void RendezvousServer::set(const std::string& key, std::string value) {
-  std::lock_guard lock(impl_->mutex);
-  impl_->values[key] = std::move(value);
-}
+void RendezvousServer::set(const std::string& key, std::string value) { impl_->store(key, std::move(value)); }
 
 }  // namespace dtrain::rendezvous

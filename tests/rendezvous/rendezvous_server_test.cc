@@ -20,7 +20,7 @@ class RendezvousServerTest : public ::testing::Test {
   }
 
   // A client speaking the store's protocol `version` ("" for none, as builds before versions).
-  httplib::Client client(const std::string& token = kToken, const std::string& version = "1") {
+  httplib::Client client(const std::string& token = kToken, const std::string& version = "2") {
     httplib::Client c("127.0.0.1", port_);
     c.set_connection_timeout(5);
     c.set_read_timeout(5);
@@ -84,13 +84,13 @@ TEST_F(RendezvousServerTest, WrongOrMissingTokenIs403) {
 // protocol version (or of none) without touching its values, naming both versions.
 TEST_F(RendezvousServerTest, ARequestOfAnotherProtocolVersionIsRefusedNamingBoth) {
   ASSERT_EQ(client().Put("/v1/kv/shared", "v1", "text/plain")->status, 200);
-  for (const std::string& version : {std::string("2"), std::string()}) {
+  for (const std::string& version : {std::string("1"), std::string()}) {
     auto c = client(kToken, version);
     auto put = c.Put("/v1/kv/shared", "from another build", "text/plain");
     ASSERT_TRUE(put);
     EXPECT_EQ(put->status, 409) << "version '" << version << "'";
-    EXPECT_EQ(put->get_header_value("X-Dtrain-Rendezvous-Version"), "1");
-    EXPECT_EQ(put->body, "dtrain rendezvous: this store speaks protocol version 1, the request " +
+    EXPECT_EQ(put->get_header_value("X-Dtrain-Rendezvous-Version"), "2");
+    EXPECT_EQ(put->body, "dtrain rendezvous: this store speaks protocol version 2, the request " +
                              (version.empty() ? std::string("none (a dtrain build before versions)") : version));
     EXPECT_EQ(c.Post("/v1/ready/0")->status, 409);
   }
@@ -103,7 +103,7 @@ TEST(RendezvousClient, AStoreOfAnotherProtocolVersionIsAnErrorNamingBoth) {
   httplib::Server other_build;
   other_build.set_pre_routing_handler([](const httplib::Request&, httplib::Response& res) {
     res.status = 409;
-    res.set_header("X-Dtrain-Rendezvous-Version", "2");
+    res.set_header("X-Dtrain-Rendezvous-Version", "3");
     // Answered before the request's body is read: on a kept-alive connection the unread body
     // would be parsed as the next request (a 400). A new connection for each request.
     res.set_header("Connection", "close");
@@ -115,7 +115,7 @@ TEST(RendezvousClient, AStoreOfAnotherProtocolVersionIsAnErrorNamingBoth) {
   {  // closed before the server stops (a kept-alive connection would hold stop() up)
     RendezvousClient client("127.0.0.1", port, kToken);
     const std::string expected = "dtrain: the rendezvous store 127.0.0.1:" + std::to_string(port) +
-                                 " speaks rendezvous protocol version 2, this process version 1 (the launcher and "
+                                 " speaks rendezvous protocol version 3, this process version 2 (the launcher and "
                                  "this rank come from different dtrain builds)";
     try {
       client.set("k", "v");
@@ -169,6 +169,71 @@ TEST_F(RendezvousServerTest, ConcurrentClientsSeeEachOthersValues) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 16);
+}
+
+// A rank reads all its peers' addresses in one request: the store answers once the last of
+// them is set, with the values in the order asked.
+TEST_F(RendezvousServerTest, ABatchedWaitAnswersOnceEveryKeyExists) {
+  RendezvousClient reader("127.0.0.1", port_, kToken);
+  RendezvousClient writer("127.0.0.1", port_, kToken);
+  writer.set("addr/2", "two");
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    writer.set("addr/0", "zero");
+    writer.set("addr/1", std::string("one\n\0", 5));  // values are bytes: newlines and NULs too
+  });
+  const std::vector<std::string> values = reader.wait_get_all({"addr/0", "addr/1", "addr/2"}, std::chrono::seconds(60));
+  late.join();
+  EXPECT_EQ(values, (std::vector<std::string>{"zero", std::string("one\n\0", 5), "two"}));
+  EXPECT_EQ(reader.wait_get("addr/2", std::chrono::seconds(60)), "two");
+}
+
+TEST_F(RendezvousServerTest, AWaitThatTimesOutNamesTheKeysStillMissing) {
+  RendezvousClient client("127.0.0.1", port_, kToken);
+  client.set("here", "v");
+  try {
+    client.wait_get_all({"here", "rank/7", "rank/9"}, std::chrono::milliseconds(100));
+    ADD_FAILURE() << "a wait for keys nobody sets succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "dtrain: timed out after 0 s waiting for 'rank/7' and 1 more keys in the "
+              "rendezvous store 127.0.0.1:" +
+                  std::to_string(port_) + " (did every rank start?)");
+  }
+}
+
+TEST_F(RendezvousServerTest, AMalformedWaitIs400NamingWhatIsWrong) {
+  auto c = client();
+  auto bad_key = c.Post("/v1/wait?timeout_ms=0", "good/key\nbad key\n", "text/plain");
+  ASSERT_TRUE(bad_key);
+  EXPECT_EQ(bad_key->status, 400);
+  EXPECT_EQ(bad_key->body, "dtrain rendezvous: line 2 of the wait's key list is not a key ([A-Za-z0-9._/:-]+)");
+  auto no_keys = c.Post("/v1/wait", "", "text/plain");
+  ASSERT_TRUE(no_keys);
+  EXPECT_EQ(no_keys->status, 400);
+  EXPECT_EQ(no_keys->body, "dtrain rendezvous: a wait names no keys");
+  auto bad_timeout = c.Post("/v1/wait?timeout_ms=soon", "k\n", "text/plain");
+  ASSERT_TRUE(bad_timeout);
+  EXPECT_EQ(bad_timeout->status, 400);
+  EXPECT_EQ(bad_timeout->body, "dtrain rendezvous: timeout_ms=soon is not a number of milliseconds");
+}
+
+// stop() while a rank waits: the wait ends (a 404, or the connection closes), stop() returns.
+TEST(RendezvousServer, StopsWhileAWaitIsInProgress) {
+  RendezvousServer server(kToken, 2);
+  const int port = server.start("127.0.0.1");
+  std::atomic<bool> waiting_ended{false};
+  std::thread rank([&] {
+    RendezvousClient client("127.0.0.1", port, kToken);
+    try {
+      client.wait_get_all({"never/set"}, std::chrono::seconds(3600));
+    } catch (const Error&) {}
+    waiting_ended = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server.stop();
+  rank.join();
+  EXPECT_TRUE(waiting_ended);
 }
 
 TEST(RendezvousServer, StopsPromptlyAndTwice) {

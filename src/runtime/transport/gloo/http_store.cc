@@ -12,17 +12,18 @@ void HttpStore::set(const std::string& key, const std::vector<char>& data) {
 }
 
 std::vector<char> HttpStore::get(const std::string& key) {
+  if (auto waited = waited_.extract(key)) return {waited.mapped().begin(), waited.mapped().end()};
   const std::string value = client_.wait_get(key, timeout_);
   return {value.begin(), value.end()};
 }
 
 void HttpStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (const auto& key : keys) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    client_.wait_get(key, std::max(left, std::chrono::milliseconds(0)));
-  }
+  std::vector<std::string> values = client_.wait_get_all(keys, timeout);
+  for (std::size_t i = 0; i < keys.size(); ++i) waited_[keys[i]] = std::move(values[i]);
+}
+
+std::vector<std::string> HttpStore::get_all(const std::vector<std::string>& keys) {
+  return client_.wait_get_all(keys, timeout_);
 }
 
 void HttpStore::report_ready(int rank) { client_.report_ready(rank); }

@@ -205,9 +205,11 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
   store.set(key(group.rank), {here.begin(), here.end()});
 
   const Hello mine{kMagic, fingerprint(group.token, group.key_prefix), group.rank, group.size};
+  std::vector<std::string> below;  // the ranks this one connects to, read in one request
+  for (int peer = 0; peer < group.rank; ++peer) below.push_back(key(peer));
+  const std::vector<std::string> addresses = below.empty() ? below : store.get_all(below);
   for (int peer = 0; peer < group.rank; ++peer) {
-    const std::vector<char> where = store.get(key(peer));
-    const int fd = connect_to(std::string(where.begin(), where.end()), deadline);
+    const int fd = connect_to(addresses[static_cast<std::size_t>(peer)], deadline);
     mesh->sockets_[peer] = fd;
     if (!write_all(fd, &mine, sizeof(mine), deadline)) {
       throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
