@@ -1,5 +1,6 @@
 #include "runtime/background_loop.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "runtime/cycle_summary.h"
@@ -232,7 +233,7 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
       TensorEntry entry = std::move(queue_.front());
       queue_.pop_front();
       if (auto position = cache_.find(entry.request); position && entry.request.type != OpType::kJoin) {
-        set_bit(report.cache_bits, *position);
+        held_.emplace(*position, start);
         grouped = grouped || !entry.request.group.empty();
       } else {
         report.requests.push_back(entry.request);
@@ -242,14 +243,17 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
     }
   }
   report.shutdown = stop_requested_;
+  for (const auto& [position, since] : held_) set_bit(report.cache_bits, position);
 
   CyclePlan plan;
   cycles_.fetch_add(1, std::memory_order_relaxed);
-  if (auto positions = agree(report, grouped)) {
+  if (auto positions = agree(report, grouped, start)) {
     agreed_cycles_.fetch_add(1, std::memory_order_relaxed);
+    for (const std::uint32_t position : *positions) held_.erase(position);
     plan = agreed_plan(*positions);
   } else {
     plan = negotiate(report);
+    held_.clear();  // the coordinator has them now
     plan_knobs_ = TunedKnobs{plan.fusion_threshold_bytes, plan.cycle_time_ms};
   }
 
@@ -265,19 +269,22 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   return {!responses.empty(), plan.cycle_time_ms};
 }
 
-// The shortcut (cycle_summary.h): one exchange of summaries, and the cache positions every
+// The shortcut (cycle_summary.h): one reduction of summaries, and the cache positions every
 // rank then runs without the coordinator; nothing when this cycle needs it.
-std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleReport& report, bool grouped) {
+std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleReport& report, bool grouped,
+                                                                Clock::time_point now) {
   // Whether to exchange must not depend on a per-rank setting (a rank skipping the exchange
   // would leave the others waiting): the transport is the same everywhere; a rank without a
   // cache (DTRAIN_CACHE_CAPACITY=0) takes part and always needs the coordinator.
   const std::size_t capacity = transport_->summary_capacity();
   if (capacity == 0) return std::nullopt;
   CycleSummary summary;
-  summary.needs_coordinator = !report.requests.empty() || report.shutdown || grouped || !plan_knobs_ ||
+  const bool held_too_long =
+      std::any_of(held_.begin(), held_.end(), [&](const auto& held) { return now - held.second >= kLongestHold; });
+  summary.needs_coordinator = !report.requests.empty() || report.shutdown || grouped || !plan_knobs_ || held_too_long ||
                               (coordinator_ && (!coordinator_->idle() || rank0_knobs() != *plan_knobs_));
   summary.cache_bits = report.cache_bits;
-  return agreed_positions(transport_->exchange_summaries(encode(summary, capacity)));
+  return agreed_positions(transport_->reduce_summaries(encode(summary, capacity), combine_summaries));
 }
 
 // What the coordinator would plan from reports of these bits alone, with the settings of its

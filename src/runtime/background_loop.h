@@ -5,8 +5,9 @@
 // for (a batching window after submissions, an idle cycle now and then), and a user thread
 // that waits for an operation runs them itself until the operation finishes. A blocking call
 // then costs no hand-off between threads in either direction, which on a small machine is
-// most of its latency. Where the transport offers it (one host), a cycle whose plan every
-// rank can make alone costs one exchange instead of two (cycle_summary.h).
+// most of its latency. Where the transport offers it, a cycle whose plan every rank can make
+// alone costs one reduction of summaries instead of two exchanges through rank 0
+// (cycle_summary.h).
 //
 // Invariants: `cycling_` is true while exactly one thread is inside cycle(); only that
 // thread touches the cycle state (pending_, the cache, coordinator, executor, transport,
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -77,7 +79,7 @@ class BackgroundLoop {
     double cycle_time_ms = 0;  // the plan's batching window
   };
   CycleOutcome cycle(Clock::time_point start);
-  std::optional<std::vector<std::uint32_t>> agree(const CycleReport& report, bool grouped);
+  std::optional<std::vector<std::uint32_t>> agree(const CycleReport& report, bool grouped, Clock::time_point now);
   CyclePlan agreed_plan(const std::vector<std::uint32_t>& positions);
   CyclePlan negotiate(const CycleReport& report);
   TunedKnobs rank0_knobs() const;  // rank 0: the settings its next plan carries
@@ -115,6 +117,11 @@ class BackgroundLoop {
 
   // The cycling thread only.
   std::unordered_map<std::string, TensorEntry> pending_;
+  // Cached submissions neither run yet nor handed to the coordinator, by cache position, with
+  // when each was submitted: the shortcut runs a position once every rank holds it. One held
+  // for kLongestHold sends the cycle to the coordinator, whose stall inspector then watches it.
+  std::map<std::uint32_t, Clock::time_point> held_;
+  static constexpr std::chrono::seconds kLongestHold{1};
   bool stopped_by_plan_ = false;
   std::optional<TunedKnobs> plan_knobs_;         // the settings of rank 0's latest plan, once there was one
   std::atomic<std::uint64_t> cycles_{0};         // for the debug log at the end

@@ -1,17 +1,19 @@
 // The negotiation's shortcut. A cycle normally takes two exchanges one after the other: every
-// rank's report to rank 0, then rank 0's plan back. In the steady state of training every
-// rank submits the same cached operations, and rank 0's plan is predictable from that alone:
-// run those cache entries in position order. So where the transport can give every rank
-// everyone's short message in one step (shared memory, Transport::summary_capacity), each
-// cycle starts with an exchange of summaries (a rank's cache bits, and whether it has
-// anything only the coordinator can handle); when no rank has and all bits are equal, every
-// rank plans the cycle itself and the second exchange is skipped. Otherwise the cycle goes
-// on as before, with the full reports to rank 0.
+// rank's report to rank 0, then rank 0's plan back, and rank 0 decodes N reports: O(N) at rank
+// 0 each cycle. In the steady state of training every rank submits cached operations only, and
+// what may run then needs no coordinator: the cached operations every rank has submitted.
+// So each cycle starts with an allreduce of summaries (a rank's held cache bits, and whether it
+// has anything only the coordinator can handle): the bits ANDed, the flags ORed (recursive
+// doubling over the TCP mesh: log2 N steps, Horovod's cached path agrees the same way). When no
+// rank needs the coordinator, every rank runs the bits all hold, in position order, and keeps
+// the others for a later cycle; the second exchange is skipped. Otherwise the cycle goes on as
+// before, with the full reports (every held bit in them) to rank 0.
 //
-// Invariant: agreed_positions() returns a plan only where the coordinator, given the same
-// reports, would return the same one: it needs every rank to report the same cache bits and
-// nothing else, and the coordinator to hold nothing from earlier cycles (pending tensors, joined
-// ranks) -- which rank 0 states in its summary, as it does settings to broadcast.
+// Invariant: agreed_positions() returns a plan only where every rank computes the same one and
+// the coordinator holds nothing from earlier cycles (pending tensors, joined ranks), which rank
+// 0 states in its summary, as it does settings to broadcast. A bit one rank holds and another
+// never submits would wait forever on this path; a rank holding a bit too long therefore asks
+// for the coordinator (BackgroundLoop), whose stall inspector then names the missing ranks.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +34,15 @@ struct CycleSummary {
 std::vector<char> encode(const CycleSummary& summary, std::size_t capacity);
 CycleSummary decode_summary(const std::vector<char>& bytes);
 
-// From every rank's encoded summary: the cache positions to run this cycle, in order, when
-// every rank may skip the coordinator; nothing when it must plan. An empty result is an agreed
-// idle cycle. (Bytes, not decoded summaries: this runs every cycle, and comparing the bytes
-// decodes one summary instead of one per rank.)
-std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<std::vector<char>>& encoded);
+// Combines encoded summary `other` into `into`, in place (no allocation: it runs log2 N times a
+// cycle): needs_coordinator if either needs it, the cache bits both hold. Associative,
+// commutative and exact, so any order of combining N summaries (a fold, recursive doubling)
+// gives every rank the same bytes. Throws dtrain::Error on a malformed summary.
+void combine_summaries(std::vector<char>& into, const std::vector<char>& other);
+
+// From the combination of every rank's summary: the cache positions every rank holds, to run
+// this cycle in position order, when every rank may skip the coordinator; nothing when it must
+// plan. An empty result is a cycle in which nothing is ready everywhere yet.
+std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<char>& combined);
 
 }  // namespace dtrain::runtime

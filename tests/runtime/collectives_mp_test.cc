@@ -658,6 +658,19 @@ TEST(JobOnly, WarningThenBothProceed) {
   EXPECT_EQ(t.get(0), size());
 }
 
+// The same for a tensor the ranks have reduced before (cached: the shortcut's path, where a
+// rank holds its submission until every rank has one). Rank 1 comes 4 s late; rank 0's held
+// submission goes to the coordinator after a second, whose stall inspector then names rank 1.
+TEST(JobOnly, CachedTensorWarningThenBothProceed) {
+  Tensor t(DataType::kFloat32, {1});
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1 && rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    t.set(0, 1);
+    allreduce("late.cached.tensor", t.view, t.view, {ReduceOp::kSum});
+    EXPECT_EQ(t.get(0), size());
+  }
+}
+
 TEST(JobOnly, ShutdownFailsEveryRankNamingTheMissingRank) {
   Tensor t(DataType::kFloat32, {1});
   // Rank 0's tensor stalls first, so it is the one the shutdown names on every rank.

@@ -129,6 +129,16 @@ TEST(Job, StallWarningNamesTheMissingRankAndTheJobProceeds) {
       << result.output;
 }
 
+TEST(Job, StallWarningNamesTheMissingRankOfACachedTensor) {
+  const auto result = run_job(kLauncher + " run -np 2 --stall-warning-s 1 -- " + kCollectives +
+                              " --gtest_filter=JobOnly.CachedTensorWarningThenBothProceed");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(
+      result.output.find("allreduce 'late.cached.tensor' waiting 1 s: submitted by ranks [0], missing on ranks [1]"),
+      std::string::npos)
+      << result.output;
+}
+
 TEST(Job, StallShutdownFailsEveryRankWithTheReason) {
   const auto result = run_job(kLauncher + " run -np 3 --stall-warning-s 1 --stall-shutdown-s 2 -- " + kCollectives +
                               " --gtest_filter=JobOnly.ShutdownFailsEveryRankNamingTheMissingRank");

@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -68,7 +70,9 @@ class MeshTest : public ::testing::Test {
     o.group.store_host = "127.0.0.1";
     o.group.store_port = port_;
     o.group.token = kToken;
-    o.group.key_prefix = "test/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // One world per test and size (a test may form several, one after another).
+    o.group.key_prefix = "test/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "/" +
+                         std::to_string(size);
     o.group.timeout = timeout;
     o.address = "127.0.0.1";
     return o;
@@ -179,6 +183,28 @@ TEST_F(MeshTest, DataCollectivesBeyondTheSmallSizeGoToTheBulkTransportOnEveryRan
     calls[rank] = bulk.calls;
   }));
   EXPECT_EQ(calls, (std::vector<int>{4, 4, 4}));
+}
+
+// The union of two sorted sets of bytes: associative, commutative and exact, like the
+// summaries' AND and OR, and it shows whose messages reached a result.
+void sorted_union(std::vector<char>& into, const std::vector<char>& other) {
+  std::vector<char> both;
+  std::set_union(into.begin(), into.end(), other.begin(), other.end(), std::back_inserter(both));
+  into = std::move(both);
+}
+
+// The shortcut's reduction by recursive doubling, for world sizes that are and are not powers
+// of two: every rank's message reaches every rank's result.
+TEST_F(MeshTest, ReducesSummariesOfEveryRankOnEveryRank) {
+  for (const int ranks : {2, 3, 4, 6}) {
+    expect_no_errors(on_ranks(ranks, 64 << 10, [&](int rank, MeshTransport& mesh, BulkCalls&) {
+      const std::vector<char> mine{static_cast<char>(rank)};
+      std::vector<char> everyone(static_cast<std::size_t>(ranks));
+      std::iota(everyone.begin(), everyone.end(), 0);
+      EXPECT_EQ(mesh.reduce_summaries(mine, sorted_union), everyone) << "rank " << rank << " of " << ranks;
+      EXPECT_EQ(mesh.reduce_summaries({}, sorted_union), std::vector<char>{});  // and again, empty
+    }));
+  }
 }
 
 TEST_F(MeshTest, GatherBroadcastAllgatherAlltoallReducescatterBarrier) {

@@ -36,6 +36,9 @@ class HierarchicalTransport final : public Transport {
   std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) override {
     return control_ ? control_->exchange(message) : global_->exchange_summaries(message);
   }
+  std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) override {
+    return control_ ? Transport::reduce_summaries(message, combine) : global_->reduce_summaries(message, combine);
+  }
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   bool reduces_pieces_in_place() const override { return true; }
   void allreduce_pieces(const std::vector<BufferPiece>& pieces, DataType dtype, ReduceOp op, double scale) override;

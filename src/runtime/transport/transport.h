@@ -30,11 +30,22 @@ class Transport {
   virtual std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) = 0;
   // Rank 0's `message` is returned on every rank.
   virtual std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) = 0;
-  // Optional, for the negotiation's shortcut (BackgroundLoop::cycle): every rank's short
-  // `message` on every rank (index = rank) in a single exchange, where a gather to rank 0 and
-  // a broadcast back take two one after the other. A transport that offers it returns from
+  // Optional, for the negotiation's shortcut (BackgroundLoop::cycle, cycle_summary.h): the
+  // combination of every rank's short `message` by `combine` (associative, commutative and
+  // exact), the same bytes on every rank, where a gather to rank 0 and a broadcast back take
+  // two exchanges one after the other. A transport that offers it returns from
   // summary_capacity() the longest message it carries; 0, the default, means not offered.
+  // The default combines what exchange_summaries() hands every rank (fine within a host);
+  // across hosts the TCP mesh reduces by recursive doubling, log2 N steps.
+  using SummaryCombine = void (*)(std::vector<char>& into, const std::vector<char>& other);
   virtual std::size_t summary_capacity() const { return 0; }
+  virtual std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) {
+    std::vector<std::vector<char>> all = exchange_summaries(message);
+    std::vector<char> combined = std::move(all.front());
+    for (std::size_t r = 1; r < all.size(); ++r) combine(combined, all[r]);
+    return combined;
+  }
+  // Every rank's short `message` on every rank (index = rank) in a single exchange.
   virtual std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) {
     (void)message;
     throw Error("dtrain: this transport does not exchange negotiation summaries");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/reduction.h"
+#include "runtime/transport/recursive_doubling.h"
 
 namespace dtrain::runtime {
 
@@ -83,6 +84,34 @@ std::vector<std::vector<char>> MeshTransport::exchange_summaries(const std::vect
   std::vector<std::vector<char>> all(size());
   for (int r = 0; r < size(); ++r) all[r] = r == rank() ? message : received_[r];
   return all;
+}
+
+std::vector<char> MeshTransport::reduce_summaries(const std::vector<char>& message, SummaryCombine combine) {
+  const DoublingSchedule schedule = doubling_schedule(rank(), size());
+  if (schedule.hands_to >= 0) {
+    sends_.push_back({schedule.hands_to, message.data(), message.size()});
+    run_step();
+    receives_.push_back({.peer = schedule.hands_to, .resizable = &received_[schedule.hands_to]});
+    run_step();
+    return received_[schedule.hands_to];
+  }
+  std::vector<char> partial = message;
+  if (schedule.handed_from >= 0) {
+    receives_.push_back({.peer = schedule.handed_from, .resizable = &received_[schedule.handed_from]});
+    run_step();
+    combine(partial, received_[schedule.handed_from]);
+  }
+  for (const int partner : schedule.partners) {
+    sends_.push_back({partner, partial.data(), partial.size()});
+    receives_.push_back({.peer = partner, .resizable = &received_[partner]});
+    run_step();
+    combine(partial, received_[partner]);
+  }
+  if (schedule.handed_from >= 0) {
+    sends_.push_back({schedule.handed_from, partial.data(), partial.size()});
+    run_step();
+  }
+  return partial;
 }
 
 void MeshTransport::allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) {

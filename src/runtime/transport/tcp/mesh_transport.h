@@ -9,8 +9,8 @@
 // runs as a ring on the mesh (in 1 MiB chunks, reduced while in cache: 1.4-1.5x Gloo's ring
 // at 16-64 MiB between two hosts), and everything else goes to the bulk transport (Gloo's ring
 // kept the lead with three ranks). Which path a call takes depends only on sizes every rank
-// knows alike, so all ranks take the same one. The negotiation's messages, the summaries of
-// its shortcut, barriers and alltoall always go over the mesh.
+// knows alike, so all ranks take the same one. The negotiation's messages, the reduction of
+// its shortcut's summaries, barriers and alltoall always go over the mesh.
 #pragma once
 
 #include <memory>
@@ -22,9 +22,6 @@ namespace dtrain::runtime {
 
 class MeshTransport final : public Transport {
  public:
-  // Every rank exchanges summaries with every other each cycle (n(n-1) messages), so beyond
-  // this many ranks the shortcut is not offered and the gather to rank 0 and broadcast remain.
-  static constexpr int kMaxSummaryRanks = 64;
   static constexpr std::size_t kSummaryBytes = 4096;
 
   MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes);
@@ -33,7 +30,9 @@ class MeshTransport final : public Transport {
   int size() const override { return mesh_->size(); }
   std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) override;
   std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) override;
-  std::size_t summary_capacity() const override { return size() <= kMaxSummaryRanks ? kSummaryBytes : 0; }
+  std::size_t summary_capacity() const override { return kSummaryBytes; }
+  // Recursive doubling (recursive_doubling.h): about log2(n) steps of one message each.
+  std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) override;
   std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) override;
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) override;
