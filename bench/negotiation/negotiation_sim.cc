@@ -100,38 +100,23 @@ struct Rank {
 // The shortcut's reduction as MeshTransport runs it (recursive_doubling.h), every rank's
 // partial result replayed. Returns the combination and counts the messages into `cycle`;
 // `rank0_received` gets what rank 0 combined into its own summary, in order.
-std::vector<char> reduce_summaries(std::vector<std::vector<char>> partial, Cycle& cycle,
+std::vector<char> reduce_summaries(std::vector<std::vector<char>> summaries, Cycle& cycle,
                                    std::vector<std::vector<char>>& rank0_received) {
-  const int n = static_cast<int>(partial.size());
-  const auto send = [&](const std::vector<char>& message) {
-    cycle.wire_bytes += message.size();
-    ++cycle.messages;
-  };
-  const auto combine_into = [&](int rank, const std::vector<char>& theirs) {
-    if (rank == 0) rank0_received.push_back(theirs);
-    combine_summaries(partial[static_cast<std::size_t>(rank)], theirs);
-  };
-  std::vector<DoublingSchedule> schedules;
-  for (int r = 0; r < n; ++r) schedules.push_back(doubling_schedule(r, n));
-  for (int r = 0; r < n; ++r) {
-    if (schedules[static_cast<std::size_t>(r)].hands_to < 0) continue;
-    send(partial[static_cast<std::size_t>(r)]);
-    combine_into(schedules[static_cast<std::size_t>(r)].hands_to, partial[static_cast<std::size_t>(r)]);
-  }
-  const std::size_t steps = schedules[0].partners.size();
-  for (std::size_t step = 0; step < steps; ++step) {
-    const std::vector<std::vector<char>> before = partial;  // every rank sends what it held before the step
-    for (int r = 0; r < n; ++r) {
-      const DoublingSchedule& mine = schedules[static_cast<std::size_t>(r)];
-      if (mine.hands_to >= 0) continue;
-      send(before[static_cast<std::size_t>(r)]);
-      combine_into(r, before[static_cast<std::size_t>(mine.partners[step])]);
+  const int n = static_cast<int>(summaries.size());
+  const std::vector<std::vector<char>> results =
+      replay_doubling(std::move(summaries), [&](int rank, std::vector<char>& into, const std::vector<char>& theirs) {
+        cycle.wire_bytes += theirs.size();
+        ++cycle.messages;
+        if (rank == 0) rank0_received.push_back(theirs);
+        combine_summaries(into, theirs);
+      });
+  for (int r = 0; r < n; ++r) {  // the result sent back to each rank that handed its message in
+    if (doubling_schedule(r, n).hands_to >= 0) {
+      cycle.wire_bytes += results[static_cast<std::size_t>(r)].size();
+      ++cycle.messages;
     }
   }
-  for (int r = 0; r < n; ++r) {
-    if (schedules[static_cast<std::size_t>(r)].handed_from >= 0) send(partial[static_cast<std::size_t>(r)]);
-  }
-  return partial[0];
+  return results[0];
 }
 
 Result simulate(const std::string& model, const std::vector<Gradient>& gradients, int ranks, Path path,

@@ -10,36 +10,32 @@
 namespace dtrain::runtime {
 namespace {
 
-// Replays the schedule with sets of ranks as messages (union: associative, commutative, exact).
-std::vector<std::set<int>> replay(int size) {
-  std::vector<std::set<int>> partial(static_cast<std::size_t>(size));
-  std::vector<DoublingSchedule> schedules;
-  for (int r = 0; r < size; ++r) {
-    partial[static_cast<std::size_t>(r)] = {r};
-    schedules.push_back(doubling_schedule(r, size));
-  }
-  for (int r = 0; r < size; ++r) {
-    const int to = schedules[static_cast<std::size_t>(r)].hands_to;
-    if (to < 0) continue;
-    EXPECT_EQ(schedules[static_cast<std::size_t>(to)].handed_from, r) << "size " << size;
-    partial[static_cast<std::size_t>(to)].insert(r);
-  }
-  for (std::size_t step = 0; step < schedules[0].partners.size(); ++step) {
-    const std::vector<std::set<int>> before = partial;
+// The schedule pairs ranks both ways: whoever hands its message in is expected by its partner,
+// and in every step a rank's partner has it as its partner too.
+TEST(RecursiveDoubling, PartnersAgree) {
+  for (int size = 1; size <= 70; ++size) {
+    std::vector<DoublingSchedule> schedules;
+    for (int r = 0; r < size; ++r) schedules.push_back(doubling_schedule(r, size));
     for (int r = 0; r < size; ++r) {
       const DoublingSchedule& mine = schedules[static_cast<std::size_t>(r)];
-      if (mine.hands_to >= 0) continue;
-      const int partner = mine.partners[step];
-      EXPECT_EQ(schedules[static_cast<std::size_t>(partner)].partners[step], r) << "size " << size;
-      partial[static_cast<std::size_t>(r)].insert(before[static_cast<std::size_t>(partner)].begin(),
-                                                  before[static_cast<std::size_t>(partner)].end());
+      if (mine.hands_to >= 0) {
+        EXPECT_EQ(schedules[static_cast<std::size_t>(mine.hands_to)].handed_from, r) << "size " << size;
+        continue;
+      }
+      for (std::size_t step = 0; step < mine.partners.size(); ++step) {
+        EXPECT_EQ(schedules[static_cast<std::size_t>(mine.partners[step])].partners[step], r) << "size " << size;
+      }
     }
   }
-  for (int r = 0; r < size; ++r) {
-    const int to = schedules[static_cast<std::size_t>(r)].hands_to;
-    if (to >= 0) partial[static_cast<std::size_t>(r)] = partial[static_cast<std::size_t>(to)];
-  }
-  return partial;
+}
+
+// Replays the schedule with sets of ranks as messages (union: associative, commutative, exact).
+std::vector<std::set<int>> replay(int size) {
+  std::vector<std::set<int>> messages(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) messages[static_cast<std::size_t>(r)] = {r};
+  return replay_doubling(std::move(messages), [](int, std::set<int>& into, const std::set<int>& theirs) {
+    into.insert(theirs.begin(), theirs.end());
+  });
 }
 
 TEST(RecursiveDoubling, EveryRankEndsWithEveryRanksMessage) {

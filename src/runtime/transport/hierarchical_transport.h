@@ -33,11 +33,13 @@ class HierarchicalTransport final : public Transport {
   std::size_t summary_capacity() const override {
     return control_ ? ShmControl::kSlotBytes : global_->summary_capacity();
   }
-  std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) override {
-    return control_ ? control_->exchange(message) : global_->exchange_summaries(message);
-  }
+  // On one host every rank reads every other's slot (exchange_summaries) and combines them;
+  // across hosts the global transport reduces.
   std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) override {
     return control_ ? Transport::reduce_summaries(message, combine) : global_->reduce_summaries(message, combine);
+  }
+  std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) override {
+    return control_ ? control_->exchange(message) : Transport::exchange_summaries(message);
   }
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   bool reduces_pieces_in_place() const override { return true; }

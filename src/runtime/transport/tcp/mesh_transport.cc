@@ -77,15 +77,6 @@ std::vector<char> MeshTransport::broadcast_from_coordinator(const std::vector<ch
   return received_[0];
 }
 
-std::vector<std::vector<char>> MeshTransport::exchange_summaries(const std::vector<char>& message) {
-  send_to_every_peer(message.data(), message.size());
-  receive_from_every_peer_any_length();
-  run_step();
-  std::vector<std::vector<char>> all(size());
-  for (int r = 0; r < size(); ++r) all[r] = r == rank() ? message : received_[r];
-  return all;
-}
-
 std::vector<char> MeshTransport::reduce_summaries(const std::vector<char>& message, SummaryCombine combine) {
   const DoublingSchedule schedule = doubling_schedule(rank(), size());
   if (schedule.hands_to >= 0) {

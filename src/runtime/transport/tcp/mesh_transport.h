@@ -33,7 +33,6 @@ class MeshTransport final : public Transport {
   std::size_t summary_capacity() const override { return kSummaryBytes; }
   // Recursive doubling (recursive_doubling.h): about log2(n) steps of one message each.
   std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) override;
-  std::vector<std::vector<char>> exchange_summaries(const std::vector<char>& message) override;
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& bytes_per_rank) override;
   void broadcast(void* data, std::size_t bytes, int root) override;
