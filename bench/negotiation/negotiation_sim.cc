@@ -281,6 +281,8 @@ int main(int argc, char** argv) {
               "vs first", "ms/step", "KiB/cycle", "msgs", "shortcut");
   nlohmann::json all = nlohmann::json::array();
   for (const auto& [name, gradients] : models) {
+    std::int64_t gradient_elements = 0;
+    for (const Gradient& g : gradients) gradient_elements += g.elements;
     double first_cpu = 0;  // of the first world size listed: the ratio's base
     for (int n : ranks) {
       const Result r = simulate(name, gradients, n, path, settings);
@@ -292,6 +294,7 @@ int main(int argc, char** argv) {
                      {"path", path_name},
                      {"ranks", n},
                      {"tensors", gradients.size()},
+                     {"gradient_bytes", 4 * gradient_elements},  // float32
                      {"cycles_per_step", r.cycles_per_step},
                      {"rank0_cpu_us_per_cycle", r.cpu_us_per_cycle},
                      {"rank0_cpu_ms_per_step", r.cpu_ms_per_step},
