@@ -62,5 +62,29 @@ TEST(TimelineReader, OtherLayoutsAndGarbage) {
   EXPECT_TRUE(parse_timeline("").spans.empty());
 }
 
+TEST(TimelineReader, EventsWithNumbersNoTraceHoldsOrFieldsOfTheWrongTypeAreSkipped) {
+  // Found by fuzzing (tests/fuzz/dashboard_request): a timestamp of 5.6e62 was converted to an
+  // integer, which is undefined; so was a pid beyond 2^63. Each such event is now skipped alone.
+  Timeline t = parse_timeline(R"([
+{"name":"A","ph":"X","ts":5.6e62,"dur":1,"pid":1,"tid":0},
+{"name":"B","ph":"X","ts":1,"dur":1e300,"pid":1,"tid":0},
+{"name":"C","ph":"X","ts":1,"dur":1,"pid":1e30,"tid":0},
+{"name":"D","ph":"X","ts":1,"dur":1,"pid":"one","tid":0},
+{"name":7,"ph":"X","ts":1,"dur":1,"pid":1,"tid":0},
+{"name":"E","ph":"B","ts":-9007199254740992,"pid":1,"tid":0},
+{"ph":"E","ts":9007199254740992,"pid":1,"tid":0},
+{"name":"F","ph":"X","ts":18446744073709551615,"pid":1,"tid":0},
+{"name":"process_name","ph":"M","pid":1,"args":{"name":3}},
+{"name":"G","ph":"X","ts":2.5,"dur":3,"pid":1,"tid":0}
+])");
+  EXPECT_EQ(t.skipped, 6u);  // A, B, C, D, the nameless 7 and F
+  ASSERT_EQ(t.spans.size(), 2u);
+  EXPECT_EQ(t.activities[t.spans[0].activity], "E");
+  EXPECT_EQ(t.spans[0].duration_us, int64_t{1} << 54);  // the widest span two whole timestamps make
+  EXPECT_EQ(t.activities[t.spans[1].activity], "G");
+  EXPECT_EQ(t.spans[1].start_us, 2);
+  EXPECT_EQ(t.tracks, (std::vector<std::string>{"track 1"}));  // the label that is no text is ignored
+}
+
 }  // namespace
 }  // namespace dtrain::dashboard
