@@ -41,7 +41,6 @@ import dataclasses
 import json
 import math
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -104,6 +103,8 @@ class Machine:
 
 @dataclasses.dataclass(frozen=True)
 class StepTime:
+    """The model's step, term by term, in seconds."""
+
     compute_s: float
     lockstep_s: float
     sync_s: float
