@@ -1,5 +1,5 @@
 // What the dashboard reads on a request: the file a request names under a job directory
-// (`?file=`: any client that knows the token, or anyone where none is set) and the job's
+// (`?file=`: any client on loopback, or one that knows the token elsewhere) and the job's
 // timeline, a trace a running job is still appending to. The first byte picks which.
 //
 // Beyond a clean error, each is held to what the server relies on: an allowed path is a regular
