@@ -6,8 +6,11 @@
 //     (what forming a world needs of the store: N requests of each kind);
 //   gloo: the same, but the second exchange as Gloo's full mesh reads it, one wait per peer
 //     (N^2 requests in all).
-// Reported per world size: the time until every rank has met (a full world), the requests
-// that took, the errors, and the process's memory growth (the server's threads included).
+// Then every rank leaves (its client and connection closed) and the same number meets again on
+// the same store under new keys, as after an elastic restart: leaving must give back what
+// joining took. Reported per world size and round: the time until every rank has met (a full
+// world), the requests that took, the errors, and the process's memory growth over the round
+// (the server's threads included; in the second round, what the first's leaving did not return).
 //
 //   dtrain-bench-rendezvous [--ranks 64,256,1024] [--pattern world|gloo] [--timeout-s 120] [--json FILE]
 #include <CLI/CLI.hpp>
@@ -53,29 +56,29 @@ std::vector<std::string> keys(const std::string& prefix, int first, int end) {
 }
 
 // Rank r's init against the store, as the runtime's transports do it.
-void meet(int rank, int ranks, int port, bool gloo_pattern, std::chrono::milliseconds timeout,
+// Keys of a round live under `job` ("round1/", "round2/").
+void meet(int rank, int ranks, int port, const std::string& job, bool gloo_pattern, std::chrono::milliseconds timeout,
           std::atomic<long>& requests) {
   dtrain::rendezvous::RendezvousClient store("127.0.0.1", port, "load-test");
   store.report_ready(rank);
   const std::string address = "10.0.0." + std::to_string(rank % 250) + ":" + std::to_string(20000 + rank);
-  store.set("job/mesh/" + std::to_string(rank), address);  // tcp_mesh: publish, then read the ranks below
-  if (rank > 0) store.wait_get_all(keys("job/mesh/", 0, rank), timeout);
-  store.set("job/all/" + std::to_string(rank), address);
+  store.set(job + "mesh/" + std::to_string(rank), address);  // tcp_mesh: publish, then read the ranks below
+  if (rank > 0) store.wait_get_all(keys(job + "mesh/", 0, rank), timeout);
+  store.set(job + "all/" + std::to_string(rank), address);
   if (!gloo_pattern) {
-    store.wait_get_all(keys("job/all/", 0, ranks), timeout);
+    store.wait_get_all(keys(job + "all/", 0, ranks), timeout);
     requests += 5;
     return;
   }
   for (int peer = 0; peer < ranks; ++peer) {
-    if (peer != rank) store.wait_get("job/all/" + std::to_string(peer), timeout);
+    if (peer != rank) store.wait_get(job + "all/" + std::to_string(peer), timeout);
   }
   requests += 4 + (ranks - 1);
 }
 
-Outcome run(int ranks, bool gloo_pattern, double timeout_s) {
+// One round: `ranks` threads meet on the store at `port` and leave (their clients closed).
+Outcome run(int ranks, int port, const std::string& job, bool gloo_pattern, double timeout_s) {
   const long memory_before = resident_kib();
-  dtrain::rendezvous::RendezvousServer server("load-test", ranks);
-  const int port = server.start("127.0.0.1", 0);
   std::atomic<long> requests{0};
   std::atomic<int> errors{0};
   std::string first_error;
@@ -87,7 +90,7 @@ Outcome run(int ranks, bool gloo_pattern, double timeout_s) {
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        meet(r, ranks, port, gloo_pattern, timeout, requests);
+        meet(r, ranks, port, job, gloo_pattern, timeout, requests);
       } catch (const std::exception& e) {
         ++errors;
         if (!have_error.test_and_set()) first_error = e.what();
@@ -114,22 +117,30 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Also write the results here");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("%6s %10s %12s %12s %8s %12s\n", "ranks", "seconds", "requests", "requests/s", "errors", "memory MiB");
+  std::printf("%6s %7s %10s %12s %12s %8s %12s\n", "ranks", "round", "seconds", "requests", "requests/s", "errors",
+              "memory MiB");
   nlohmann::json all = nlohmann::json::array();
+  int failed_rounds = 0;
   for (int n : ranks) {
-    const Outcome o = run(n, pattern == "gloo", timeout_s);
-    std::printf("%6d %10.2f %12ld %12.0f %8d %12.1f\n", o.ranks, o.seconds, o.requests,
-                static_cast<double>(o.requests) / o.seconds, o.errors, static_cast<double>(o.memory_kib) / 1024);
-    if (!o.first_error.empty()) std::printf("  first error: %s\n", o.first_error.c_str());
-    std::fflush(stdout);
-    all.push_back({{"ranks", o.ranks},
-                   {"pattern", pattern},
-                   {"seconds", o.seconds},
-                   {"requests", o.requests},
-                   {"errors", o.errors},
-                   {"memory_kib", o.memory_kib},
-                   {"first_error", o.first_error}});
+    dtrain::rendezvous::RendezvousServer server("load-test", n);
+    const int port = server.start("127.0.0.1", 0);
+    for (int round = 1; round <= 2; ++round) {
+      const Outcome o = run(n, port, "round" + std::to_string(round) + "/", pattern == "gloo", timeout_s);
+      failed_rounds += o.errors > 0;
+      std::printf("%6d %7d %10.2f %12ld %12.0f %8d %12.1f\n", o.ranks, round, o.seconds, o.requests,
+                  static_cast<double>(o.requests) / o.seconds, o.errors, static_cast<double>(o.memory_kib) / 1024);
+      if (!o.first_error.empty()) std::printf("  first error: %s\n", o.first_error.c_str());
+      std::fflush(stdout);
+      all.push_back({{"ranks", o.ranks},
+                     {"round", round},
+                     {"pattern", pattern},
+                     {"seconds", o.seconds},
+                     {"requests", o.requests},
+                     {"errors", o.errors},
+                     {"memory_kib", o.memory_kib},
+                     {"first_error", o.first_error}});
+    }
   }
   if (!json_path.empty()) std::ofstream(json_path) << all.dump(2) << "\n";
-  return 0;
+  return failed_rounds == 0 ? 0 : 1;
 }
