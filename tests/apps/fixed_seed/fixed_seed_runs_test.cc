@@ -9,10 +9,14 @@
 //
 // LibTorch computes on one thread per rank: what it computes then does not depend on the
 // machine's cores or load, only on its processor (which kernels LibTorch and OpenBLAS pick).
-// So the recording names its processor, and the comparison is bit for bit on that kind of
-// processor; on another the numbers must agree to 1% and the weights' hashes are not compared.
+// So a recording names its processor (model, widest vector unit, family and model numbers: two
+// "AMD EPYC, avx512f" of different generations round differently), a file holds one recording
+// per processor it was recorded on, and the comparison is bit for bit against this processor's;
+// on a processor with none, the numbers must agree with the first recording to 1% and the
+// weights' hashes are not compared.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,7 +24,6 @@
 #include <nlohmann/json.hpp>
 #include <cmath>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,9 +49,12 @@ std::string sha256_of(const fs::path& file) {
 // The processor, as the kernels' choice depends on it: its model and the widest vector unit.
 std::string processor() {
   std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string model = "unknown", vectors = "sse";
+  std::string model = "unknown", vectors = "sse", family_number, model_number;
   for (std::string line; std::getline(cpuinfo, line);) {
+    const std::string value = line.find(':') == std::string::npos ? "" : line.substr(line.find(':') + 1);
     if (line.rfind("model name", 0) == 0 && model == "unknown") model = line.substr(line.find(':') + 2);
+    if (line.rfind("cpu family", 0) == 0 && family_number.empty()) family_number = value;
+    if (line.rfind("model\t", 0) == 0 && model_number.empty()) model_number = value;
     if (line.rfind("flags", 0) == 0) {
       if (line.find(" avx512f") != std::string::npos) {
         vectors = "avx512f";
@@ -57,7 +63,28 @@ std::string processor() {
       }
     }
   }
-  return model + ", " + vectors;
+  return model + ", " + vectors + ", family" + family_number + " model" + model_number;
+}
+
+// A recording file: for each processor it was recorded on, "processor: ..." and the run.
+using Recordings = std::vector<std::pair<std::string, std::string>>;
+
+Recordings read_recordings(const fs::path& file) {
+  Recordings recordings;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("processor: ", 0) == 0) {
+      recordings.push_back({line.substr(11), ""});
+    } else if (!recordings.empty()) {
+      recordings.back().second += line + "\n";
+    }
+  }
+  return recordings;
+}
+
+void write_recordings(const fs::path& file, const Recordings& recordings) {
+  std::ofstream out(file);
+  for (const auto& [recorded_on, run] : recordings) out << "processor: " << recorded_on << "\n" << run;
 }
 
 // The numbers in `text` and the text with each replaced by "#".
@@ -81,26 +108,31 @@ void expect_close(const std::string& fingerprint, const std::string& recorded) {
   }
 }
 
-// Compares `fingerprint` with the recorded one, or records it (DTRAIN_RECORD_FIXED_SEED=1).
+// Compares `fingerprint` with this processor's recording, or records it for this processor
+// (DTRAIN_RECORD_FIXED_SEED=1; the other processors' recordings are kept).
 void expect_recorded(const std::string& name, const std::string& fingerprint) {
-  const fs::path recorded = kRecorded / (name + ".txt");
-  const std::string here = "processor: " + processor() + "\n";
+  const fs::path file = kRecorded / (name + ".txt");
+  const std::string here = processor();
+  Recordings recordings = read_recordings(file);
+  const auto mine = std::find_if(recordings.begin(), recordings.end(),
+                                 [&](const auto& recording) { return recording.first == here; });
   const char* record = std::getenv("DTRAIN_RECORD_FIXED_SEED");
   if (record && std::string(record) == "1") {
-    std::ofstream(recorded) << here << fingerprint;
-    GTEST_SKIP() << "recorded " << recorded;
+    if (mine != recordings.end()) {
+      mine->second = fingerprint;
+    } else {
+      recordings.push_back({here, fingerprint});
+    }
+    write_recordings(file, recordings);
+    GTEST_SKIP() << "recorded " << file << " for " << here;
   }
-  std::ifstream in(recorded);
-  ASSERT_TRUE(in) << recorded << ": missing (DTRAIN_RECORD_FIXED_SEED=1 records it)";
-  std::string recorded_processor;
-  std::getline(in, recorded_processor);
-  std::stringstream expected;
-  expected << in.rdbuf();
-  if (recorded_processor + "\n" == here) {
-    EXPECT_EQ(fingerprint, expected.str())
-        << "the run differs from " << recorded << " (if the change means to alter training, record it again)";
+  ASSERT_FALSE(recordings.empty()) << file << ": missing (DTRAIN_RECORD_FIXED_SEED=1 records it)";
+  if (mine != recordings.end()) {
+    EXPECT_EQ(fingerprint, mine->second)
+        << "the run differs from " << file << " as recorded on " << here
+        << " (if the change means to alter training, record it again on every processor listed there)";
   } else {
-    expect_close(fingerprint, expected.str());
+    expect_close(fingerprint, recordings.front().second);
   }
 }
 
