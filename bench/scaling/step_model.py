@@ -313,6 +313,12 @@ def measured_link(work: Path, name: str, layout: Layout, netns: bool) -> Link:
     rows = {r["bytes"]: r for r in loaded if r["bench"] == "allreduce"}
     barrier = next(r for r in idle if r["bench"] == "barrier_last_arrival")
     small, large = rows[4096], rows[64 << 20]
+    if large["dtrain_runtime_s"] > 3 * large["dtrain_data_path_s"]:
+        # Seen in 2 of about 8 such runs on shared memory (205 ms against 22 ms): the runtime's
+        # thread stalled beside the spinners. The round's model then overshoots; said, not hidden.
+        print(f"warning: {name}: the runtime's 64 MiB allreduce took {large['dtrain_runtime_s'] * 1e3:.0f} ms, "
+              f"its data path {large['dtrain_data_path_s'] * 1e3:.0f} ms: a stall, this round's link is suspect",
+              file=sys.stderr, flush=True)
     ranks = layout.ranks
     bus_bytes = 2 * (ranks - 1) / ranks * (64 << 20)
     latency = small["dtrain_runtime_s"] / (2 * (ranks - 1))
@@ -350,6 +356,7 @@ def check(args: argparse.Namespace) -> int:
                        stdout=subprocess.DEVNULL)
     images, steps, skip = 2, args.steps, args.skip
     rows: dict[str, list[tuple[float, float]]] = {c.name: [] for c in CHECKS}
+    negotiation = rank0_negotiation_s(sorted({c.layout.ranks for c in CHECKS}), "mask_rcnn_r50_fpn", 60)
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.rounds):
             work = Path(tmp) / f"round{round_}"
@@ -361,7 +368,6 @@ def check(args: argparse.Namespace) -> int:
             order = CHECKS if round_ % 2 == 0 else list(reversed(CHECKS))
             print(f"round {round_ + 1}: links (latency, bandwidth, barrier): shared memory {describe(loopback)}; "
                   f"TCP loopback {describe(tcp[False])}; namespaces {describe(tcp[True])}", flush=True)
-            negotiation = rank0_negotiation_s([2, 4], "mask_rcnn_r50_fpn", 60)
             for c in order:
                 layout = c.layout
                 samples = [t for run in free[layout.ranks] for t in run]
