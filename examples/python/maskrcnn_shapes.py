@@ -4,7 +4,7 @@
 torchvision's maskrcnn_resnet50_fpn, randomly initialised, learns to find and outline the
 squares, circles and triangles that dtrain writes:
 
-    build/apps/dtrain data make-shapes --out data/shapes --train 400 --val 50 --size 128 --seed 1
+    scripts/shapes-data          # data/shapes: the main job's 1,600 training and 300 validation images
     export PYTHONPATH=$PWD/build/python
     build/apps/dtrain run -np 2 -- python3 examples/python/maskrcnn_shapes.py --iterations 300
 
@@ -82,8 +82,8 @@ class ShapesDataset(Dataset):
                 coco = json.load(f)
         except FileNotFoundError:
             raise DatasetError(
-                f"{annotations_file} not found: write the data set with `build/apps/dtrain data make-shapes "
-                f"--out {root} --train 400 --val 50 --size 128 --seed 1`, or pass --data") from None
+                f"{annotations_file} not found: write the data set with `scripts/shapes-data {root}`, "
+                f"or pass --data") from None
         self.image_dir = root / split
         self.images = sorted(coco["images"], key=lambda image: image["id"])
         self.categories = {c["id"]: c["name"] for c in coco["categories"]}
