@@ -39,7 +39,7 @@ grpc::Status ParameterStore::check_worker(int worker) const {
 void ParameterStore::register_worker(int worker, int num_workers, const std::vector<PieceDeclaration>& pieces,
                                      const UpdateRuleSpec& rule, const std::vector<std::string>& initial_values,
                                      std::int64_t start_step, RegisterDone done) {
-  std::lock_guard lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   auto fail = [&done](const grpc::Status& status) { done(status, 0); };
   if (num_workers < 1 || worker < 0 || worker >= num_workers) {
     return fail(invalid(fmt::format("worker {} of {} workers is not a valid worker", worker, num_workers)));
@@ -92,7 +92,12 @@ void ParameterStore::register_worker(int worker, int num_workers, const std::vec
                                         initial_values[i].size(), pieces[i].elements * 4)));
       }
     }
-    for (size_t i = 0; i < pieces.size(); ++i) pieces_[pieces[i].name].values = floats_of(initial_values[i]);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      Piece& piece = pieces_[pieces[i].name];
+      concurrency::MutexLock piece_lock(piece.mutex);
+      piece.values = floats_of(initial_values[i]);
+      piece.elements = piece.values.size();
+    }
     start_step_ = start_step;
     initialized_ = true;
   }
@@ -125,7 +130,7 @@ bool ParameterStore::may_proceed(std::int64_t step) const {
 void ParameterStore::push(int worker, std::int64_t step, double learning_rate, const std::string& piece_name,
                           const std::string& gradient_bytes, PushDone done) {
   static const std::vector<float> kNone;
-  std::unique_lock lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   if (grpc::Status status = check_worker(worker); !status.ok()) return done(status, 0, kNone);
   if (!initialized_) return done(precondition("push before the chief initialised the parameters"), 0, kNone);
   auto it = pieces_.find(piece_name);
@@ -133,9 +138,9 @@ void ParameterStore::push(int worker, std::int64_t step, double learning_rate, c
     return done(invalid(fmt::format("parameter server {} holds no piece '{}'", options_.server, piece_name)), 0, kNone);
   }
   Piece& piece = it->second;
-  if (gradient_bytes.size() != piece.values.size() * sizeof(float)) {
+  if (gradient_bytes.size() != piece.elements * sizeof(float)) {
     return done(invalid(fmt::format("gradient of '{}' from worker {} has {} bytes, expected {}", piece_name, worker,
-                                    gradient_bytes.size(), piece.values.size() * sizeof(float))),
+                                    gradient_bytes.size(), piece.elements * sizeof(float))),
                 0, kNone);
   }
   Worker& w = workers_[static_cast<size_t>(worker)];
@@ -157,7 +162,7 @@ void ParameterStore::push(int worker, std::int64_t step, double learning_rate, c
       piece.round_learning_rate = learning_rate;
     }
     const float* g = reinterpret_cast<const float*>(gradient_bytes.data());
-    piece.round_gradients[worker].assign(g, g + piece.values.size());
+    piece.round_gradients[worker].assign(g, g + piece.elements);
     piece.round_waiters.push_back(std::move(done));
     try_finish_rounds();
     return;
@@ -167,14 +172,19 @@ void ParameterStore::push(int worker, std::int64_t step, double learning_rate, c
     stale_waiters_.emplace_back(piece_name, PendingPush{worker, step, learning_rate, gradient_bytes, std::move(done)});
     return;
   }
-  std::unique_lock piece_lock(piece.mutex);
-  const bool release = clock_advanced && !stale_waiters_.empty();
-  // Nothing else to do under the store's lock: let pushes of other pieces apply in parallel.
-  if (!release) lock.unlock();
-  apply(piece, learning_rate, reinterpret_cast<const float*>(gradient_bytes.data()));
+  concurrency::MutexLock piece_lock(piece.mutex);
+  const float* gradient = reinterpret_cast<const float*>(gradient_bytes.data());
+  if (!clock_advanced || stale_waiters_.empty()) {
+    // Nothing else to do under the store's lock: let pushes of other pieces apply in parallel.
+    lock.unlock();
+    apply(piece, learning_rate, gradient);
+    done(grpc::Status::OK, piece.version, piece.values);
+    return;
+  }
+  apply(piece, learning_rate, gradient);
   done(grpc::Status::OK, piece.version, piece.values);
   piece_lock.unlock();
-  if (release) release_stale_waiters();
+  release_stale_waiters();  // this push may have been the one they wait for
 }
 
 void ParameterStore::try_finish_rounds() {
@@ -185,7 +195,7 @@ void ParameterStore::try_finish_rounds() {
       if (participating(workers_[w]) && !piece.round_gradients.count(static_cast<int>(w))) complete = false;
     }
     if (!complete) continue;
-    std::lock_guard piece_lock(piece.mutex);
+    concurrency::MutexLock piece_lock(piece.mutex);
     // Summed in worker order (the map's), then scaled as allreduce's average is.
     std::vector<float> average(piece.values.size(), 0.0f);
     for (const auto& [worker, gradient] : piece.round_gradients) {
@@ -214,7 +224,7 @@ void ParameterStore::release_stale_waiters() {
       continue;
     }
     Piece& piece = pieces_.at(name);
-    std::lock_guard piece_lock(piece.mutex);
+    concurrency::MutexLock piece_lock(piece.mutex);
     apply(piece, pending.learning_rate, reinterpret_cast<const float*>(pending.gradient.data()));
     pending.done(grpc::Status::OK, piece.version, piece.values);
   }
@@ -222,7 +232,7 @@ void ParameterStore::release_stale_waiters() {
 }
 
 grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& names, std::vector<std::string>& values) {
-  std::lock_guard lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   if (grpc::Status status = check_worker(worker); !status.ok()) return status;
   if (!initialized_) return precondition("pull before the chief initialised the parameters");
   workers_[static_cast<size_t>(worker)].last_seen = Clock::now();
@@ -230,7 +240,7 @@ grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& na
     auto it = pieces_.find(name);
     if (it == pieces_.end())
       return invalid(fmt::format("parameter server {} holds no piece '{}'", options_.server, name));
-    std::lock_guard piece_lock(it->second.mutex);
+    concurrency::MutexLock piece_lock(it->second.mutex);
     values.emplace_back(reinterpret_cast<const char*>(it->second.values.data()),
                         it->second.values.size() * sizeof(float));
   }
@@ -238,7 +248,7 @@ grpc::Status ParameterStore::pull(int worker, const std::vector<std::string>& na
 }
 
 grpc::Status ParameterStore::heartbeat(int worker, bool leaving, int& live_workers) {
-  std::lock_guard lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   if (grpc::Status status = check_worker(worker); !status.ok()) return status;
   Worker& w = workers_[static_cast<size_t>(worker)];
   w.last_seen = Clock::now();
@@ -253,7 +263,7 @@ grpc::Status ParameterStore::heartbeat(int worker, bool leaving, int& live_worke
 }
 
 void ParameterStore::abort_waiting(const grpc::Status& status) {
-  std::lock_guard lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   for (auto& waiting : registrations_waiting_) waiting(status, 0);
   registrations_waiting_.clear();
   for (auto& [name, piece] : pieces_) {
@@ -276,7 +286,7 @@ void ParameterStore::drop(int worker, const std::string& why) {
 }
 
 void ParameterStore::check_liveness(Clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
   bool dropped = false;
   for (size_t i = 0; i < workers_.size(); ++i) {

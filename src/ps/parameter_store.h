@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "concurrency/mutex.h"
 #include "ps/update_rule.h"
 
 namespace dtrain::ps {
@@ -91,42 +91,48 @@ class ParameterStore {
   // Lock order: mutex_, then a piece's mutex. An async push releases mutex_ once its
   // bookkeeping is done and applies under the piece's mutex alone.
   struct Piece {
-    std::mutex mutex;
-    std::vector<float> values;
-    UpdateState state;
-    std::int64_t version = 0;
-    // Sync mode: the round in progress. Gradients are kept per worker and summed in worker
-    // order once the round is complete, so the result does not depend on arrival order.
+    concurrency::Mutex mutex;
+    std::size_t elements = 0;  // set with the chief's initial values, then fixed
+    std::vector<float> values DTRAIN_GUARDED_BY(mutex);
+    UpdateState state DTRAIN_GUARDED_BY(mutex);
+    std::int64_t version DTRAIN_GUARDED_BY(mutex) = 0;
+    // Sync mode, under the store's mutex_: the round in progress. Gradients are kept per
+    // worker and summed in worker order once the round is complete, so the result does not
+    // depend on arrival order.
     std::optional<std::int64_t> round_step;
     std::map<int, std::vector<float>> round_gradients;  // worker -> its gradient
     std::vector<PushDone> round_waiters;
     double round_learning_rate = 0;
   };
 
-  grpc::Status check_worker(int worker) const;  // holds mutex_
+  grpc::Status check_worker(int worker) const DTRAIN_REQUIRES(mutex_);
   // Workers start at different speeds (loading data, a slow host): a worker that has not
   // registered yet is given at least a minute before it is dropped.
   double registration_grace_s() const { return std::max(options_.worker_timeout_s, 60.0); }
-  bool participating(const Worker& w) const {
+  static bool participating(const Worker& w) {
     return w.state == WorkerState::kExpected || w.state == WorkerState::kLive;
   }
-  void apply(Piece& piece, double learning_rate, const float* gradient);
-  void try_finish_rounds();      // sync: rounds whose participants have all pushed
-  void release_stale_waiters();  // async with a staleness bound
-  bool may_proceed(std::int64_t step) const;
-  void drop(int worker, const std::string& why);
+  void apply(Piece& piece, double learning_rate, const float* gradient) DTRAIN_REQUIRES(piece.mutex);
+  // Sync: completes the rounds whose participants have all pushed.
+  void try_finish_rounds() DTRAIN_REQUIRES(mutex_);
+  // Async with a staleness bound: applies the waiting pushes that may now proceed.
+  void release_stale_waiters() DTRAIN_REQUIRES(mutex_);
+  bool may_proceed(std::int64_t step) const DTRAIN_REQUIRES(mutex_);
+  void drop(int worker, const std::string& why) DTRAIN_REQUIRES(mutex_);
 
   ParameterStoreOptions options_;
-  mutable std::mutex mutex_;
-  bool initialized_ = false;
-  std::int64_t start_step_ = 0;
-  int num_workers_ = 0;
-  std::vector<PieceDeclaration> layout_;  // as first declared
+  mutable concurrency::Mutex mutex_;
+  bool initialized_ DTRAIN_GUARDED_BY(mutex_) = false;
+  std::int64_t start_step_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  int num_workers_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  std::vector<PieceDeclaration> layout_ DTRAIN_GUARDED_BY(mutex_);  // as first declared
+  // Set by the first registration, before any push is accepted, and fixed after: apply()
+  // reads it under a piece's mutex alone.
   UpdateRuleSpec rule_;
-  std::map<std::string, Piece> pieces_;
-  std::vector<Worker> workers_;
-  std::vector<RegisterDone> registrations_waiting_;
-  std::vector<std::pair<std::string, PendingPush>> stale_waiters_;  // (piece, push)
+  std::map<std::string, Piece> pieces_ DTRAIN_GUARDED_BY(mutex_);
+  std::vector<Worker> workers_ DTRAIN_GUARDED_BY(mutex_);
+  std::vector<RegisterDone> registrations_waiting_ DTRAIN_GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, PendingPush>> stale_waiters_ DTRAIN_GUARDED_BY(mutex_);  // (piece, push)
 };
 
 }  // namespace dtrain::ps

@@ -1,17 +1,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <grpcpp/support/status.h>
 
+#include "concurrency/mutex.h"
 #include "ps/parameter_server.pb.h"
 #include "ps/shard_plan.h"
 #include "ps/update_rule.h"
@@ -58,6 +57,7 @@ class PsClient {
                                const std::function<const float*(const Piece&)>& initial_value, std::int64_t start_step);
 
   // `done(error, value)`: error empty on success, value the piece's bytes after the update.
+  // Called on one of gRPC's threads; the client's destructor waits for the pushes in flight.
   using PushDone = std::function<void(const std::string& error, std::string&& value)>;
   void push(int piece, std::int64_t step, double learning_rate, const float* gradient, PushDone done);
 
@@ -80,15 +80,18 @@ class PsClient {
   std::string failure(const std::string& doing, int server, const grpc::Status& status) const;
   grpc::Status heartbeat(int server, bool leaving, wire::HeartbeatReply& reply);
   void heartbeat_loop();
+  void push_finished();
 
   PsClientOptions options_;
   ShardPlan plan_;
   std::vector<std::unique_ptr<Server>> servers_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool left_ = false;
-  std::string heartbeat_error_;
+  mutable concurrency::Mutex mutex_;
+  concurrency::ConditionVariable wake_;
+  bool stopping_ DTRAIN_GUARDED_BY(mutex_) = false;
+  bool left_ DTRAIN_GUARDED_BY(mutex_) = false;
+  std::string heartbeat_error_ DTRAIN_GUARDED_BY(mutex_);
+  // A push's completion reads the client (its error names the server): the client outlives it.
+  int pushes_in_flight_ DTRAIN_GUARDED_BY(mutex_) = 0;
   std::thread heartbeat_;
 };
 

@@ -141,8 +141,9 @@ ParameterServer::ParameterServer(ParameterStoreOptions options, std::string toke
     throw PsError(fmt::format("parameter server {}: cannot listen on {}", options.server, listen));
   }
   liveness_ = std::thread([this] {
-    std::unique_lock lock(mutex_);
-    while (!stop_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; })) {
+    concurrency::MutexLock lock(mutex_);
+    while (
+        !stop_.wait_for(lock, std::chrono::milliseconds(500), [this]() DTRAIN_REQUIRES(mutex_) { return stopping_; })) {
       lock.unlock();
       store_.check_liveness();
       lock.lock();
@@ -152,7 +153,7 @@ ParameterServer::ParameterServer(ParameterStoreOptions options, std::string toke
 
 void ParameterServer::shutdown() {
   {
-    std::lock_guard lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
   }

@@ -1,14 +1,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include <grpcpp/server.h>
 
+#include "concurrency/mutex.h"
 #include "ps/parameter_server.grpc.pb.h"
 #include "ps/parameter_store.h"
 
@@ -61,9 +60,9 @@ class ParameterServer {
   ParameterService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  std::mutex mutex_;
-  std::condition_variable stop_;
-  bool stopping_ = false;
+  concurrency::Mutex mutex_;
+  concurrency::ConditionVariable stop_;
+  bool stopping_ DTRAIN_GUARDED_BY(mutex_) = false;
   std::thread liveness_;
 };
 
