@@ -6,17 +6,17 @@
 
 namespace dtrain::python {
 
-CompletionThread::CompletionThread() : thread_([this] { run(); }) {}
+CompletionThread::CompletionThread() : thread_([queue = queue_] { run(queue); }) {}
 
 CompletionThread::~CompletionThread() {
   {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+    concurrency::MutexLock lock(queue_->mutex);
+    queue_->stopping = true;
   }
-  queued_.notify_one();
+  queue_->queued.notify_one();
   if (std::this_thread::get_id() == thread_.get_id()) {
-    // The last reference went away in a callback this thread ran: it finishes the queue and
-    // ends on its own.
+    // The last reference went away in a callback this thread ran: it finishes the queue (its
+    // own reference keeps the queue) and ends on its own.
     thread_.detach();
     return;
   }
@@ -33,21 +33,23 @@ CompletionThread::~CompletionThread() {
 
 void CompletionThread::enqueue(std::function<void()> finish) {
   {
-    std::lock_guard lock(mutex_);
-    pending_.push_back(std::move(finish));
+    concurrency::MutexLock lock(queue_->mutex);
+    queue_->pending.push_back(std::move(finish));
   }
-  queued_.notify_one();
+  queue_->queued.notify_one();
 }
 
-void CompletionThread::run() {
+void CompletionThread::run(const std::shared_ptr<Queue>& queue) {
   while (true) {
     std::function<void()> finish;
     {
-      std::unique_lock lock(mutex_);
-      queued_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopping, and nothing left
-      finish = std::move(pending_.front());
-      pending_.pop_front();
+      concurrency::MutexLock lock(queue->mutex);
+      // The predicate runs with the mutex held (the wait takes it back first).
+      queue->queued.wait(lock,
+                         [&]() DTRAIN_REQUIRES(queue->mutex) { return queue->stopping || !queue->pending.empty(); });
+      if (queue->pending.empty()) return;  // stopping, and nothing left
+      finish = std::move(queue->pending.front());
+      queue->pending.pop_front();
     }
     finish();
   }

@@ -5,11 +5,12 @@
 // the callbacks chained on that future (DDP's comm hooks) run there too, never on the
 // runtime's background thread. In order, because c10d's futures complete in the order their
 // operations were issued (DDP's buckets); the runtime may finish them in another.
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <thread>
+
+#include "concurrency/mutex.h"
 
 namespace dtrain::python {
 
@@ -25,12 +26,17 @@ class CompletionThread {
   void enqueue(std::function<void()> finish);
 
  private:
-  void run();
+  // Shared with the thread, which may outlive this object: when the last reference goes away
+  // in a callback the thread itself runs, the thread drains the queue after the destructor.
+  struct Queue {
+    concurrency::Mutex mutex;
+    concurrency::ConditionVariable queued;
+    std::deque<std::function<void()>> pending DTRAIN_GUARDED_BY(mutex);
+    bool stopping DTRAIN_GUARDED_BY(mutex) = false;
+  };
+  static void run(const std::shared_ptr<Queue>& queue);
 
-  std::mutex mutex_;
-  std::condition_variable queued_;
-  std::deque<std::function<void()>> pending_;
-  bool stopping_ = false;
+  std::shared_ptr<Queue> queue_ = std::make_shared<Queue>();
   std::thread thread_;
 };
 

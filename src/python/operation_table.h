@@ -6,12 +6,12 @@
 // holds the operation's tensors (through the adapter's handles) until it is taken out: a
 // tensor the program dropped stays alive while the runtime may still read or write it.
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
 
+#include "concurrency/mutex.h"
 #include "dtrain/torch.h"
 
 namespace dtrain::python {
@@ -32,9 +32,9 @@ class OperationTable {
   void remove(int handle);
 
  private:
-  mutable std::mutex mutex_;
-  int next_ = 1;
-  std::unordered_map<int, std::shared_ptr<Operation>> operations_;
+  mutable concurrency::Mutex mutex_;
+  int next_ DTRAIN_GUARDED_BY(mutex_) = 1;
+  std::unordered_map<int, std::shared_ptr<Operation>> operations_ DTRAIN_GUARDED_BY(mutex_);
 };
 
 }  // namespace dtrain::python

@@ -17,7 +17,7 @@ InferenceQueue::~InferenceQueue() { shutdown(); }
 std::future<InvocationResponse> InferenceQueue::submit(InvocationRequest request) {
   std::future<InvocationResponse> answer;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     if (stopping_) throw InvocationError(503, "the server is shutting down");
     if (tasks_.size() >= capacity_) {
       throw InvocationError(503, "the server is busy: " + std::to_string(tasks_.size()) +
@@ -34,7 +34,7 @@ std::future<InvocationResponse> InferenceQueue::submit(InvocationRequest request
 
 void InferenceQueue::shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     stopping_ = true;
   }
   available_.notify_all();
@@ -44,21 +44,22 @@ void InferenceQueue::shutdown() {
 }
 
 size_t InferenceQueue::waiting() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   return tasks_.size();
 }
 
 size_t InferenceQueue::running() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   return running_;
 }
 
 std::vector<InferenceQueue::Task> InferenceQueue::take_batch() {
   std::vector<Task> batch;
-  std::unique_lock<std::mutex> lock(mutex_);
-  available_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+  concurrency::MutexLock lock(mutex_);
+  // The predicates and take_waiting run with mutex_ held (a wait takes it back first).
+  available_.wait(lock, [&]() DTRAIN_REQUIRES(mutex_) { return stopping_ || !tasks_.empty(); });
   if (tasks_.empty()) return batch;  // stopping, and nothing left to finish
-  const auto take_waiting = [&] {
+  const auto take_waiting = [&]() DTRAIN_REQUIRES(mutex_) {
     while (!tasks_.empty() && batch.size() < batching_.max_batch) {
       batch.push_back(std::move(tasks_.front()));
       tasks_.pop_front();
@@ -69,7 +70,8 @@ std::vector<InferenceQueue::Task> InferenceQueue::take_batch() {
   if (batch.size() < batching_.max_batch && batching_.batch_timeout.count() > 0) {
     const auto deadline = std::chrono::steady_clock::now() + batching_.batch_timeout;
     const size_t missing = batching_.max_batch - batch.size();
-    available_.wait_until(lock, deadline, [&] { return stopping_ || tasks_.size() >= missing; });
+    available_.wait_until(lock, deadline,
+                          [&]() DTRAIN_REQUIRES(mutex_) { return stopping_ || tasks_.size() >= missing; });
     take_waiting();
   }
   return batch;
@@ -111,7 +113,7 @@ void InferenceQueue::work(Endpoint& endpoint) {
     std::vector<Task> batch = take_batch();
     if (batch.empty()) return;
     answer(endpoint, batch);
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     running_ -= batch.size();
   }
 }

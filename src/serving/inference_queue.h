@@ -21,15 +21,14 @@
 // - shutdown() refuses new requests; the workers still take and answer every
 //   request already accepted, then exit.
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "concurrency/mutex.h"
 #include "serving/endpoint.h"
 
 namespace dtrain::serving {
@@ -76,11 +75,11 @@ class InferenceQueue {
   const BatchOptions batching_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<std::thread> threads_;
-  mutable std::mutex mutex_;
-  std::condition_variable available_;
-  std::deque<Task> tasks_;
-  size_t running_ = 0;
-  bool stopping_ = false;
+  mutable concurrency::Mutex mutex_;
+  concurrency::ConditionVariable available_;
+  std::deque<Task> tasks_ DTRAIN_GUARDED_BY(mutex_);
+  size_t running_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  bool stopping_ DTRAIN_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace dtrain::serving

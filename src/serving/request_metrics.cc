@@ -23,7 +23,7 @@ RequestMetrics::RequestMetrics(size_t window) : window_(window) {
 }
 
 void RequestMetrics::record(const std::string& route, int status, double seconds) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   ++counts_[{route, status}];
   RouteLatency& latency = latencies_[route];
   ++latency.count;
@@ -37,7 +37,7 @@ void RequestMetrics::record(const std::string& route, int status, double seconds
 }
 
 uint64_t RequestMetrics::count(const std::string& route, int status) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   const auto it = counts_.find({route, status});
   return it == counts_.end() ? 0 : it->second;
 }
@@ -49,14 +49,14 @@ LatencySummary RequestMetrics::summarize(const RouteLatency& route) const {
 }
 
 LatencySummary RequestMetrics::latency(const std::string& route) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   const auto it = latencies_.find(route);
   return it == latencies_.end() ? LatencySummary{} : summarize(it->second);
 }
 
 std::string RequestMetrics::prometheus_text(
     const std::vector<std::tuple<std::string, std::string, double>>& gauges) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   std::string out;
   out += "# HELP dtrain_serve_requests_total Requests answered, by route and HTTP status code.\n";
   out += "# TYPE dtrain_serve_requests_total counter\n";

@@ -6,11 +6,12 @@
 // that they describe current behaviour rather than the whole uptime.
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "concurrency/mutex.h"
 
 namespace dtrain::serving {
 
@@ -46,9 +47,9 @@ class RequestMetrics {
   LatencySummary summarize(const RouteLatency& route) const;
 
   const size_t window_;
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, int>, uint64_t> counts_;
-  std::map<std::string, RouteLatency> latencies_;
+  mutable concurrency::Mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> counts_ DTRAIN_GUARDED_BY(mutex_);
+  std::map<std::string, RouteLatency> latencies_ DTRAIN_GUARDED_BY(mutex_);
 };
 
 }  // namespace dtrain::serving
