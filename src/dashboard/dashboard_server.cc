@@ -10,7 +10,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "concurrency/mutex.h"
 #include "dashboard/dashboard_assets.h"
 #include "dashboard/job_catalog.h"
 #include "dashboard/job_view.h"
@@ -127,7 +127,7 @@ class TimelineCache {
       throw std::length_error(
           fmt::format("the timeline is {} bytes, more than the dashboard reads ({})", st.st_size, kMaxTimelineBytes));
     }
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     if (path == path_ && st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec &&
         st.st_size == size_) {
       return body_;
@@ -151,11 +151,11 @@ class TimelineCache {
             {"instants", instants},      {"truncated", timeline.truncated},   {"skipped", timeline.skipped}};
   }
 
-  std::mutex mutex_;
-  std::string path_;
-  timespec mtime_{};
-  off_t size_ = 0;
-  std::shared_ptr<const std::string> body_;
+  concurrency::Mutex mutex_;
+  std::string path_ DTRAIN_GUARDED_BY(mutex_);
+  timespec mtime_ DTRAIN_GUARDED_BY(mutex_){};
+  off_t size_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  std::shared_ptr<const std::string> body_ DTRAIN_GUARDED_BY(mutex_);
 };
 
 bool is_loopback(const std::string& address) {

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -14,6 +12,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "concurrency/mutex.h"
 #include "dtrain/error.h"
 #include "rendezvous/key_batch.h"
 #include "rendezvous/protocol.h"
@@ -42,19 +41,19 @@ struct RendezvousServer::Impl {
   int port = 0;
   int listening_socket = -1;
 
-  mutable std::mutex mutex;
-  std::map<std::string, std::string> values;
-  std::set<int> ready;
+  mutable concurrency::Mutex mutex;
+  std::map<std::string, std::string> values DTRAIN_GUARDED_BY(mutex);
+  std::set<int> ready DTRAIN_GUARDED_BY(mutex);
   // The batched waits in progress, each under the first key it still misses: setting a key
   // wakes only the waits for that key (a world of N ranks each waiting on N keys would
   // otherwise wake N waits N times each).
-  std::multimap<std::string, std::condition_variable*> waiting;
-  bool stopping = false;
+  std::multimap<std::string, concurrency::ConditionVariable*> waiting DTRAIN_GUARDED_BY(mutex);
+  bool stopping DTRAIN_GUARDED_BY(mutex) = false;
 
   Impl(std::string t, int n) : token(std::move(t)), world_size(n) {}
 
   void store(const std::string& key, std::string value) {
-    std::lock_guard lock(mutex);
+    concurrency::MutexLock lock(mutex);
     values[key] = std::move(value);
     const auto [first, last] = waiting.equal_range(key);
     for (auto it = first; it != last; ++it) it->second->notify_one();
@@ -64,8 +63,8 @@ struct RendezvousServer::Impl {
   // all there) and, when none are, their values.
   std::vector<std::string> wait_for(const std::vector<std::string>& keys,
                                     std::chrono::steady_clock::time_point deadline, std::vector<std::string>& found) {
-    std::condition_variable woken;
-    std::unique_lock lock(mutex);
+    concurrency::ConditionVariable woken;
+    concurrency::MutexLock lock(mutex);
     std::size_t present = 0;  // keys[0, present) exist; values are never removed
     while (true) {
       while (present < keys.size() && values.count(keys[present]) > 0) ++present;
@@ -90,7 +89,7 @@ struct RendezvousServer::Impl {
   }
 
   void stop_waits() {
-    std::lock_guard lock(mutex);
+    concurrency::MutexLock lock(mutex);
     stopping = true;
     for (auto& [key, woken] : waiting) woken->notify_one();
   }
@@ -124,7 +123,7 @@ struct RendezvousServer::Impl {
       res.status = 200;
     });
     server.Get(kKeyRoute, [this](const Request& req, Response& res) {
-      std::lock_guard lock(mutex);
+      concurrency::MutexLock lock(mutex);
       auto it = values.find(req.matches[1]);
       if (it == values.end()) {
         res.status = 404;
@@ -142,7 +141,7 @@ struct RendezvousServer::Impl {
         res.set_content(fmt::format("dtrain rendezvous: rank {} is not in [0, {})", text, world_size), "text/plain");
         return;
       }
-      std::lock_guard lock(mutex);
+      concurrency::MutexLock lock(mutex);
       ready.insert(rank);
       res.status = 200;
     });
@@ -236,17 +235,17 @@ void RendezvousServer::stop() {
 int RendezvousServer::port() const { return impl_->port; }
 
 bool RendezvousServer::is_ready(int rank) const {
-  std::lock_guard lock(impl_->mutex);
+  concurrency::MutexLock lock(impl_->mutex);
   return impl_->ready.count(rank) > 0;
 }
 
 std::vector<int> RendezvousServer::ready_ranks() const {
-  std::lock_guard lock(impl_->mutex);
+  concurrency::MutexLock lock(impl_->mutex);
   return {impl_->ready.begin(), impl_->ready.end()};
 }
 
 std::optional<std::string> RendezvousServer::value(const std::string& key) const {
-  std::lock_guard lock(impl_->mutex);
+  concurrency::MutexLock lock(impl_->mutex);
   auto it = impl_->values.find(key);
   if (it == impl_->values.end()) return std::nullopt;
   return it->second;
