@@ -57,7 +57,8 @@ class PsClient {
                                const std::function<const float*(const Piece&)>& initial_value, std::int64_t start_step);
 
   // `done(error, value)`: error empty on success, value the piece's bytes after the update.
-  // Called on one of gRPC's threads; the client's destructor waits for the pushes in flight.
+  // Called on one of gRPC's threads; the client's destructor waits for the pushes in flight,
+  // so `done` must not destroy the client.
   using PushDone = std::function<void(const std::string& error, std::string&& value)>;
   void push(int piece, std::int64_t step, double learning_rate, const float* gradient, PushDone done);
 
