@@ -43,12 +43,25 @@ void reduce_typed(ReduceOp op, void* out, const void* a, const void* b, std::siz
   }
 }
 
+// Each element widened to float, combined and rounded back. The loop is instantiated per op,
+// as reduce_typed's, so that it vectorises: compressed gradients (bfloat16) come through here.
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float), ReduceOp Op>
+void combine_half(std::uint16_t* o, const std::uint16_t* x, const std::uint16_t* y, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) o[i] = FromFloat(combine<float>(Op, ToFloat(x[i]), ToFloat(y[i])));
+}
+
 template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
 void reduce_half(ReduceOp op, void* out, const void* a, const void* b, std::size_t count) {
   auto* o = static_cast<std::uint16_t*>(out);
   const auto* x = static_cast<const std::uint16_t*>(a);
   const auto* y = static_cast<const std::uint16_t*>(b);
-  for (std::size_t i = 0; i < count; ++i) o[i] = FromFloat(combine<float>(op, ToFloat(x[i]), ToFloat(y[i])));
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage: return combine_half<ToFloat, FromFloat, ReduceOp::kSum>(o, x, y, count);
+    case ReduceOp::kMin: return combine_half<ToFloat, FromFloat, ReduceOp::kMin>(o, x, y, count);
+    case ReduceOp::kMax: return combine_half<ToFloat, FromFloat, ReduceOp::kMax>(o, x, y, count);
+    case ReduceOp::kProduct: return combine_half<ToFloat, FromFloat, ReduceOp::kProduct>(o, x, y, count);
+  }
 }
 
 template <typename T>
