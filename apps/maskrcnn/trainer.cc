@@ -307,6 +307,7 @@ TrainingRun::TrainingRun(const Config& config, const TrainerSettings& settings, 
       seed(shared_seed(config.get<int64_t>("SEED"), distribution)),
       schedule(schedule_options(config)),
       clipper(config),
+      exchange(exchange_options(config, clipper.enabled())),
       output_dir(output_directory(config, settings)),
       test_data(test_data_of(config)),
       log(open_log(where.rank, output_dir)),
@@ -560,7 +561,8 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     modeling::load_weights(*m.model, weights);
   }
   const TrainingSet training = load_training_set(config, before_any_world.options);
-  const std::unique_ptr<GradientExchange> exchange = distribution->attach(m.sgd, m.trainable, 0, false);
+  const std::unique_ptr<GradientExchange> exchange =
+      distribution->attach(m.sgd, m.trainable, 0, before_any_world.exchange);
 
   libtorch::TorchState state(*m.model, m.sgd);
   int64_t& iteration = state.counter("iteration");
@@ -636,8 +638,7 @@ void train(Config config, const TrainerSettings& settings) {
   const TrainingSet training = load_training_set(config, run.options);
   vision::DataLoader loader(training.dataset,
                             loader_options(config, run.options, run.steps.per_rank, run.seed, placement));
-  const std::unique_ptr<GradientExchange> exchange =
-      distribution->attach(m.sgd, m.trainable, start_iter, run.clipper.enabled());
+  const std::unique_ptr<GradientExchange> exchange = distribution->attach(m.sgd, m.trainable, start_iter, run.exchange);
   start_iter = exchange->start_iteration();
   m.model->train();
   announce_training(run, loader.items().size());

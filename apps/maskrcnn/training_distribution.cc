@@ -13,8 +13,9 @@ namespace {
 
 class AllreduceExchange final : public GradientExchange {
  public:
-  AllreduceExchange(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable, int64_t start_iter)
-      : optimizer_(sgd, trainable), start_iter_(start_iter) {}
+  AllreduceExchange(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable, int64_t start_iter,
+                    const ExchangeOptions& options)
+      : optimizer_(sgd, trainable, optimizer_options(options)), start_iter_(start_iter) {}
 
   int64_t start_iteration() const override { return start_iter_; }
   void zero_grad() override { optimizer_.zero_grad(); }
@@ -25,6 +26,13 @@ class AllreduceExchange final : public GradientExchange {
   bool finish() override { return true; }
 
  private:
+  static libtorch::DistributedOptimizerOptions optimizer_options(const ExchangeOptions& options) {
+    libtorch::DistributedOptimizerOptions o;
+    o.compression = options.compression;
+    o.compression_min_bytes = options.compression_min_bytes;
+    return o;
+  }
+
   libtorch::DistributedOptimizer optimizer_;
   int64_t start_iter_;
 };
@@ -45,8 +53,8 @@ class AllreduceDistribution final : public TrainingDistribution {
   }
 
   std::unique_ptr<GradientExchange> attach(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
-                                           int64_t start_iter, bool /*clipping*/) override {
-    return std::make_unique<AllreduceExchange>(sgd, trainable, start_iter);
+                                           int64_t start_iter, const ExchangeOptions& options) override {
+    return std::make_unique<AllreduceExchange>(sgd, trainable, start_iter, options);
   }
 };
 
@@ -98,8 +106,12 @@ class ParameterServerDistribution final : public TrainingDistribution {
   }
 
   std::unique_ptr<GradientExchange> attach(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
-                                           int64_t start_iter, bool clipping) override {
-    return std::make_unique<ParameterServerExchange>(sgd, trainable, start_iter, clipping, placement_.rank);
+                                           int64_t start_iter, const ExchangeOptions& options) override {
+    if (options.compression != libtorch::Compression::kNone) {
+      throw std::invalid_argument(
+          "SOLVER.GRADIENT_COMPRESSION applies to allreduce: --distribution ps pushes float32 gradients");
+    }
+    return std::make_unique<ParameterServerExchange>(sgd, trainable, start_iter, options.clipping, placement_.rank);
   }
 
  private:
@@ -107,6 +119,25 @@ class ParameterServerDistribution final : public TrainingDistribution {
 };
 
 }  // namespace
+
+ExchangeOptions exchange_options(const vision::config::Config& config, bool clipping) {
+  ExchangeOptions options;
+  options.clipping = clipping;
+  const std::string dtype = config.get<std::string>("SOLVER.GRADIENT_COMPRESSION.DTYPE");
+  if (dtype != "float16" && dtype != "bfloat16") {
+    throw std::invalid_argument("SOLVER.GRADIENT_COMPRESSION.DTYPE: \"" + dtype +
+                                "\", expected \"float16\" or \"bfloat16\"");
+  }
+  options.compression_min_bytes = config.get<int64_t>("SOLVER.GRADIENT_COMPRESSION.MIN_BYTES");
+  if (options.compression_min_bytes < 0) {
+    throw std::invalid_argument("SOLVER.GRADIENT_COMPRESSION.MIN_BYTES: " +
+                                std::to_string(options.compression_min_bytes) + ", expected 0 or more");
+  }
+  if (config.get<bool>("SOLVER.GRADIENT_COMPRESSION.ENABLED")) {
+    options.compression = dtype == "float16" ? libtorch::Compression::kFp16 : libtorch::Compression::kBf16;
+  }
+  return options;
+}
 
 std::unique_ptr<TrainingDistribution> choose_distribution(const TrainerSettings& settings) {
   if (settings.distribution != "ps") return std::make_unique<AllreduceDistribution>();

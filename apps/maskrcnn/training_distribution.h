@@ -19,6 +19,7 @@
 #include "dtrain/torch.h"
 #include "apps/maskrcnn/trainer.h"
 #include "training/gradient_step.h"
+#include "vision/config/config.h"
 
 namespace dtrain::maskrcnn {
 
@@ -37,6 +38,20 @@ class GradientExchange : public training::GradientPath {
   virtual bool finish() = 0;
 };
 
+// What the trainer asks of a GradientExchange.
+struct ExchangeOptions {
+  // The caller changes the gradients between wait_for_gradients() and apply().
+  bool clipping = false;
+  // SOLVER.GRADIENT_COMPRESSION: the dtype float32 gradients travel in, and the size below
+  // which they travel as they are.
+  libtorch::Compression compression = libtorch::Compression::kNone;
+  int64_t compression_min_bytes = 0;
+};
+
+// SOLVER.GRADIENT_COMPRESSION.{ENABLED, DTYPE, MIN_BYTES} read and checked (std::invalid_argument
+// naming the key and the value).
+ExchangeOptions exchange_options(const vision::config::Config& config, bool clipping);
+
 class TrainingDistribution {
  public:
   virtual ~TrainingDistribution() = default;
@@ -46,9 +61,9 @@ class TrainingDistribution {
   // The job's seed when SEED is negative: the same on every rank.
   virtual uint64_t draw_seed() = 0;
   // Takes over `sgd`'s updates of `trainable` from `start_iter` (rank 0's, already broadcast).
-  // `clipping`: the caller changes the gradients between wait_for_gradients() and apply().
+  // Throws std::invalid_argument for options the distribution does not support.
   virtual std::unique_ptr<GradientExchange> attach(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
-                                                   int64_t start_iter, bool clipping) = 0;
+                                                   int64_t start_iter, const ExchangeOptions& options) = 0;
 };
 
 // Throws std::invalid_argument for settings the distribution does not support.

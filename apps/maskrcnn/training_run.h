@@ -79,6 +79,7 @@ struct TrainingRun {
   uint64_t seed;
   vision::solver::WarmupLrSchedule schedule;
   GradientClipper clipper;
+  ExchangeOptions exchange;  // what the gradient exchange is asked for (clipping, compression)
   fs::path output_dir;
   EvaluationData test_data;
   TrainingLog log;

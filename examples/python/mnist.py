@@ -182,8 +182,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help=f"directory with the MNIST idx files (default: {DEFAULT_DATA_DIR})")
     parser.add_argument("--seed", type=int, default=42, metavar="N",
                         help="random seed shared by all ranks (default: 42)")
-    parser.add_argument("--fp16-allreduce", action="store_true",
-                        help="send gradients as float16 (half the bytes, slightly less precise)")
+    wire = parser.add_mutually_exclusive_group()
+    wire.add_argument("--fp16-allreduce", action="store_true",
+                      help="send gradients as float16 (half the bytes, slightly less precise)")
+    wire.add_argument("--bf16-allreduce", action="store_true",
+                      help="send gradients as bfloat16 (half the bytes, float32's range, less precise than float16)")
     parser.add_argument("--threads", type=int, default=0, metavar="N",
                         help="intra-op threads per rank (default: the cores divided among this host's ranks)")
     parser.add_argument("--log-interval", type=int, default=50, metavar="N",
@@ -224,7 +227,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     # the step can be that much larger.
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr * hvd.size())
 
-    compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
+    compression = hvd.Compression.none
+    if args.fp16_allreduce:
+        compression = hvd.Compression.fp16
+    elif args.bf16_allreduce:
+        compression = hvd.Compression.bf16
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
                                          compression=compression)
 

@@ -144,15 +144,20 @@ TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, s
 
 // ---- training ----
 
-enum class Compression { kNone, kFp16 };
+enum class Compression { kNone, kFp16, kBf16 };
 
 struct DistributedOptimizerOptions {
   ReduceOp op = ReduceOp::kAverage;  // or kSum
   // Backward passes accumulated locally before the gradients are reduced and step() runs.
   int backward_passes_per_step = 1;
-  // kFp16: float32/float64 gradients travel as float16, dtype restored (bfloat16 and float16
-  // ones as they are; gradients are never integer).
+  // kFp16 / kBf16: float32 and float64 gradients travel (and are summed) as float16 /
+  // bfloat16, half the bytes, and come back in their own dtype; float16 and bfloat16 ones
+  // travel as they are. float16 keeps 3 more bits of mantissa, bfloat16 float32's range
+  // (no overflow to infinity, no need of a predivide factor).
   Compression compression = Compression::kNone;
+  // Gradients smaller than this travel uncompressed (DDP's PowerSGD hook spares small tensors
+  // the same way): their bytes are few, while their values (biases, norms) are sensitive.
+  std::int64_t compression_min_bytes = 0;
   // Average as (sum of grad / f) * f / size, to keep low-precision sums in range.
   double gradient_predivide_factor = 1.0;
   std::string name_prefix = "grad.";

@@ -142,6 +142,45 @@ TEST(DistributedOptimizer, Fp16CompressionLeavesBfloat16GradientsAlone) {
       << weight.grad();
 }
 
+// A gradient of (1 + 2^-10) * 2^20 on every rank: beyond float16's range, and a step finer
+// than bfloat16's 8 significant bits, so it shows which dtype it travelled in.
+at::Tensor averaged_fine_gradient(Compression compression, std::int64_t min_bytes, const std::string& prefix) {
+  at::Tensor weight = at::zeros({1, 4}, at::kFloat).requires_grad_();
+  torch::optim::SGD sgd(std::vector<at::Tensor>{weight}, 1.0);
+  DistributedOptimizerOptions options;
+  options.compression = compression;
+  options.compression_min_bytes = min_bytes;
+  options.name_prefix = prefix;
+  DistributedOptimizer optimizer(sgd, {{"weight", weight}}, options);
+  (weight * at::full({1, 4}, 1049600.0)).sum().backward();
+  optimizer.synchronize();
+  return weight.grad();
+}
+
+TEST(DistributedOptimizer, Bf16CompressionKeepsTheRangeAndRestoresTheDtype) {
+  const at::Tensor grad = averaged_fine_gradient(Compression::kBf16, 0, "bf16c.");
+  EXPECT_EQ(grad.scalar_type(), at::kFloat);
+  // Rounded to bfloat16 on the way (float16 would have made it infinite).
+  EXPECT_TRUE(grad.equal(at::full({1, 4}, 1048576.0))) << grad;
+}
+
+TEST(DistributedOptimizer, CompressionSparesGradientsBelowTheThreshold) {
+  // 16 bytes, below 17: it travels as float32, exact.
+  const at::Tensor grad = averaged_fine_gradient(Compression::kBf16, 17, "bf16s.");
+  EXPECT_EQ(grad.scalar_type(), at::kFloat);
+  EXPECT_TRUE(grad.allclose(at::full({1, 4}, 1049600.0), 1e-7, 0)) << grad;
+}
+
+TEST(DistributedOptimizer, RefusesANegativeCompressionThreshold) {
+  torch::nn::Linear layer(torch::nn::LinearOptions(2, 1).bias(false));
+  torch::optim::SGD sgd(layer->parameters(), 1.0);
+  DistributedOptimizerOptions options;
+  options.compression_min_bytes = -1;
+  const std::string message =
+      error_of([&] { DistributedOptimizer optimizer(sgd, layer->named_parameters().pairs(), options); });
+  EXPECT_NE(message.find("compression_min_bytes must not be negative, got -1"), std::string::npos) << message;
+}
+
 TEST(DistributedOptimizer, ParameterWithoutGradientOnSomeRanksDoesNotDeadlock) {
   torch::nn::Linear used(torch::nn::LinearOptions(2, 1).bias(false)),
       unused(torch::nn::LinearOptions(2, 1).bias(false));

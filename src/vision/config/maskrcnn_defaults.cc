@@ -98,6 +98,11 @@ void define_solver(Config& c) {
   // loss scaling, bfloat16 (GPU or CPU) without.
   c.define("SOLVER.AMP.ENABLED", false);
   c.define("SOLVER.AMP.DTYPE", std::string("float16"));
+  // Gradients on the wire in half the bytes (Horovod's Compression.fp16, and bfloat16): float32
+  // gradients of at least MIN_BYTES travel and are summed in DTYPE ("float16" or "bfloat16").
+  c.define("SOLVER.GRADIENT_COMPRESSION.ENABLED", false);
+  c.define("SOLVER.GRADIENT_COMPRESSION.DTYPE", std::string("bfloat16"));
+  c.define("SOLVER.GRADIENT_COMPRESSION.MIN_BYTES", int64_t{0});
   c.define("SOLVER.CLIP_GRADIENTS.ENABLED", false);
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_TYPE", std::string("value"));  // "value" or "norm"
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_VALUE", 1.0);

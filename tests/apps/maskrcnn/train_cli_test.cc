@@ -123,6 +123,24 @@ TEST_F(TrainCli, Bfloat16MixedPrecisionTrainsOnTwoRanksAndFloat16WantsAGpu) {
       << float16.output;
 }
 
+// Gradients travel as bfloat16 (half the bytes); an unknown dtype is refused naming the key.
+TEST_F(TrainCli, CompressedGradientsTrainOnTwoRanksAndAnUnknownDtypeIsRefused) {
+  const JobResult run = train(
+      "SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 2 SOLVER.CHECKPOINT_PERIOD 0 "
+      "SOLVER.GRADIENT_COMPRESSION.ENABLED true SOLVER.GRADIENT_COMPRESSION.MIN_BYTES 1024");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("iter: 2/2"), std::string::npos) << run.output;
+
+  const JobResult float8 = train(
+      "SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 SOLVER.GRADIENT_COMPRESSION.ENABLED true "
+      "SOLVER.GRADIENT_COMPRESSION.DTYPE float8",
+      1);
+  EXPECT_NE(float8.exit_code, 0);
+  EXPECT_NE(float8.output.find("SOLVER.GRADIENT_COMPRESSION.DTYPE: \"float8\", expected \"float16\" or \"bfloat16\""),
+            std::string::npos)
+      << float8.output;
+}
+
 // Detectron2's rule: training stops at a NaN or infinite loss, naming the iteration, before any
 // checkpoint of the lost weights is written. (Every rank throws at the same check; which
 // rank's line the launcher shows first is a race, so the test reads either.)

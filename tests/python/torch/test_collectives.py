@@ -306,6 +306,19 @@ def test_allreduce_fp16_compression(dtype):
     torch.testing.assert_close(result.double(), expected, rtol=4e-3, atol=4e-3)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=dtype_id)
+def test_allreduce_bf16_compression(dtype):
+    """Compression.bf16 reduces in bfloat16, keeping float32's range, and hands back the
+    input's dtype."""
+    inputs = every_rank(lambda r: rank_floats(r, (6, 7), dtype=dtype) * 1e6)  # beyond float16's range
+    result = hvd.allreduce(inputs[hvd.rank()], compression=hvd.Compression.bf16, name=f"bf16.{dtype_id(dtype)}")
+    expected = torch.stack([t.bfloat16().double() for t in inputs]).mean(0)
+    assert result.dtype == dtype
+    assert torch.isfinite(result).all()
+    # A few bfloat16 roundings of sums of magnitude ~1e6 (a step of 4096 there).
+    torch.testing.assert_close(result.double(), expected, rtol=1e-2, atol=3e4)
+
+
 def test_fp16_compression_leaves_integer_tensors_alone():
     inputs = every_rank(lambda r: rank_tensor(r, (5,), torch.int32))
     result = hvd.allreduce(inputs[hvd.rank()], op=hvd.Sum, compression=hvd.Compression.fp16, name="fp16.int")
@@ -326,6 +339,12 @@ def test_compressors():
     compressed, ctx = hvd.Compression.fp16.compress(ints)
     assert compressed.dtype == torch.int64
     assert hvd.Compression.fp16.decompress(compressed, ctx).dtype == torch.int64
+    brain, ctx = hvd.Compression.bf16.compress(t)
+    assert brain.dtype == torch.bfloat16
+    assert hvd.Compression.bf16.decompress(brain, ctx).dtype == torch.float64
+    half = t.half()
+    assert hvd.Compression.bf16.compress(half)[0] is half  # as small already
+    assert hvd.Compression.bf16.compress(ints)[0] is ints
 
 
 # ---------------------------------------------------------------- grouped allreduce

@@ -205,19 +205,21 @@ def test_step_after_synchronize_reduces_once():
     assert_parameters_close(model, reference)
 
 
-def test_fp16_compression():
-    """Compression.fp16 reduces the gradients in float16: close to the exact result (float16
-    rounding over 20 steps), yet visibly not equal to it, and the parameters stay float64."""
+@pytest.mark.parametrize("compression, tolerance", [("fp16", 5e-3), ("bf16", 3e-2)])
+def test_compression(compression, tolerance):
+    """Compression.fp16 / bf16 reduce the gradients in float16 / bfloat16: close to the exact
+    result (their rounding over 20 steps; bfloat16 keeps 3 bits less), yet visibly not equal
+    to it, and the parameters stay float64."""
     data = make_data(STEPS * hvd.size())
     model = make_model()
     optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1),
-                            compression=hvd.Compression.fp16)
+                            compression=getattr(hvd.Compression, compression))
     train_distributed(model, optimizer, data)
     reference = make_model()
     train_reference(reference, torch.optim.SGD(reference.parameters(), lr=0.1), data)
     assert all(p.dtype == torch.float64 for p in model.parameters())
-    assert_parameters_close(model, reference, tolerance=5e-3)
-    assert max_difference(model, reference) > 1e-9, "no float16 rounding: the gradients were not compressed"
+    assert_parameters_close(model, reference, tolerance=tolerance)
+    assert max_difference(model, reference) > 1e-9, f"no {compression} rounding: the gradients were not compressed"
 
 
 @pytest.mark.parametrize("groups", ["lists", "count"])
