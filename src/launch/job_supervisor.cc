@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "launch/flight_record_collector.h"
 #include "launch/launch_error.h"
 #include "launch/output_relay.h"
 #include "launch/raw_output_files.h"
@@ -38,6 +39,10 @@ void write_fully(int fd, std::string_view bytes) {
     bytes.remove_prefix(static_cast<size_t>(n));
   }
 }
+
+// How long the launcher waits for the ranks' flight records: after SIGUSR1 before it prints
+// what came, and after a failure that came with records before it stops the other ranks.
+constexpr auto kRecordWait = std::chrono::seconds(3);
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -94,6 +99,7 @@ class SupervisedJob {
       report_readiness();
       check_time_limit();
       check_kill_deadline();
+      check_records();
       note_all_reaped();
     }
     for (auto& w : workers_) close_streams(w);
@@ -107,6 +113,7 @@ class SupervisedJob {
       } else {
         write_fully(2, fmt::format("dtrain run: {}\n", failure_->description));
       }
+      print_verdict();
       return 1;
     }
     return 0;
@@ -134,8 +141,14 @@ class SupervisedJob {
       }
       return [is_stderr](std::string_view line) { write_fully(is_stderr ? 2 : 1, line); };
     };
+    // A rank's flight record is the launcher's to read, not the user's: taken off stderr.
+    auto stderr_sink = [this, relayed = sink(true), prefix_bytes = prefix("stderr").size()](std::string_view line) {
+      std::string_view bare = line.substr(std::min(prefix_bytes, line.size()));
+      if (bare.ends_with('\n')) bare.remove_suffix(1);
+      if (!records_.take(bare)) relayed(line);
+    };
     w.stdout_relay = std::make_unique<LineRelay>(prefix("stdout"), sink(false));
-    w.stderr_relay = std::make_unique<LineRelay>(prefix("stderr"), sink(true));
+    w.stderr_relay = std::make_unique<LineRelay>(prefix("stderr"), stderr_sink);
     workers_.push_back(std::move(w));
   }
 
@@ -234,6 +247,8 @@ class SupervisedJob {
       next = std::min(next, launched_at_ + seconds(options_.time_limit_s));
     }
     if (drain_deadline_) next = std::min(next, *drain_deadline_);
+    if (stop_when_recorded_) next = std::min(next, *stop_when_recorded_);
+    if (verdict_at_) next = std::min(next, *verdict_at_);
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
     return static_cast<int>(std::clamp<long long>(ms, 0, 1000));
   }
@@ -271,6 +286,10 @@ class SupervisedJob {
   void handle_signals() {
     for (int sig : signals_.drain()) {
       if (sig == SIGCHLD) continue;  // reap() runs after every wakeup
+      if (sig == SIGUSR1) {
+        ask_for_records();
+        continue;
+      }
       if (interrupt_signal_ == 0 && !stopping_) {
         interrupt_signal_ = sig;
         write_fully(2, fmt::format("dtrain run: caught {}, stopping {} worker{}\n", signal_name(sig), workers_.size(),
@@ -383,7 +402,49 @@ class SupervisedJob {
       failure_ = WorkerFailure{who ? who->placement : RankPlacement{}, std::move(message), wait_status};
       if (!who) failure_->placement.rank = -1;
     }
+    // A failure that comes with flight records (a stall, a timeout): the other ranks are
+    // writing theirs at the same moment; they get kRecordWait to finish before they stop.
+    if (!records_.empty() && !records_.has_every_rank(world_size()) && !stopping_) {
+      if (!stop_when_recorded_) stop_when_recorded_ = Clock::now() + kRecordWait;
+      return;
+    }
     begin_stop(SIGTERM);
+  }
+
+  int world_size() const {
+    return static_cast<int>(
+        std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return !w.service; }));
+  }
+
+  // SIGUSR1: every running rank writes its flight record; the verdict follows when all have
+  // come, or after kRecordWait with those that did.
+  void ask_for_records() {
+    records_.clear();
+    int asked = 0;
+    for (auto& w : workers_) {
+      if (w.running && !w.service && ::kill(w.pid, SIGUSR1) == 0) ++asked;
+    }
+    write_fully(2, fmt::format("dtrain run: caught SIGUSR1, asking {} rank{} for their flight records\n", asked,
+                               asked == 1 ? "" : "s"));
+    verdict_at_ = Clock::now() + kRecordWait;
+  }
+
+  void check_records() {
+    const bool all = records_.has_every_rank(world_size());
+    if (stop_when_recorded_ && (all || Clock::now() >= *stop_when_recorded_)) {
+      stop_when_recorded_.reset();
+      begin_stop(SIGTERM);
+    }
+    if (verdict_at_ && (all || Clock::now() >= *verdict_at_)) {
+      verdict_at_.reset();
+      print_verdict();
+      records_.clear();
+    }
+  }
+
+  void print_verdict() {
+    if (records_.empty()) return;
+    write_fully(2, fmt::format("dtrain run: {}\n", records_.verdict(world_size())));
   }
 
   void begin_stop(int sig) {
@@ -414,6 +475,9 @@ class SupervisedJob {
   bool start_checked_ = false;
   int interrupt_signal_ = 0;
   std::optional<WorkerFailure> failure_;
+  FlightRecordCollector records_;
+  std::optional<Clock::time_point> stop_when_recorded_;  // a failure waits for the ranks' records until then
+  std::optional<Clock::time_point> verdict_at_;          // SIGUSR1: the verdict is printed by then
   char buffer_[64 * 1024];
 };
 

@@ -58,6 +58,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT}) ::signal(sig, SIG_DFL);
+  // The launcher passes SIGUSR1 on (a request for the ranks' flight records): a rank whose
+  // runtime has not yet put its handler in place would die of it. The runtime replaces this.
+  ::signal(SIGUSR1, SIG_IGN);
 
   int stdin_fd = stdin_pipe ? in.read_end : ::open("/dev/null", O_RDONLY);
   if (stdin_fd < 0 || ::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(out.write_end, STDOUT_FILENO) < 0 ||

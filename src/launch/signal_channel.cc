@@ -16,7 +16,7 @@ namespace dtrain::launch {
 SignalChannel::SignalChannel() {
   sigset_t mask;
   sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&mask, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1}) sigaddset(&mask, sig);
   ::pthread_sigmask(SIG_BLOCK, &mask, &previous_mask_);
   fd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd_ < 0) {

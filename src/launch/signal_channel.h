@@ -6,7 +6,7 @@
 
 namespace dtrain::launch {
 
-// Delivers SIGINT, SIGTERM, SIGHUP and SIGCHLD to the launcher's event loop
+// Delivers SIGINT, SIGTERM, SIGHUP, SIGCHLD and SIGUSR1 to the launcher's event loop
 // as readable data on a file descriptor (signalfd) instead of as handlers.
 // Construct it before any thread starts: the signals are blocked in the
 // calling thread and every thread created afterwards inherits the mask.

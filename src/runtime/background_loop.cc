@@ -32,6 +32,8 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
       timeline_(config_.rank == 0 && !config_.timeline_path.empty()
                     ? std::make_unique<Timeline>(config_.timeline_path, config_.timeline_mark_cycles)
                     : nullptr),
+      recorder_(config_.flight_recorder_entries, config_.rank, config_.size, config_.hostname,
+                config_.flight_recorder_dir),
       cache_(config_.cache_capacity),
       executor_(
           *transport_, timeline_.get(),
@@ -42,6 +44,7 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
           [this](int device, HostRunner host) {
             return make_device_engine(*transport_, config_, device, std::move(host));
           }) {
+  executor_.set_flight_recorder(&recorder_);
   cycle_time_ms_ = config_.cycle_time_ms;
   last_cycle_start_ = Clock::now();
   if (config_.rank == 0) {
@@ -178,6 +181,7 @@ bool BackgroundLoop::run_cycle() {
   mutex_.unlock();  // the caller's lock, taken again below before it returns
   CycleOutcome outcome;
   std::optional<std::pair<std::string, bool>> ended;  // why, and whether a peer was lost
+  bool write_record = false;                          // a stall or an error: not a shutdown, not a lost peer
   try {
     outcome = cycle(start);
     if (timeline_) timeline_->flush();
@@ -196,7 +200,10 @@ bool BackgroundLoop::run_cycle() {
   } catch (const std::exception& e) {
     log().error("{}", e.what());
     ended.emplace(e.what(), false);
+    write_record = true;
   }
+  // While the operations are still in flight, so the record shows what each rank waited on.
+  if (write_record) recorder_.write(ended->first);
   if (ended) fail_everything(ended->first, ended->second);  // still the cycling thread: pending_ is ours
   mutex_.lock();
   cycling_ = false;
@@ -224,6 +231,7 @@ void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) 
 
 BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   executor_.check_device_health();
+  recorder_.new_cycle(start);
   CycleReport report;
   bool grouped = false;  // a cached operation of a group: the coordinator waits for the whole group
   {
@@ -232,6 +240,7 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
     while (!queue_.empty()) {
       TensorEntry entry = std::move(queue_.front());
       queue_.pop_front();
+      entry.record = recorder_.submitted(entry.request, entry.submitted);
       if (auto position = cache_.find(entry.request); position && entry.request.type != OpType::kJoin) {
         held_.emplace(*position, start);
         grouped = grouped || !entry.request.group.empty();

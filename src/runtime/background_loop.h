@@ -93,6 +93,7 @@ class BackgroundLoop {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Autotuner> autotuner_;  // rank 0 with DTRAIN_AUTOTUNE
   std::unique_ptr<Timeline> timeline_;
+  FlightRecorder recorder_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   OpExecutor executor_;

@@ -144,6 +144,10 @@ RuntimeConfig read_config_from_environment() {
   c.stall_warning_s = number<double>("DTRAIN_STALL_WARNING_S", 60);
   c.stall_shutdown_s = number<double>("DTRAIN_STALL_SHUTDOWN_S", 0);
   c.timeline_path = text("DTRAIN_TIMELINE");
+  const auto recorded = number<long long>("DTRAIN_FLIGHT_RECORDER_ENTRIES", 1024);
+  require(recorded >= 0 && recorded <= 1'000'000, "DTRAIN_FLIGHT_RECORDER_ENTRIES must be 0 (off) to 1000000");
+  c.flight_recorder_entries = static_cast<std::size_t>(recorded);
+  c.flight_recorder_dir = text("DTRAIN_FLIGHT_RECORDER_DIR");
   c.timeline_mark_cycles = number<int>("DTRAIN_TIMELINE_MARK_CYCLES", 0) != 0;
   c.shared_memory = number<int>("DTRAIN_SHM", 1) != 0;
   c.tcp_mesh = number<int>("DTRAIN_TCP_MESH", 1) != 0;

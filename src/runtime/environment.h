@@ -45,6 +45,10 @@ struct RuntimeConfig {
   double stall_warning_s = 60;
   double stall_shutdown_s = 0;  // 0: never
   std::string timeline_path;
+  // DTRAIN_FLIGHT_RECORDER_ENTRIES: the collectives the flight recorder keeps (0: off);
+  // DTRAIN_FLIGHT_RECORDER_DIR: where it writes the whole ring (runtime/flight_recorder.h).
+  std::size_t flight_recorder_entries = 1024;
+  std::string flight_recorder_dir;
   bool timeline_mark_cycles = false;  // a marker at each cycle that had work
   bool shared_memory = true;          // DTRAIN_SHM: allreduce through shared memory among a host's ranks
   int hierarchical = -1;              // DTRAIN_HIERARCHICAL_ALLREDUCE: -1 automatic, 0 off, 1 on

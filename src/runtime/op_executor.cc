@@ -31,6 +31,20 @@ void* allocate_output(TensorEntry& entry, const std::vector<std::int64_t>& shape
   return out.data;
 }
 
+void OpExecutor::note_started(const std::vector<TensorEntry*>& tensors) {
+  if (!recorder_) return;
+  for (const TensorEntry* t : tensors) {
+    if (t) recorder_->started(t->record);
+  }
+}
+
+void OpExecutor::note_finished(const std::vector<TensorEntry*>& tensors, bool ok) {
+  if (!recorder_) return;
+  for (const TensorEntry* t : tensors) {
+    if (t) recorder_->finished(t->record, ok);
+  }
+}
+
 void OpExecutor::activity_begin(const Response& response, const char* activity) {
   if (!timeline_) return;
   for (const auto& name : response.names) timeline_->begin(name, activity);
@@ -60,6 +74,7 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
   };
 
   if (!response.ok()) {
+    note_finished(tensors, false);
     finish();
     for (auto& state : states) state->fail(response.error);
     return;
@@ -76,6 +91,7 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
     }
   }
 
+  note_started(tensors);
   if (timeline_) activity_begin(response, activity_name(response.type).c_str());  // the name costs an allocation
   try {
     if (response.device == DeviceType::kCUDA) {
@@ -88,6 +104,7 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
     throw;
   }
   activity_end(response);
+  note_finished(tensors, true);
   finish();
   for (auto& state : states) state->complete_one();
 }

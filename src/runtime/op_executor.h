@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/flight_recorder.h"
 #include "runtime/gpu/device_engine.h"
 #include "runtime/message.h"
 #include "runtime/tensor_entry.h"
@@ -32,6 +33,7 @@ class OpExecutor {
         make_device_engine_(std::move(make_device_engine)) {}
 
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }  // nullptr: none
+  void set_flight_recorder(FlightRecorder* recorder) { recorder_ = recorder; }
 
   // Runs `response`, removing the entries it finishes from `entries`.
   void execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries);
@@ -53,11 +55,15 @@ class OpExecutor {
   void alltoall(const Response& response, TensorEntry& entry);
   void reducescatter(const Response& response, TensorEntry& entry);
 
+  // The flight recorder's note of each tensor's progress (before `entries` lets them go).
+  void note_started(const std::vector<TensorEntry*>& tensors);
+  void note_finished(const std::vector<TensorEntry*>& tensors, bool ok);
   void activity_begin(const Response& response, const char* activity);
   void activity_end(const Response& response);
 
   Transport& transport_;
   Timeline* timeline_;
+  FlightRecorder* recorder_ = nullptr;
   std::function<void(const std::string&)> release_;
   DeviceEngineFactory make_device_engine_;
   std::unique_ptr<DeviceEngine> device_engine_;

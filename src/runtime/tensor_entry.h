@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 
 #include "runtime/message.h"
@@ -16,6 +17,7 @@ struct TensorEntry {
   OutputAllocator allocate;
   std::shared_ptr<detail::OpState> state;
   std::chrono::steady_clock::time_point submitted;
+  std::uint64_t record = ~std::uint64_t{0};  // its number in the flight recorder, once it left the queue
   // CUDA tensors: the event (a cudaEvent_t) after which the input may be read (gpu::capture_ready).
   std::shared_ptr<void> ready;
 };

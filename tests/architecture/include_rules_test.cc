@@ -25,10 +25,11 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"error", {}},
     {"concurrency", {}},
     {"settings", {}},
+    {"flight_record", {}},
     {"rendezvous", {"error", "concurrency"}},
     {"slurm", {}},
-    {"runtime", {"error", "rendezvous", "slurm", "concurrency"}},
-    {"launch", {"rendezvous", "slurm", "settings"}},
+    {"runtime", {"error", "rendezvous", "slurm", "concurrency", "flight_record"}},
+    {"launch", {"rendezvous", "slurm", "settings", "flight_record"}},
     {"job", {"launch", "slurm", "settings"}},
     {"dashboard", {"launch", "concurrency"}},  // launch/job_identity.h: the token
     {"ps", {"error", "rendezvous", "settings", "concurrency"}},

@@ -22,6 +22,7 @@ using testing::run_job;
 
 const std::string kLauncher = DTRAIN_CLI;
 const std::string kCollectives = COLLECTIVES_MP_TEST;
+const std::string kHangWorker = HANG_WORKER;
 
 TEST(Job, TimelineIsValidChromeTraceWithNegotiationAndFusion) {
   const testing::TempDir dir;
@@ -144,6 +145,66 @@ TEST(Job, StallShutdownFailsEveryRankWithTheReason) {
                               " --gtest_filter=JobOnly.ShutdownFailsEveryRankNamingTheMissingRank");
   EXPECT_EQ(result.exit_code, 0) << result.output;  // every rank saw the error it expected
   EXPECT_NE(result.output.find("DTRAIN_STALL_SHUTDOWN_S"), std::string::npos) << result.output;
+}
+
+// The flight recorder's verdict on a hang ended by the stall shutdown: the launcher prints
+// one paragraph from every rank's record, naming the rank to look at.
+std::string hang_verdict_of(const std::string& way) {
+  const auto result =
+      run_job(kLauncher + " run -np 2 --stall-warning-s 1 --stall-shutdown-s 2 -- " + kHangWorker + " " + way);
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output.find("dtrain flight record: "), std::string::npos) << "the records are the launcher's";
+  const auto at = result.output.find("dtrain run: Flight records of 2 of 2 ranks");
+  EXPECT_NE(at, std::string::npos) << result.output;
+  return at == std::string::npos ? result.output : result.output.substr(at, result.output.find('\n', at) - at);
+}
+
+TEST(Job, HangVerdictNamesTheRanksThatPartedWaysAndWhere) {
+  const std::string verdict = hang_verdict_of("skip");
+  EXPECT_NE(verdict.find("Allreduce 'step.b' is awaited by rank 0"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("was never submitted by rank 1"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("Ranks 0 and 1 wait on each other after allreduce 'step.a': rank 0 called 'step.b' where "
+                         "rank 1 called 'step.c'"),
+            std::string::npos)
+      << verdict;
+  EXPECT_NE(verdict.find("Look at ranks 0, 1 first."), std::string::npos) << verdict;
+}
+
+TEST(Job, HangVerdictNamesTheRankInItsOwnCode) {
+  const std::string verdict = hang_verdict_of("user-code");
+  EXPECT_NE(verdict.find("Rank 1 has nothing in flight: its last collective, allreduce 'step.a', finished"),
+            std::string::npos)
+      << verdict;
+  EXPECT_NE(verdict.find("Look at rank 1 first."), std::string::npos) << verdict;
+}
+
+TEST(Job, HangVerdictNamesCollectivesCalledInDifferentOrders) {
+  const std::string verdict = hang_verdict_of("order");
+  EXPECT_NE(verdict.find("Ranks 0 and 1 wait on each other: rank 0 called 'x' where rank 1 called 'y'"),
+            std::string::npos)
+      << verdict;
+}
+
+// SIGUSR1 to the launcher: the ranks write their records, the launcher prints the verdict and
+// the job goes on (no stall shutdown here). Each rank also writes its whole ring to the
+// directory DTRAIN_FLIGHT_RECORDER_DIR names.
+TEST(Job, Sigusr1ToTheLauncherPrintsTheVerdictAndTheJobGoesOn) {
+  testing::TempDir dir;
+  const std::string d = dir.path().string();
+  const auto result = run_job("sh -c 'DTRAIN_FLIGHT_RECORDER_DIR=" + d + "/records " + kLauncher + " run -np 2 -- " +
+                              kHangWorker + " signal " + d + " & launcher=$!; while [ ! -e " + d +
+                              "/waiting ]; do sleep 0.1; done; kill -USR1 $launcher; sleep 4; touch " + d +
+                              "/release; wait $launcher'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("dtrain run: caught SIGUSR1, asking 2 ranks for their flight records"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("(written on: SIGUSR1). Allreduce 'step.b' is awaited by rank 0"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("Rank 1 has nothing in flight"), std::string::npos) << result.output;
+  for (const char* file : {"rank0.json", "rank1.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "records" / file)) << file;
+  }
 }
 
 TEST(Job, RanksThatReachedInitAreNotStoppedByTheStartTimeout) {

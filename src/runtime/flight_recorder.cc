@@ -1,0 +1,164 @@
+#include "runtime/flight_recorder.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "runtime/logging.h"
+#include "runtime/record_on_signal.h"
+
+namespace dtrain::runtime {
+namespace {
+
+// Finished collectives that go on the stderr line after those in flight: enough to show where
+// each rank was, short enough for one line of the launcher's relay.
+constexpr std::size_t kFinishedOnTheLine = 8;
+// In flight on the line at most (a rank cannot have many more: each name once).
+constexpr std::size_t kInFlightOnTheLine = 256;
+
+std::int64_t steady_ns(FlightRecorder::Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// A ring of a power of two slots: the slot of a sequence number is a mask away, not a division.
+std::size_t ring_size(std::size_t capacity) {
+  std::size_t size = 1;
+  while (size < capacity) size *= 2;
+  return capacity == 0 ? 0 : size;
+}
+
+// Steady-clock nanoseconds to wall-clock microseconds, by the two clocks' offset now.
+struct WallClock {
+  std::int64_t offset_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() -
+      steady_ns(FlightRecorder::Clock::now());
+  std::int64_t micros(std::int64_t steady) const { return steady == 0 ? 0 : (steady + offset_ns) / 1000; }
+};
+
+bool in_flight(const flight_record::CollectiveRecord& c) {
+  return c.state == flight_record::CollectiveState::kSubmitted || c.state == flight_record::CollectiveState::kStarted;
+}
+
+// The in-flight collectives and the last finished ones, in the ring's order.
+flight_record::RankRecord for_the_line(flight_record::RankRecord record) {
+  std::vector<flight_record::CollectiveRecord> kept;
+  std::size_t finished_left = kFinishedOnTheLine, in_flight_left = kInFlightOnTheLine;
+  for (auto it = record.collectives.rbegin(); it != record.collectives.rend(); ++it) {
+    std::size_t& left = in_flight(*it) ? in_flight_left : finished_left;
+    if (left == 0) continue;
+    --left;
+    kept.push_back(std::move(*it));
+  }
+  record.collectives.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  return record;
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(std::size_t capacity, int rank, int size, std::string host, std::string dir)
+    : rank_(rank), size_(size), host_(std::move(host)), dir_(std::move(dir)), slots_(ring_size(capacity)) {
+  slot_mask_ = slots_.empty() ? 0 : slots_.size() - 1;
+  if (enabled()) record_on_sigusr1(this);
+}
+
+FlightRecorder::~FlightRecorder() {
+  if (enabled()) forget_for_sigusr1(this);
+}
+
+void FlightRecorder::new_cycle(Clock::time_point start) { cycle_start_ns_ = steady_ns(start); }
+
+FlightRecorder::Slot* FlightRecorder::slot_of(std::uint64_t sequence) {
+  if (sequence == kNotRecorded || slots_.empty()) return nullptr;
+  Slot& slot = slots_[sequence & slot_mask_];
+  // Overwritten by a newer collective when the ring went round: then nothing to note.
+  return slot.sequence.load(std::memory_order_relaxed) == sequence ? &slot : nullptr;
+}
+
+std::uint64_t FlightRecorder::submitted(const Request& request, Clock::time_point when) {
+  if (!enabled()) return kNotRecorded;
+  concurrency::MutexLock lock(mutex_);
+  const std::uint64_t sequence = next_sequence_++;
+  Slot& slot = slots_[sequence & slot_mask_];
+  slot.sequence.store(sequence, std::memory_order_relaxed);
+  slot.name.assign(request.name);  // into the capacity the slot kept: no allocation once warm
+  slot.type = request.type;
+  slot.shape.assign(request.shape.begin(), request.shape.end());
+  slot.dtype = request.dtype;
+  slot.device = request.device;
+  slot.submitted = when;
+  slot.started_ns.store(0, std::memory_order_relaxed);
+  slot.finished_ns.store(0, std::memory_order_relaxed);
+  slot.failed.store(false, std::memory_order_relaxed);
+  return sequence;
+}
+
+void FlightRecorder::started(std::uint64_t sequence) {
+  if (Slot* slot = slot_of(sequence)) slot->started_ns.store(cycle_start_ns_, std::memory_order_relaxed);
+}
+
+void FlightRecorder::finished(std::uint64_t sequence, bool ok) {
+  if (Slot* slot = slot_of(sequence)) {
+    slot->failed.store(!ok, std::memory_order_relaxed);
+    slot->finished_ns.store(cycle_start_ns_, std::memory_order_relaxed);
+  }
+}
+
+flight_record::RankRecord FlightRecorder::snapshot(const std::string& reason) const {
+  const WallClock wall;
+  flight_record::RankRecord record;
+  record.rank = rank_;
+  record.size = size_;
+  record.host = host_;
+  record.pid = ::getpid();
+  record.reason = reason;
+  record.written_us = wall.micros(steady_ns(Clock::now()));
+  concurrency::MutexLock lock(mutex_);
+  const std::uint64_t end = next_sequence_;
+  const std::uint64_t begin = end > slots_.size() ? end - slots_.size() : 0;
+  for (std::uint64_t sequence = begin; sequence < end; ++sequence) {
+    const Slot& slot = slots_[sequence & slot_mask_];
+    flight_record::CollectiveRecord c;
+    c.sequence = sequence;
+    c.name = slot.name;
+    c.operation = to_string(slot.type);
+    c.shape = slot.shape;
+    c.dtype = to_string(slot.dtype);
+    c.device = to_string(slot.device);
+    c.submitted_us = wall.micros(steady_ns(slot.submitted));
+    c.started_us = wall.micros(slot.started_ns.load(std::memory_order_relaxed));
+    c.finished_us = wall.micros(slot.finished_ns.load(std::memory_order_relaxed));
+    using flight_record::CollectiveState;
+    c.state = c.finished_us != 0  ? (slot.failed.load(std::memory_order_relaxed) ? CollectiveState::kFailed
+                                                                                 : CollectiveState::kFinished)
+              : c.started_us != 0 ? CollectiveState::kStarted
+                                  : CollectiveState::kSubmitted;
+    record.collectives.push_back(std::move(c));
+  }
+  return record;
+}
+
+void FlightRecorder::write(const std::string& reason) const {
+  if (!enabled()) return;
+  try {
+    const flight_record::RankRecord record = snapshot(reason);
+    // One write, so the line does not interleave with another thread's output.
+    const std::string line =
+        std::string(flight_record::kLinePrefix) + flight_record::to_json(for_the_line(record)) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+    if (dir_.empty()) return;
+    std::filesystem::create_directories(dir_);
+    const std::filesystem::path path = std::filesystem::path(dir_) / ("rank" + std::to_string(rank_) + ".json");
+    std::ofstream out(path, std::ios::trunc);
+    out << flight_record::to_json(record) << '\n';
+    if (!out) log().warn("flight recorder: could not write {}", path.string());
+  } catch (const std::exception& e) {
+    log().warn("flight recorder: could not write the record: {}", e.what());
+  }
+}
+
+}  // namespace dtrain::runtime
