@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <type_traits>
 
 namespace dtrain::flight_record {
 namespace {
@@ -18,15 +19,41 @@ CollectiveState state_from(const std::string& text) {
   throw std::invalid_argument("flight record: unknown collective state '" + text + "'");
 }
 
+[[noreturn]] void wrong_kind(const char* key, const char* where) {
+  throw std::invalid_argument(std::string("flight record: ") + where + "'s '" + key + "' is of the wrong kind");
+}
+
+// Integers must be JSON integers: nlohmann converts a floating-point number to an integer
+// type with a plain cast, undefined beyond the type's range (1e300 as a sequence number).
 template <typename T>
-T field(const json& object, const char* key, const char* where) {
+T value_of(const json& value, const char* key, const char* where) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!value.is_number_integer()) wrong_kind(key, where);
+  }
+  try {
+    return value.get<T>();
+  } catch (const json::exception&) {
+    wrong_kind(key, where);
+  }
+}
+
+const json& member(const json& object, const char* key, const char* where) {
   const auto it = object.find(key);
   if (it == object.end()) throw std::invalid_argument(std::string("flight record: ") + where + " has no '" + key + "'");
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw std::invalid_argument(std::string("flight record: ") + where + "'s '" + key + "' is of the wrong kind");
-  }
+  return *it;
+}
+
+template <typename T>
+T field(const json& object, const char* key, const char* where) {
+  return value_of<T>(member(object, key, where), key, where);
+}
+
+std::vector<std::int64_t> integers(const json& object, const char* key, const char* where) {
+  const json& list = member(object, key, where);
+  if (!list.is_array()) wrong_kind(key, where);
+  std::vector<std::int64_t> values;
+  for (const json& value : list) values.push_back(value_of<std::int64_t>(value, key, where));
+  return values;
 }
 
 json collective_json(const CollectiveRecord& c) {
@@ -49,7 +76,7 @@ CollectiveRecord collective_from(const json& j) {
   c.sequence = field<std::uint64_t>(j, "seq", "a collective");
   c.name = field<std::string>(j, "name", "a collective");
   c.operation = field<std::string>(j, "op", "a collective");
-  c.shape = field<std::vector<std::int64_t>>(j, "shape", "a collective");
+  c.shape = integers(j, "shape", "a collective");
   c.dtype = field<std::string>(j, "dtype", "a collective");
   c.device = field<std::string>(j, "device", "a collective");
   c.process_set = field<std::string>(j, "process_set", "a collective");

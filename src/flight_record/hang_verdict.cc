@@ -19,7 +19,10 @@ bool in_flight(const CollectiveRecord& c) {
   return c.state == CollectiveState::kSubmitted || c.state == CollectiveState::kStarted;
 }
 
-double seconds_between(std::int64_t from_us, std::int64_t to_us) { return static_cast<double>(to_us - from_us) / 1e6; }
+// In double: the times come from other processes' records and may be anything.
+double seconds_between(std::int64_t from_us, std::int64_t to_us) {
+  return (static_cast<double>(to_us) - static_cast<double>(from_us)) / 1e6;
+}
 
 std::string ranks_word(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + describe_ranks(ranks);

@@ -74,6 +74,11 @@ TEST(FlightRecord, DamagedRecordsAreRefusedNamingWhatIsWrong) {
           .find("rank 2 is outside a world of 2"),
       std::string::npos);
   EXPECT_NE(error_of(R"({"rank": "zero", "size": 2})").find("'rank' is of the wrong kind"), std::string::npos);
+  // A number beyond an integer's range is refused, not cast (found by fuzzing).
+  EXPECT_NE(error_of(R"({"rank": 1.8e19, "size": 2})").find("'rank' is of the wrong kind"), std::string::npos);
+  EXPECT_NE(error_of(head + R"("collectives": [{"seq": 0, "name": "x", "op": "a", "shape": [1e300]}]})")
+                .find("a collective's 'shape' is of the wrong kind"),
+            std::string::npos);
 }
 
 }  // namespace
