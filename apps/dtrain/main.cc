@@ -10,6 +10,7 @@
 #include "apps/dtrain/dashboard_command.h"
 #include "apps/dtrain/data_command.h"
 #include "apps/dtrain/entrypoint_command.h"
+#include "apps/dtrain/flight_record_command.h"
 #include "apps/dtrain/job_command.h"
 #include "apps/dtrain/ps_server_command.h"
 #include "apps/dtrain/run_command.h"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   dtrain::cli::ServeCommand serve(app);
   dtrain::cli::PsServerCommand ps_server(app);
   dtrain::cli::DashboardCommand dashboard(app);
+  dtrain::cli::FlightRecordCommand flight_record(app);
 
   // Everything after "serve" belongs to dtrain-serve, "--" and --help included.
   if (argc > 1 && std::string(argv[1]) == "serve") {
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "entrypoint") context = "dtrain entrypoint";
   if (!args.empty() && args[0] == "ps-server") context = "dtrain ps-server";
   if (!args.empty() && args[0] == "dashboard") context = "dtrain dashboard";
+  if (!args.empty() && args[0] == "flight-record") context = "dtrain flight-record";
   try {
     // CLI11 wants the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -77,5 +80,6 @@ int main(int argc, char** argv) {
   if (entrypoint.subcommand()->parsed()) return entrypoint.execute(trailing);
   if (ps_server.subcommand()->parsed()) return ps_server.execute();
   if (dashboard.subcommand()->parsed()) return dashboard.execute();
+  if (flight_record.subcommand()->parsed()) return flight_record.execute();
   return 2;
 }

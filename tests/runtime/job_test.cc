@@ -205,6 +205,30 @@ TEST(Job, Sigusr1ToTheLauncherPrintsTheVerdictAndTheJobGoesOn) {
   for (const char* file : {"rank0.json", "rank1.json"}) {
     EXPECT_TRUE(std::filesystem::exists(dir.path() / "records" / file)) << file;
   }
+
+  // The same verdict afterwards from the files, as for a job dtrain run did not supervise.
+  const auto offline = run_job(kLauncher + " flight-record " + d + "/records");
+  EXPECT_EQ(offline.exit_code, 0) << offline.output;
+  EXPECT_NE(offline.output.find("Flight records of 2 of 2 ranks (written on: SIGUSR1). Allreduce 'step.b' is "
+                                "awaited by rank 0"),
+            std::string::npos)
+      << offline.output;
+  // And from a log of the ranks' stderr with a launcher's prefixes (mpirun's here).
+  std::ofstream log(dir.path() / "job.log");
+  for (const char* file : {"rank0.json", "rank1.json"}) {
+    std::ifstream record(dir.path() / "records" / file);
+    std::string json;
+    std::getline(record, json);
+    log << "[1," << file[4] << "]<stderr>:dtrain flight record: " << json << "\n";
+  }
+  log << "[1,0]<stdout>:an ordinary line\n";
+  log.close();
+  const auto from_log = run_job(kLauncher + " flight-record " + d + "/job.log");
+  EXPECT_NE(from_log.output.find("Rank 1 has nothing in flight"), std::string::npos) << from_log.output;
+  std::ofstream(dir.path() / "empty.log") << "no records here\n";
+  const auto none = run_job(kLauncher + " flight-record " + d + "/empty.log");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(none.output.find("dtrain flight-record: no flight records in 1 path"), std::string::npos) << none.output;
 }
 
 TEST(Job, RanksThatReachedInitAreNotStoppedByTheStartTimeout) {
