@@ -1,6 +1,7 @@
 """Python jobs as users run them under ``dtrain run``: an elastic job that loses a worker
 mid-run goes on with every step counted once, and a rank killed in an ordinary job ends it
-naming the rank. Each test starts its own launcher (run this file in one process)."""
+naming the rank, and a hung job ends with the flight recorder's verdict. Each test starts its own
+launcher (run this file in one process)."""
 import os
 import re
 import signal
@@ -128,3 +129,35 @@ def _rank_pid(job: Job, rank: int):
         if f"DTRAIN_RANK={rank}".encode() in environ and b"DTRAIN_SIZE=2" in environ:
             return int(pid)
     return None
+
+
+HANGING_SCRIPT = """
+import time
+import torch
+import dtrain.torch as hvd
+
+hvd.init()
+hvd.allreduce(torch.ones(2), name="step.a")
+if hvd.rank() == 0:
+    hvd.allreduce(torch.ones(2), name="step.b")
+else:
+    time.sleep(600)  # stuck in its own code
+"""
+
+
+def test_hung_python_job_ends_with_a_verdict_naming_the_rank(tmp_path):
+    """Rank 1 stays in its own code while rank 0 waits on an allreduce: the stall shutdown ends
+    the job and dtrain run prints the flight recorder's verdict from both ranks' records."""
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING_SCRIPT)
+    done = subprocess.run(["timeout", "-k", "5", "120", LAUNCHER, "run", "-np", "2", "--stall-shutdown-s", "2", "--",
+                           sys.executable, str(script)], capture_output=True, text=True, timeout=150)
+    out = done.stdout + done.stderr
+    assert done.returncode not in (0, 124), out
+    verdict = re.search(r"dtrain run: Flight records of 2 of 2 ranks.*", out)
+    assert verdict, out
+    assert re.search(r"Allreduce '[^']*step\.b' is awaited by rank 0 \(for up to [0-9.]+ s\) and was never "
+                     r"submitted by rank 1", verdict.group(0)), out
+    assert re.search(r"Rank 1 has nothing in flight: its last collective, allreduce '[^']*step\.a'", verdict.group(0)), out
+    assert "Look at rank 1 first." in verdict.group(0), out
+    assert "dtrain flight record: " not in out, "the records are the launcher's, not the user's"
