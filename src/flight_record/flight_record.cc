@@ -133,7 +133,7 @@ RankRecord parse_rank_record(std::string_view text) {
     throw std::invalid_argument("flight record: the record has no 'collectives' list");
   }
   for (const json& c : *collectives) record.collectives.push_back(collective_from(c));
-  if (record.size < 1 || record.rank < 0 || record.rank >= record.size) {
+  if (record.size < 1 || record.size > kMostRanks || record.rank < 0 || record.rank >= record.size) {
     throw std::invalid_argument("flight record: rank " + std::to_string(record.rank) + " is outside a world of " +
                                 std::to_string(record.size));
   }

@@ -44,6 +44,9 @@ struct RankRecord {
   std::vector<CollectiveRecord> collectives;  // oldest first
 };
 
+// The largest world a record may name (what the verdict enumerates is bounded by it).
+inline constexpr int kMostRanks = 1 << 24;
+
 // The prefix of the line a rank writes to stderr; the launcher takes such lines for itself.
 inline constexpr std::string_view kLinePrefix = "dtrain flight record: ";
 
@@ -52,7 +55,8 @@ const char* to_string(CollectiveState state);
 // One line of JSON, no newline.
 std::string to_json(const RankRecord& record);
 
-// Throws std::invalid_argument naming the field that is missing or of the wrong kind.
+// Throws std::invalid_argument naming the field that is missing or of the wrong kind, or a
+// rank outside a world of 1 to kMostRanks.
 RankRecord parse_rank_record(std::string_view json);
 
 }  // namespace dtrain::flight_record

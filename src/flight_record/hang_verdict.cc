@@ -55,8 +55,9 @@ std::vector<Awaited> awaited_collectives(const std::map<int, RankRecord>& by_ran
   }
   std::vector<Awaited> result;
   for (auto& [name, a] : by_name) {
+    // Started somewhere means submitted everywhere: a rank without it in flight has finished it.
     for (const auto& [rank, record] : by_rank) {
-      if (!std::binary_search(a.waiting.begin(), a.waiting.end(), rank)) a.absent.push_back(rank);
+      if (!a.started && !std::binary_search(a.waiting.begin(), a.waiting.end(), rank)) a.absent.push_back(rank);
     }
     result.push_back(std::move(a));
   }
@@ -171,6 +172,7 @@ std::string describe_ranks(std::vector<int> ranks) {
 
 std::string hang_verdict(const std::vector<RankRecord>& records, int world_size) {
   if (records.empty()) return {};
+  world_size = std::clamp(world_size, 1, kMostRanks);
   std::map<int, RankRecord> by_rank;  // a rank's latest record
   for (const RankRecord& r : records) {
     auto [it, inserted] = by_rank.emplace(r.rank, r);

@@ -1,5 +1,6 @@
 #include "launch/flight_record_collector.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -24,6 +25,12 @@ bool FlightRecordCollector::has_every_rank(int world_size) const {
     if (!ranks.contains(rank)) return false;
   }
   return true;
+}
+
+int FlightRecordCollector::world_size() const {
+  int size = 0;
+  for (const auto& r : records_) size = std::max(size, r.size);
+  return size;
 }
 
 std::string FlightRecordCollector::verdict(int world_size) const {

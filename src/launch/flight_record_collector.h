@@ -18,6 +18,8 @@ class FlightRecordCollector {
   bool take(std::string_view line);
 
   bool empty() const { return records_.empty(); }
+  // The largest world a record names; 0 without records.
+  int world_size() const;
   // Whether every rank of 0..world_size-1 has sent one since the last clear().
   bool has_every_rank(int world_size) const;
   void clear() { records_.clear(); }

@@ -61,7 +61,8 @@ struct Worker {
   std::unique_ptr<RawOutputFiles> raw;
   bool service = false;
   std::string name;
-  bool reported_ready = false;  // on_ready was called
+  bool rank_on_this_host = false;  // SIGUSR1 is passed on to it (WorkerLaunch)
+  bool reported_ready = false;     // on_ready was called
 
   std::string who() const {
     if (!name.empty()) return fmt::format("{} (host {})", name, placement.host);
@@ -103,7 +104,7 @@ class SupervisedJob {
       note_all_reaped();
     }
     for (auto& w : workers_) close_streams(w);
-    if (stopping_) kill_groups(SIGKILL);  // whatever a failed job left behind
+    if (stopping_ || failure_) kill_groups(SIGKILL);  // whatever a failed job left behind
     reap();
 
     if (interrupt_signal_ != 0 && !failure_) return 128 + interrupt_signal_;
@@ -126,6 +127,7 @@ class SupervisedJob {
     w.request = std::move(l.request);
     w.service = l.service;
     w.name = std::move(l.name);
+    w.rank_on_this_host = l.rank_on_this_host;
     int rank = w.placement.rank;
     if (options_.output_dir && !w.service) w.raw = std::make_unique<RawOutputFiles>(*options_.output_dir, rank);
     auto prefix = [&](std::string_view stream) {
@@ -145,7 +147,12 @@ class SupervisedJob {
     auto stderr_sink = [this, relayed = sink(true), prefix_bytes = prefix("stderr").size()](std::string_view line) {
       std::string_view bare = line.substr(std::min(prefix_bytes, line.size()));
       if (bare.ends_with('\n')) bare.remove_suffix(1);
-      if (!records_.take(bare)) relayed(line);
+      if (!records_.take(bare)) {
+        relayed(line);
+      } else if (!verdict_at_) {
+        // Written on an error, or asked for by `kill -USR1 <rank>`: the others' follow at once.
+        verdict_at_ = Clock::now() + kRecordWait;
+      }
     };
     w.stdout_relay = std::make_unique<LineRelay>(prefix("stdout"), sink(false));
     w.stderr_relay = std::make_unique<LineRelay>(prefix("stderr"), stderr_sink);
@@ -253,8 +260,10 @@ class SupervisedJob {
     return static_cast<int>(std::clamp<long long>(ms, 0, 1000));
   }
 
-  void read_stream(Worker& w, bool is_stdout) {
+  // One read; whether bytes came (false at the end of the stream and when none wait).
+  bool read_stream(Worker& w, bool is_stdout) {
     int& fd = is_stdout ? w.stdout_fd : w.stderr_fd;
+    if (fd < 0) return false;
     LineRelay& relay = is_stdout ? *w.stdout_relay : *w.stderr_relay;
     ssize_t n;
     do {
@@ -264,11 +273,19 @@ class SupervisedJob {
       std::string_view bytes(buffer_, static_cast<size_t>(n));
       relay.feed(bytes);
       if (w.raw) is_stdout ? w.raw->write_stdout(bytes) : w.raw->write_stderr(bytes);
-      return;
+      return true;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     relay.finish();
     close_fd(fd);
+    return false;
+  }
+
+  // What an exited worker wrote before it exited (its last lines: an error, a flight record),
+  // relayed before its exit is judged; bounded, as a child it left may go on writing.
+  void read_what_is_left(Worker& w) {
+    for (int i = 0; i < 16 && read_stream(w, true); ++i) {}
+    for (int i = 0; i < 16 && read_stream(w, false); ++i) {}
   }
 
   void close_streams(Worker& w) {
@@ -313,6 +330,7 @@ class SupervisedJob {
       if (it == workers_.end()) continue;
       note_ready(*it);  // a worker may post ready and exit between two looks
       it->running = false;
+      read_what_is_left(*it);
       close_fd(it->stdin_fd);
       spdlog::debug("{}", describe_exit(*it, status));
       if (options_.on_exit) options_.on_exit(it->placement, status);
@@ -389,7 +407,7 @@ class SupervisedJob {
     if (drain_deadline_) return;
     bool any_running = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.running; });
     if (any_running) return;
-    if (stopping_) {
+    if (stopping_ || failure_) {
       // The leaders are gone; anything left in their groups goes too.
       kill_groups(SIGKILL);
       killed_ = true;
@@ -411,22 +429,39 @@ class SupervisedJob {
     begin_stop(SIGTERM);
   }
 
+  // The ranks the verdict speaks of: as the records say (an elastic job's world is theirs),
+  // else the workers started.
   int world_size() const {
+    const int recorded = records_.world_size();
+    if (recorded > 0) return recorded;
     return static_cast<int>(
         std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return !w.service; }));
   }
 
-  // SIGUSR1: every running rank writes its flight record; the verdict follows when all have
-  // come, or after kRecordWait with those that did.
+  // SIGUSR1: every rank on this machine writes its flight record; the verdict follows when all
+  // ranks' have come, or after kRecordWait with those that did.
   void ask_for_records() {
+    if (failure_ || stopping_) return;  // the failure's records are on their way, or in
     records_.clear();
-    int asked = 0;
+    int asked = 0, elsewhere = 0;
     for (auto& w : workers_) {
-      if (w.running && !w.service && ::kill(w.pid, SIGUSR1) == 0) ++asked;
+      if (!w.running || w.service) continue;
+      if (!w.rank_on_this_host) {
+        ++elsewhere;
+      } else if (::kill(w.pid, SIGUSR1) == 0) {
+        ++asked;
+      }
     }
-    write_fully(2, fmt::format("dtrain run: caught SIGUSR1, asking {} rank{} for their flight records\n", asked,
-                               asked == 1 ? "" : "s"));
-    verdict_at_ = Clock::now() + kRecordWait;
+    std::string message = fmt::format("dtrain run: caught SIGUSR1, asking {} rank{} for their flight records", asked,
+                                      asked == 1 ? "" : "s");
+    if (elsewhere > 0) {
+      message += fmt::format(
+          " ({} on other hosts or under mpirun/srun: `kill -USR1` them there, then `dtrain "
+          "flight-record`)",
+          elsewhere);
+    }
+    write_fully(2, message + "\n");
+    if (asked > 0) verdict_at_ = Clock::now() + kRecordWait;
   }
 
   void check_records() {
@@ -438,13 +473,13 @@ class SupervisedJob {
     if (verdict_at_ && (all || Clock::now() >= *verdict_at_)) {
       verdict_at_.reset();
       print_verdict();
-      records_.clear();
     }
   }
 
   void print_verdict() {
     if (records_.empty()) return;
     write_fully(2, fmt::format("dtrain run: {}\n", records_.verdict(world_size())));
+    records_.clear();
   }
 
   void begin_stop(int sig) {

@@ -24,6 +24,9 @@ struct WorkerLaunch {
   // job's workers are named too: "worker 3", their rank changes with the world).
   bool service = false;
   std::string name;
+  // A rank started on this machine (not over ssh, not a tool such as mpirun or srun): SIGUSR1
+  // to the launcher is passed on to it, and it answers with its flight record.
+  bool rank_on_this_host = false;
 };
 
 // The first failure of a job: who, why, and how the process ended (absent

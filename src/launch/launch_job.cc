@@ -414,6 +414,7 @@ int run_elastic(const LaunchOptions& options) {
     launch.placement.rank = worker;
     launch.name = fmt::format("worker {}", worker);
     launch.request = worker_request(options, host, !is_local_host(host), env, options.command, parent_env, cwd);
+    launch.rank_on_this_host = is_local_host(host);
     return launch;
   };
   ElasticDriver driver(std::move(driver_options), hosts, rendezvous);
@@ -503,6 +504,8 @@ int launch_job(const LaunchOptions& options) {
     WorkerLaunch launch;
     launch.placement = placement;
     launch.request = request_for(placement, options.command);
+    launch.rank_on_this_host =
+        std::find(remote_hosts.begin(), remote_hosts.end(), placement.host) == remote_hosts.end();
     launches.push_back(std::move(launch));
   }
 

@@ -181,7 +181,7 @@ bool BackgroundLoop::run_cycle() {
   mutex_.unlock();  // the caller's lock, taken again below before it returns
   CycleOutcome outcome;
   std::optional<std::pair<std::string, bool>> ended;  // why, and whether a peer was lost
-  bool write_record = false;                          // a stall or an error: not a shutdown, not a lost peer
+  bool write_record = false;                          // an error: not a shutdown, not an elastic world shrinking
   try {
     outcome = cycle(start);
     if (timeline_) timeline_->flush();
@@ -197,6 +197,9 @@ bool BackgroundLoop::run_cycle() {
   } catch (const WorkersLostError& e) {
     log().error("{}", e.what());
     ended.emplace(e.what(), true);
+    // A peer silent past the timeout or a broken link ends an ordinary job: worth a record.
+    // In an elastic job it is the world shrinking, which the job recovers from.
+    write_record = config_.elastic_worker < 0;
   } catch (const std::exception& e) {
     log().error("{}", e.what());
     ended.emplace(e.what(), false);

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "runtime/logging.h"
@@ -13,11 +16,12 @@
 namespace dtrain::runtime {
 namespace {
 
-// Finished collectives that go on the stderr line after those in flight: enough to show where
-// each rank was, short enough for one line of the launcher's relay.
+// What goes on the stderr line: the oldest collectives in flight (what the verdict looks at
+// first) and the newest finished ones (where the rank was), within what the launcher's relay
+// takes as one line (64 KiB): a backward pass can have hundreds of gradients in flight.
 constexpr std::size_t kFinishedOnTheLine = 8;
-// In flight on the line at most (a rank cannot have many more: each name once).
-constexpr std::size_t kInFlightOnTheLine = 256;
+constexpr std::size_t kInFlightOnTheLine = 64;
+constexpr std::size_t kLineBytes = 48 * 1024;
 
 std::int64_t steady_ns(FlightRecorder::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -43,18 +47,39 @@ bool in_flight(const flight_record::CollectiveRecord& c) {
   return c.state == flight_record::CollectiveState::kSubmitted || c.state == flight_record::CollectiveState::kStarted;
 }
 
-// The in-flight collectives and the last finished ones, in the ring's order.
-flight_record::RankRecord for_the_line(flight_record::RankRecord record) {
-  std::vector<flight_record::CollectiveRecord> kept;
-  std::size_t finished_left = kFinishedOnTheLine, in_flight_left = kInFlightOnTheLine;
-  for (auto it = record.collectives.rbegin(); it != record.collectives.rend(); ++it) {
-    std::size_t& left = in_flight(*it) ? in_flight_left : finished_left;
-    if (left == 0) continue;
-    --left;
-    kept.push_back(std::move(*it));
+// The line's JSON: the oldest kInFlightOnTheLine in flight and the newest kFinishedOnTheLine
+// finished, in the ring's order; then, should long names make it too long, the newest dropped
+// until it fits.
+std::string line_json(flight_record::RankRecord record) {
+  std::vector<bool> keep(record.collectives.size(), false);
+  std::size_t in_flight_left = kInFlightOnTheLine, finished_left = kFinishedOnTheLine;
+  for (std::size_t i = 0; i < record.collectives.size() && in_flight_left > 0; ++i) {
+    if (in_flight(record.collectives[i])) keep[i] = (in_flight_left--, true);
   }
-  record.collectives.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
-  return record;
+  for (std::size_t i = record.collectives.size(); i-- > 0 && finished_left > 0;) {
+    if (!in_flight(record.collectives[i])) keep[i] = (finished_left--, true);
+  }
+  std::vector<flight_record::CollectiveRecord> kept;
+  for (std::size_t i = 0; i < record.collectives.size(); ++i) {
+    if (keep[i]) kept.push_back(std::move(record.collectives[i]));
+  }
+  record.collectives = std::move(kept);
+  std::string json = flight_record::to_json(record);
+  while (json.size() > kLineBytes && !record.collectives.empty()) {
+    record.collectives.pop_back();
+    json = flight_record::to_json(record);
+  }
+  return json;
+}
+
+// All of `bytes` to stderr in as few write()s as the kernel allows (no stdio buffer between).
+void write_to_stderr(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
 }
 
 }  // namespace
@@ -103,7 +128,7 @@ void FlightRecorder::started(std::uint64_t sequence) {
 void FlightRecorder::finished(std::uint64_t sequence, bool ok) {
   if (Slot* slot = slot_of(sequence)) {
     slot->failed.store(!ok, std::memory_order_relaxed);
-    slot->finished_ns.store(cycle_start_ns_, std::memory_order_relaxed);
+    slot->finished_ns.store(cycle_start_ns_, std::memory_order_release);  // `failed` before it
   }
 }
 
@@ -130,7 +155,7 @@ flight_record::RankRecord FlightRecorder::snapshot(const std::string& reason) co
     c.device = to_string(slot.device);
     c.submitted_us = wall.micros(steady_ns(slot.submitted));
     c.started_us = wall.micros(slot.started_ns.load(std::memory_order_relaxed));
-    c.finished_us = wall.micros(slot.finished_ns.load(std::memory_order_relaxed));
+    c.finished_us = wall.micros(slot.finished_ns.load(std::memory_order_acquire));
     using flight_record::CollectiveState;
     c.state = c.finished_us != 0  ? (slot.failed.load(std::memory_order_relaxed) ? CollectiveState::kFailed
                                                                                  : CollectiveState::kFinished)
@@ -143,19 +168,22 @@ flight_record::RankRecord FlightRecorder::snapshot(const std::string& reason) co
 
 void FlightRecorder::write(const std::string& reason) const {
   if (!enabled()) return;
+  // A failed cycle and SIGUSR1 may both write at once: one after the other, each whole.
+  concurrency::MutexLock writing(write_mutex_);
   try {
     const flight_record::RankRecord record = snapshot(reason);
-    // One write, so the line does not interleave with another thread's output.
-    const std::string line =
-        std::string(flight_record::kLinePrefix) + flight_record::to_json(for_the_line(record)) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    std::fflush(stderr);
+    std::fflush(stderr);  // what stdio holds goes first, not into the middle of the line
+    write_to_stderr(std::string(flight_record::kLinePrefix) + line_json(record) + "\n");
     if (dir_.empty()) return;
     std::filesystem::create_directories(dir_);
     const std::filesystem::path path = std::filesystem::path(dir_) / ("rank" + std::to_string(rank_) + ".json");
-    std::ofstream out(path, std::ios::trunc);
-    out << flight_record::to_json(record) << '\n';
-    if (!out) log().warn("flight recorder: could not write {}", path.string());
+    const std::filesystem::path partial = path.string() + ".partial";
+    {
+      std::ofstream out(partial, std::ios::trunc);
+      out << flight_record::to_json(record) << '\n';
+      if (!out) throw std::runtime_error("cannot write " + partial.string());
+    }
+    std::filesystem::rename(partial, path);  // a reader sees the old record or the new, whole
   } catch (const std::exception& e) {
     log().warn("flight recorder: could not write the record: {}", e.what());
   }

@@ -9,8 +9,8 @@
 // Its cost per collective is an uncontended lock and a copy of the name into a slot that keeps
 // its capacity, at submission, and a few relaxed atomic stores after, with no clock read of its
 // own: a collective is stamped with the start of the cycle that started or finished it (the
-// verdict speaks in seconds). The writing thread reads states and times as they are, without
-// stopping the cycles.
+// verdict speaks in seconds). The writing thread reads states and times as they are; it holds
+// the ring's lock while it copies the ring, which holds a submission back that long.
 #pragma once
 
 #include <atomic>
@@ -74,7 +74,8 @@ class FlightRecorder {
   int rank_, size_;
   std::string host_, dir_;
   mutable concurrency::Mutex mutex_;
-  std::vector<Slot> slots_;  // sized once, a power of two; the slots' plain fields are guarded by mutex_
+  mutable concurrency::Mutex write_mutex_;  // one write() at a time (a failed cycle, SIGUSR1)
+  std::vector<Slot> slots_;                 // sized once, a power of two; the slots' plain fields are guarded by mutex_
   std::uint64_t slot_mask_ = 0;
   std::int64_t cycle_start_ns_ = 1;  // the cycling thread's
   std::uint64_t next_sequence_ DTRAIN_GUARDED_BY(mutex_) = 0;

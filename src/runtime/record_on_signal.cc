@@ -48,6 +48,8 @@ bool install() {
   // Ignored is how `dtrain run` starts its ranks (local_spawner.cc), not a choice of the program's.
   if (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN) return false;
   if (::pipe2(wake_pipe, O_CLOEXEC) != 0) return false;
+  // A handler must never block: with the pipe full, the byte already there will do.
+  ::fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
   // The thread lives as long as the process; it holds nothing a shutdown must release.
   std::thread(record_on_each_wake).detach();
   struct sigaction action {};

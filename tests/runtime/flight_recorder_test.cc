@@ -91,6 +91,25 @@ TEST(FlightRecorder, WritesALineForTheLauncherAndTheWholeRingToItsDirectory) {
   EXPECT_EQ(flight_record::parse_rank_record(text.str()).collectives.size(), 21u);
 }
 
+// A backward pass may have hundreds of gradients in flight: the line keeps the oldest (what the
+// verdict looks at first) and stays one line of the launcher's relay.
+TEST(FlightRecorder, TheLineKeepsTheOldestInFlightWithinOneRelayLine) {
+  FlightRecorder recorder(1024, 0, 2, "h", "");
+  recorder.new_cycle(FlightRecorder::Clock::now());
+  for (int i = 0; i < 300; ++i) {
+    recorder.submitted(request("grad." + std::string(200, 'x') + std::to_string(i)), FlightRecorder::Clock::now());
+  }
+  ::testing::internal::CaptureStderr();
+  recorder.write("stalled");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_LE(err.size(), 64u * 1024u);
+  const flight_record::RankRecord line =
+      flight_record::parse_rank_record(std::string_view(err).substr(flight_record::kLinePrefix.size()));
+  ASSERT_FALSE(line.collectives.empty());
+  EXPECT_LE(line.collectives.size(), 64u);
+  EXPECT_EQ(line.collectives.front().name, "grad." + std::string(200, 'x') + "0");
+}
+
 TEST(FlightRecorder, OffRecordsAndWritesNothing) {
   FlightRecorder recorder(0, 0, 1, "h", "");
   EXPECT_FALSE(recorder.enabled());

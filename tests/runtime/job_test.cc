@@ -193,7 +193,7 @@ TEST(Job, Sigusr1ToTheLauncherPrintsTheVerdictAndTheJobGoesOn) {
   const std::string d = dir.path().string();
   const auto result = run_job("sh -c 'DTRAIN_FLIGHT_RECORDER_DIR=" + d + "/records " + kLauncher + " run -np 2 -- " +
                               kHangWorker + " signal " + d + " & launcher=$!; while [ ! -e " + d +
-                              "/waiting ]; do sleep 0.1; done; kill -USR1 $launcher; sleep 4; touch " + d +
+                              "/waiting ]; do sleep 0.1; done; sleep 1; kill -USR1 $launcher; sleep 4; touch " + d +
                               "/release; wait $launcher'");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("dtrain run: caught SIGUSR1, asking 2 ranks for their flight records"),
