@@ -117,6 +117,7 @@ class SupervisedJob {
       print_verdict();
       return 1;
     }
+    print_verdict();  // asked for by SIGUSR1 as the job ended
     return 0;
   }
 
@@ -390,7 +391,7 @@ class SupervisedJob {
   }
 
   void check_time_limit() {
-    if (stopping_ || options_.time_limit_s <= 0) return;
+    if (stopping_ || failure_ || options_.time_limit_s <= 0) return;
     if (Clock::now() < launched_at_ + seconds(options_.time_limit_s)) return;
     fail(fmt::format("time limit of {} s exceeded", format_env_number(options_.time_limit_s)));
   }
