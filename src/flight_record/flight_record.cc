@@ -99,6 +99,10 @@ const char* to_string(CollectiveState state) {
   return "?";
 }
 
+bool in_flight(const CollectiveRecord& collective) {
+  return collective.state == CollectiveState::kSubmitted || collective.state == CollectiveState::kStarted;
+}
+
 std::string to_json(const RankRecord& record) {
   json collectives = json::array();
   for (const CollectiveRecord& c : record.collectives) collectives.push_back(collective_json(c));

@@ -52,6 +52,9 @@ inline constexpr std::string_view kLinePrefix = "dtrain flight record: ";
 
 const char* to_string(CollectiveState state);
 
+// Submitted or started: not yet finished or failed.
+bool in_flight(const CollectiveRecord& collective);
+
 // One line of JSON, no newline.
 std::string to_json(const RankRecord& record);
 

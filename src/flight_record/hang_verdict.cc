@@ -14,10 +14,6 @@ namespace {
 // Awaited names listed one by one before the rest are counted.
 constexpr std::size_t kNamesListed = 3;
 
-bool in_flight(const CollectiveRecord& c) {
-  return c.state == CollectiveState::kSubmitted || c.state == CollectiveState::kStarted;
-}
-
 // In double: the times come from other processes' records and may be anything.
 double seconds_between(std::int64_t from_us, std::int64_t to_us) {
   return (static_cast<double>(to_us) - static_cast<double>(from_us)) / 1e6;

@@ -228,6 +228,8 @@ void BackgroundLoop::fail_everything(const std::string& reason, bool lost_peer) 
     in_flight_.clear();
   }
   for (auto& entry : queued) entry.state->fail(reason, lost_peer);
+  for (auto& entry : arrived_) entry.state->fail(reason, lost_peer);  // a cycle that failed taking them
+  arrived_.clear();
   for (auto& [name, entry] : pending_) entry.state->fail(reason, lost_peer);
   pending_.clear();
 }
@@ -240,20 +242,20 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   {
     concurrency::MutexLock lock(mutex_);
     take_timeline_handover();
-    while (!queue_.empty()) {
-      TensorEntry entry = std::move(queue_.front());
-      queue_.pop_front();
-      entry.record = recorder_.submitted(entry.request, entry.submitted);
-      if (auto position = cache_.find(entry.request); position && entry.request.type != OpType::kJoin) {
-        held_.emplace(*position, start);
-        grouped = grouped || !entry.request.group.empty();
-      } else {
-        report.requests.push_back(entry.request);
-      }
-      std::string name = entry.request.name;
-      pending_.emplace(std::move(name), std::move(entry));
-    }
+    arrived_.swap(queue_);  // the rest without the lock: user threads go on submitting
   }
+  for (TensorEntry& entry : arrived_) {
+    entry.record = recorder_.submitted(entry.request, entry.submitted);
+    if (auto position = cache_.find(entry.request); position && entry.request.type != OpType::kJoin) {
+      held_.emplace(*position, start);
+      grouped = grouped || !entry.request.group.empty();
+    } else {
+      report.requests.push_back(entry.request);
+    }
+    std::string name = entry.request.name;
+    pending_.emplace(std::move(name), std::move(entry));
+  }
+  arrived_.clear();  // kept, empty, to be swapped with the queue next cycle: no allocation
   report.shutdown = stop_requested_;
   for (const auto& [position, since] : held_) set_bit(report.cache_bits, position);
 

@@ -117,6 +117,7 @@ class BackgroundLoop {
   concurrency::ConditionVariable timeline_taken_;
 
   // The cycling thread only.
+  std::deque<TensorEntry> arrived_;  // the queue as a cycle took it
   std::unordered_map<std::string, TensorEntry> pending_;
   // Cached submissions neither run yet nor handed to the coordinator, by cache position, with
   // when each was submitted: the shortcut runs a position once every rank holds it. One held

@@ -43,10 +43,6 @@ struct WallClock {
   std::int64_t micros(std::int64_t steady) const { return steady == 0 ? 0 : (steady + offset_ns) / 1000; }
 };
 
-bool in_flight(const flight_record::CollectiveRecord& c) {
-  return c.state == flight_record::CollectiveState::kSubmitted || c.state == flight_record::CollectiveState::kStarted;
-}
-
 // The line's JSON: the oldest kInFlightOnTheLine in flight and the newest kFinishedOnTheLine
 // finished, in the ring's order; then, should long names make it too long, the newest dropped
 // until it fits.
@@ -54,10 +50,10 @@ std::string line_json(flight_record::RankRecord record) {
   std::vector<bool> keep(record.collectives.size(), false);
   std::size_t in_flight_left = kInFlightOnTheLine, finished_left = kFinishedOnTheLine;
   for (std::size_t i = 0; i < record.collectives.size() && in_flight_left > 0; ++i) {
-    if (in_flight(record.collectives[i])) keep[i] = (in_flight_left--, true);
+    if (flight_record::in_flight(record.collectives[i])) keep[i] = (in_flight_left--, true);
   }
   for (std::size_t i = record.collectives.size(); i-- > 0 && finished_left > 0;) {
-    if (!in_flight(record.collectives[i])) keep[i] = (finished_left--, true);
+    if (!flight_record::in_flight(record.collectives[i])) keep[i] = (finished_left--, true);
   }
   std::vector<flight_record::CollectiveRecord> kept;
   for (std::size_t i = 0; i < record.collectives.size(); ++i) {
