@@ -146,6 +146,23 @@ TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, s
 
 enum class Compression { kNone, kFp16, kBf16 };
 
+// ZeRO's stages 1 and 2 (DeepSpeed; PyTorch's ZeroRedundancyOptimizer is stage 1): each rank
+// owns a shard of the parameters, steps only those and keeps optimizer state only for them
+// (Adam's two moments: about 1/size() of the memory), and the stepped parameters are then
+// allgathered. Owners are assigned largest parameter first, each to the rank owning the fewest
+// values so far (ties: the lowest rank; equal sizes keep named_parameters' order), again whenever
+// the world's size or the set of trainable parameters changes.
+enum class Sharding {
+  kNone,
+  // ZeRO-1: gradients are allreduced (overlapped with backward, as without sharding) and every
+  // rank keeps them whole, so gradient clipping works as before.
+  kOptimizerState,
+  // ZeRO-2: gradients are reduce-scattered in synchronize() (after backward, not overlapped
+  // with it); each rank keeps only its own parameters' gradients and frees the others. A
+  // norm computed from the gradients on one rank is then that shard's, not the whole model's.
+  kGradients,
+};
+
 struct DistributedOptimizerOptions {
   ReduceOp op = ReduceOp::kAverage;  // or kSum
   // Backward passes accumulated locally before the gradients are reduced and step() runs.
@@ -161,6 +178,8 @@ struct DistributedOptimizerOptions {
   // Average as (sum of grad / f) * f / size, to keep low-precision sums in range.
   double gradient_predivide_factor = 1.0;
   std::string name_prefix = "grad.";
+  // kGradients does not combine with compression (refused).
+  Sharding sharding = Sharding::kNone;
 };
 
 // Wraps any torch::optim::Optimizer. A hook on each parameter's gradient accumulator starts
@@ -192,6 +211,16 @@ class DistributedOptimizer {
   void step();
   void zero_grad();
   torch::optim::Optimizer& optimizer() { return optimizer_; }
+
+  // With sharding, collective: every rank's shard of the optimizer state is copied to `root`,
+  // whose optimizer then holds the state of every parameter, as without sharding: save it
+  // there (Checkpointer::save runs on rank 0). A checkpoint so saved loads into any world size,
+  // sharded or not; the next step() drops the state of parameters a rank does not own.
+  // Without sharding it does nothing.
+  void consolidate_state(int root = 0);
+  // The names (as in named_parameters) of the parameters this rank steps now: all of them
+  // without sharding.
+  std::vector<std::string> owned_parameters() const;
 
   // Horovod's `with optimizer.skip_synchronize(): optimizer.step()`, for code written that
   // way: while the returned guard lives, step() only steps. step() then refuses to run

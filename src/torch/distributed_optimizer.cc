@@ -24,6 +24,7 @@
 
 #include "dtrain/torch.h"
 #include "torch/gradient_ready_hook.h"
+#include "torch/parameter_shards.h"
 
 namespace dtrain::libtorch {
 
@@ -46,6 +47,7 @@ struct DistributedOptimizer::Impl {
   DistributedOptimizerOptions options;
   std::vector<Slot> slots;                // one per named parameter, whether or not it requires a gradient now
   std::unordered_set<const void*> named;  // the named parameters' TensorImpls
+  std::optional<ParameterShards> shards;  // with sharding: who steps which parameter
   bool synchronized = false;
   bool broken = false;  // a reduction of this step failed: zero_grad() starts over
   int skipping = 0;     // live SkipSynchronize guards
@@ -128,6 +130,36 @@ struct DistributedOptimizer::Impl {
     return buffer;
   }
 
+  ReduceOptions reduce_options() const {
+    ReduceOptions reduce;
+    reduce.op = options.op;
+    if (options.op == ReduceOp::kAverage) {
+      reduce.prescale_factor = 1.0 / options.gradient_predivide_factor;
+      reduce.postscale_factor = options.gradient_predivide_factor;
+    }
+    return reduce;
+  }
+
+  // The sharding plan, made for the world at the first step. The optimizer state of the
+  // parameters lives on their owners, so a world that changes size would lose some: refused.
+  ParameterShards& shards_for_this_world() {
+    if (!shards) {
+      std::vector<at::Tensor> parameters;
+      std::vector<std::string> names;
+      for (const auto& slot : slots) {
+        parameters.push_back(slot.parameter);
+        names.push_back(slot.name.substr(options.name_prefix.size()));
+      }
+      shards.emplace(std::move(parameters), std::move(names), dtrain::size(), dtrain::rank());
+    } else if (shards->world_size() != dtrain::size()) {
+      throw Error("dtrain::DistributedOptimizer: the world changed size from " + std::to_string(shards->world_size()) +
+                  " to " + std::to_string(dtrain::size()) +
+                  " ranks; sharded optimizer state lives on its owners and cannot follow (elastic training "
+                  "needs sharding off)");
+    }
+    return *shards;
+  }
+
   void start(Slot& slot) {
     at::Tensor& grad = slot.parameter.mutable_grad();
     if (!grad.defined()) grad = at::zeros_like(slot.parameter);  // no gradient here: contribute zeros
@@ -140,15 +172,9 @@ struct DistributedOptimizer::Impl {
     } else {
       slot.wire = grad;  // zero copy: reduce in place in param.grad
     }
-    ReduceOptions reduce;
-    reduce.op = options.op;
-    if (options.op == ReduceOp::kAverage) {
-      reduce.prescale_factor = 1.0 / options.gradient_predivide_factor;
-      reduce.postscale_factor = options.gradient_predivide_factor;
-    }
     const TensorView view = view_of(slot.wire);
     try {
-      slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce);
+      slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce_options());
     } catch (const WorkersLostError&) {
       broken = true;
       throw;
@@ -166,7 +192,8 @@ struct DistributedOptimizer::Impl {
                   std::to_string(options.backward_passes_per_step) +
                   "; call step() after each pass or raise backward_passes_per_step");
     }
-    if (slot.passes == options.backward_passes_per_step) start(slot);
+    // ZeRO-2 reduces all gradients at once in synchronize(), each to its owner.
+    if (slot.passes == options.backward_passes_per_step && options.sharding != Sharding::kGradients) start(slot);
   }
 };
 
@@ -185,6 +212,9 @@ DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, c
   }
   if (options.op != ReduceOp::kAverage && options.op != ReduceOp::kSum) {
     throw Error("dtrain::DistributedOptimizer: op must be Average or Sum");
+  }
+  if (options.sharding == Sharding::kGradients && options.compression != Compression::kNone) {
+    throw Error("dtrain::DistributedOptimizer: compression does not combine with Sharding::kGradients");
   }
   if (options.compression_min_bytes < 0) {
     throw Error("dtrain::DistributedOptimizer: compression_min_bytes must not be negative, got " +
@@ -222,6 +252,13 @@ DistributedOptimizer::~DistributedOptimizer() {
 void DistributedOptimizer::synchronize() {
   impl_->require_trainable_parameters_named(optimizer_);
   if (impl_->synchronized) return;  // reduced already, and no backward pass since
+  if (impl_->options.sharding == Sharding::kGradients) {
+    impl_->shards_for_this_world().reduce_scatter_gradients(impl_->reduce_options(), impl_->options.name_prefix);
+    for (auto& slot : impl_->slots) slot.passes = 0;
+    for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
+    impl_->synchronized = true;
+    return;
+  }
   for (auto& slot : impl_->slots) {
     if (!slot.started && slot.parameter.requires_grad()) impl_->start(slot);
   }
@@ -258,8 +295,34 @@ void DistributedOptimizer::step() {
   } else {
     synchronize();
   }
-  optimizer_.step();
+  if (impl_->options.sharding == Sharding::kNone) {
+    optimizer_.step();
+  } else {
+    ParameterShards& shards = impl_->shards_for_this_world();
+    {
+      const ParameterShards::SetAside others(shards);  // the optimizer steps this rank's shard only
+      optimizer_.step();
+    }
+    shards.drop_state_owned_elsewhere(optimizer_);
+    shards.allgather_parameters(impl_->options.name_prefix);
+  }
   impl_->synchronized = false;
+}
+
+void DistributedOptimizer::consolidate_state(int root) {
+  if (impl_->options.sharding == Sharding::kNone) return;
+  if (root < 0 || root >= dtrain::size()) {
+    throw Error("dtrain::DistributedOptimizer::consolidate_state: root " + std::to_string(root) +
+                " is not a rank of this world of " + std::to_string(dtrain::size()));
+  }
+  impl_->shards_for_this_world().consolidate_state(optimizer_, root);
+}
+
+std::vector<std::string> DistributedOptimizer::owned_parameters() const {
+  if (impl_->options.sharding != Sharding::kNone) return impl_->shards_for_this_world().owned_names();
+  std::vector<std::string> all;
+  for (const auto& slot : impl_->slots) all.push_back(slot.name.substr(impl_->options.name_prefix.size()));
+  return all;
 }
 
 void DistributedOptimizer::zero_grad() {
