@@ -5,25 +5,36 @@ A hook on each parameter fires the moment backward has accumulated that paramete
 and starts its allreduce in the runtime (named after the parameter, so ranks match them up);
 communication then overlaps the rest of backward, and the runtime fuses small gradients into
 one transfer. ``step()`` waits for the reductions that are still in flight, then steps.
+
+With ``sharding`` (ZeRO's stages 1 and 2) each rank steps only the parameters it owns and keeps
+optimizer state only for them; the stepped parameters are then allgathered (dtrain.torch.sharding).
 """
 import contextlib
+import io
 import warnings
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from dtrain.torch.collectives import (Average, ProcessSet, _check_process_set, _reduce_op,
-                                      allreduce_async_, global_process_set, grouped_allreduce_async_,
-                                      synchronize)
+from dtrain.torch import sharding as zero
+from dtrain.torch.collectives import (Average, ProcessSet, Sum, _check_process_set, _reduce_op,
+                                      allreduce_async_, global_process_set, grouped_allreduce_async_, rank,
+                                      size, synchronize)
 from dtrain.torch.compression import Compression, Compressor
+
+_TOO_MANY_PASSES = ("dtrain: gradients were computed more than backward_passes_per_step times before step(); "
+                    "raise backward_passes_per_step to accumulate them locally")
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     """The methods mixed into the wrapped optimizer's class (see DistributedOptimizer)."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense):
+                 gradient_predivide_factor, groups, sparse_as_dense, sharding):
         super(self.__class__, self).__init__(params)
+        self._sharding = sharding
+        self._partition_of: Optional[Tuple[tuple, zero.Partition]] = None  # (world and parameters, owners)
+        self._unreduced = False  # sharding="gradients": a backward pass ran since the last synchronize()
         self._compression = compression
         self._op = op
         self._gradient_predivide_factor = gradient_predivide_factor
@@ -106,17 +117,26 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _make_hook(self, p: torch.Tensor):
         def hook(*unused):
             self._synchronized = False
+            if self._sharding == "gradients":
+                self._count_pass(p)
+                return
             handle = self._handles.get(p)
             if handle is not None and handle[0] is not None and self._allreduce_delay[p] <= 0:
-                raise AssertionError(
-                    "dtrain: gradients were computed more than backward_passes_per_step times before step(); "
-                    "raise backward_passes_per_step to accumulate them locally")
+                raise AssertionError(_TOO_MANY_PASSES)
             self._allreduce_delay[p] -= 1
             if self._allreduce_delay[p] == 0:
                 self._submit(p)
             else:
                 self._handles[p] = (None, None)
         return hook
+
+    def _count_pass(self, p: torch.Tensor) -> None:
+        """sharding="gradients": gradients are reduce-scattered all at once in synchronize(), so
+        backward only counts its passes."""
+        if self._allreduce_delay[p] <= 0:
+            raise AssertionError(_TOO_MANY_PASSES)
+        self._allreduce_delay[p] -= 1
+        self._unreduced = True
 
     def _scale_factors(self) -> Tuple[float, float]:
         if self._op == Average and self._gradient_predivide_factor != 1.0:
@@ -126,7 +146,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _gradient(self, p: torch.Tensor) -> torch.Tensor:
         if p.grad is None:  # no gradient on this rank: it takes part with zeros, so no rank waits
             p.grad = torch.zeros_like(p)
-        if p.grad.is_sparse:
+        return self._dense_gradient(p)
+
+    def _dense_gradient(self, p: torch.Tensor) -> Optional[torch.Tensor]:
+        """p's gradient (a sparse one made dense in place), or None."""
+        if p.grad is not None and p.grad.is_sparse:
             if not self._sparse_as_dense:
                 raise NotImplementedError(
                     "dtrain: sparse gradients are reduced as dense ones only: pass sparse_as_dense=True")
@@ -161,12 +185,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # ---- after backward ----
 
     def synchronize(self) -> None:
-        """Finishes every gradient's allreduce, starting those whose hook did not fire.
+        """Finishes every gradient's allreduce, starting those whose hook did not fire. With
+        sharding="gradients", reduce-scatters the gradients instead: each rank is left with its
+        own parameters' reduced gradients only.
 
         Until the next backward pass, calling it again does nothing: gradients are reduced once.
         """
         if self._synchronized:
             return
+        if self._sharding == "gradients":
+            self._partition().reduce_scatter_gradients(self._dense_gradient, self._op, *self._scale_factors())
+        else:
+            self._allreduce_gradients()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._unreduced = False
+        self._synchronized = True
+
+    def _allreduce_gradients(self) -> None:
         for p in sorted(self._requires_update - set(self._handles), key=lambda q: self._parameter_names[q]):
             self._submit(p)
         for p, (handle, _) in list(self._handles.items()):
@@ -186,9 +222,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._install(p, compressed, ctx)
         self._handles.clear()
         self._group_handles.clear()
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        self._synchronized = True
 
     def _install(self, p: torch.Tensor, reduced: torch.Tensor, ctx) -> None:
         result = self._compression.decompress(reduced, ctx)
@@ -205,20 +238,72 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         finally:
             self._should_synchronize = True
 
+    def _reductions_pending(self) -> bool:
+        return bool(self._handles or self._group_handles or self._unreduced)
+
     def step(self, closure=None):
         if self._should_synchronize:
             self.synchronize()
-        elif self._handles or self._group_handles:
+        elif self._reductions_pending():
             raise AssertionError("dtrain: step() inside skip_synchronize() while gradients are still being reduced: "
                                  "call optimizer.synchronize() after the last backward pass first")
-        return super(self.__class__, self).step(closure)
+        if self._sharding is None:
+            return super(self.__class__, self).step(closure)
+        partition = self._partition()
+        with zero.gradients_set_aside(partition.foreign()):
+            loss = super(self.__class__, self).step(closure)
+        self._drop_foreign_state(partition)
+        partition.allgather_parameters()
+        return loss
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles or self._group_handles:
+        if self._reductions_pending():
             raise AssertionError("dtrain: optimizer.zero_grad() was called after loss.backward() but before "
                                  "optimizer.step() or optimizer.synchronize(): the gradients are still being "
                                  "reduced into")
         return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+    # ---- sharding ----
+
+    def _partition(self) -> zero.Partition:
+        """The owners of the trainable parameters, made again when the world or the set of
+        trainable parameters changed (an elastic resize)."""
+        trainable = [p for p in self._all_parameters() if p.requires_grad]
+        key = (size(), rank(), tuple(id(p) for p in trainable))
+        if self._partition_of is None or self._partition_of[0] != key:
+            self._partition_of = (key, zero.Partition(trainable, size(), rank()))
+        return self._partition_of[1]
+
+    def _drop_foreign_state(self, partition: zero.Partition) -> None:
+        """Forgets the state of parameters other ranks own (loaded from a whole checkpoint, or
+        consolidated here), so that each rank keeps about 1/size() of it."""
+        for p in partition.foreign():
+            self.state.pop(p, None)
+
+    def consolidate_state_dict(self, to: int = 0) -> None:
+        """Collective: every rank's shard of the optimizer state is copied to rank ``to``, whose
+        ``state_dict()`` then describes every parameter, as without sharding (save it there).
+        Such a state dict loads into any world size, sharded or not. Without sharding it does
+        nothing."""
+        if self._sharding is None:
+            return
+        partition = self._partition()
+        self._drop_foreign_state(partition)  # each rank sends exactly its shard
+        mine = {index: self.state[p] for index, p in enumerate(self._all_parameters())
+                if partition.owns(p) and p in self.state}
+        payload = b""
+        if rank() != to:
+            buffer = io.BytesIO()
+            torch.save(mine, buffer)
+            payload = buffer.getvalue()
+        shards = zero.gather_bytes(payload, to, name="zero.consolidate")
+        if rank() != to:
+            return
+        full = self.state_dict()
+        for shard in shards:
+            if shard:
+                full["state"].update(torch.load(io.BytesIO(shard), map_location="cpu"))
+        self.load_state_dict(full)  # onto the parameters' devices, as a checkpoint loads
 
 
 def DistributedOptimizer(optimizer: torch.optim.Optimizer,
@@ -227,7 +312,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                          op: int = Average, gradient_predivide_factor: float = 1.0, num_groups: int = 0,
                          groups: Optional[Union[int, Sequence[Sequence[torch.Tensor]]]] = None,
                          sparse_as_dense: bool = False,
-                         process_set: ProcessSet = global_process_set) -> torch.optim.Optimizer:
+                         process_set: ProcessSet = global_process_set,
+                         sharding: Optional[str] = None) -> torch.optim.Optimizer:
     """Wraps ``optimizer`` so that ``step()`` applies the gradients averaged over all ranks.
 
     The result is an instance of the optimizer's own class (its state_dict, param_groups and
@@ -237,9 +323,17 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     before one allreduce; ``groups`` (a number, or lists of parameters) reduces each group as one
     operation; ``gradient_predivide_factor`` splits the averaging into a division before the sum
     and the rest after it.
+
+    ``sharding`` splits the optimizer's work among the ranks (ZeRO): each rank steps only the
+    parameters it owns and keeps their optimizer state only, then every rank receives the
+    owners' new values. ``"optimizer_state"`` (stage 1) allreduces gradients as without it;
+    ``"gradients"`` (stage 2) reduce-scatters them in ``synchronize()``, after backward, and
+    each rank keeps only its own parameters' gradients. ``state_dict()`` is then this rank's
+    shard: ``consolidate_state_dict(to)`` first makes it whole on rank ``to``.
     """
     _check_process_set(process_set)
     op = _reduce_op(op, None)
+    _check_sharding(sharding, compression, op)
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("dtrain: gradient_predivide_factor needs op=hvd.Average")
     if backward_passes_per_step < 1:
@@ -249,7 +343,20 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         groups = groups or num_groups
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                      gradient_predivide_factor, groups, sparse_as_dense)
+                      gradient_predivide_factor, groups, sparse_as_dense, sharding)
     if optimizer.state:
         distributed.load_state_dict(optimizer.state_dict())
     return distributed
+
+
+def _check_sharding(sharding: Optional[str], compression: Compressor, op: int) -> None:
+    if sharding not in zero.MODES:
+        raise ValueError(f"dtrain: DistributedOptimizer: sharding={sharding!r} is not one of "
+                         f"{', '.join(repr(mode) for mode in zero.MODES)}")
+    if sharding != "gradients":
+        return
+    if compression is not Compression.none:
+        raise ValueError("dtrain: DistributedOptimizer: compression is not supported with sharding='gradients' "
+                         "(use Compression.none, or sharding='optimizer_state')")
+    if op not in (Average, Sum):
+        raise ValueError("dtrain: DistributedOptimizer: sharding='gradients' reduces with op=hvd.Average or hvd.Sum")
