@@ -7,13 +7,14 @@ mean loss over the concatenated batch, so the parameters must agree to 1e-9 afte
 step. Horovod's semantics are those of horovod/torch/optimizer.py and functions.py.
 """
 import copy
+import os
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import dtrain.torch as hvd
-from multirank import assert_state_equal, gather_objects, generator
+from multirank import assert_state_equal, gather_objects, generator, shared_directory
 
 STEPS = 20
 BATCH = 4  # rows of one rank's batch
@@ -58,9 +59,9 @@ def distributed(model, optimizer, **kwargs):
     return hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), **kwargs)
 
 
-def train_distributed(model, optimizer, data, steps=STEPS, micro_batches=1):
-    """The Horovod training loop: this rank's shard, backward, step."""
-    for step in range(steps):
+def train_distributed(model, optimizer, data, steps=STEPS, micro_batches=1, first=0):
+    """The Horovod training loop: this rank's shard, backward, step (steps first, first + 1, ...)."""
+    for step in range(first, first + steps):
         optimizer.zero_grad()
         for micro in range(micro_batches):
             x, y = batch(data, shard_index(step, hvd.rank(), micro, micro_batches))
@@ -409,6 +410,239 @@ def test_broadcast_optimizer_state_of_fresh_optimizers():
     assert optimizer.param_groups[0]["lr"] == 0.5
     for state in everyone:
         assert_state_equal(state, everyone[0])
+
+
+# ---------------------------------------------------------------- sharding (ZeRO)
+
+SHARDINGS = ("optimizer_state", "gradients")
+
+
+def expected_owners(parameters):
+    """The documented rule: largest first, each to the rank owning the fewest elements so far
+    (ties: the lowest rank; equal sizes in their order)."""
+    loads, owners = [0] * hvd.size(), {}
+    for i in sorted(range(len(parameters)), key=lambda i: -parameters[i].numel()):
+        owner = loads.index(min(loads))
+        owners[i] = owner
+        loads[owner] += parameters[i].numel()
+    return [owners[i] for i in range(len(parameters))]
+
+
+def owned(model):
+    parameters = list(model.parameters())
+    return [p for p, owner in zip(parameters, expected_owners(parameters)) if owner == hvd.rank()]
+
+
+def state_elements(optimizer):
+    return sum(v.numel() for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))
+
+
+def assert_state_only_for(optimizer, parameters):
+    held = {id(p) for p, state in optimizer.state.items() if state}
+    assert held == {id(p) for p in parameters}, "optimizer state is held for parameters other ranks own"
+
+
+def assert_state_dicts_close(actual, expected, tolerance=TOLERANCE):
+    assert sorted(actual["state"]) == sorted(expected["state"])
+    for index, state in expected["state"].items():
+        for key, value in state.items():
+            got = actual["state"][index][key]
+            difference = (torch.as_tensor(got).double() - torch.as_tensor(value).double()).abs().max().item()
+            assert difference <= tolerance, f"state[{index}][{key!r}] differs by {difference:.3g}"
+    assert [{k: v for k, v in g.items() if k != "params"} for g in actual["param_groups"]] == \
+        [{k: v for k, v in g.items() if k != "params"} for g in expected["param_groups"]]
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+@pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
+def test_sharded_training_matches_unsharded(kind, sharding):
+    """Each rank steps the parameters it owns and keeps state for them only; after 20 steps
+    the parameters equal those of the unsharded DistributedOptimizer. Stage 1 keeps every
+    reduced gradient, stage 2 only the owned ones."""
+    data = make_data(STEPS * hvd.size())
+    reference = make_model()
+    unsharded = distributed(reference, OPTIMIZERS[kind](reference.parameters()))
+    train_distributed(reference, unsharded, data)
+    model = make_model()
+    optimizer = distributed(model, OPTIMIZERS[kind](model.parameters()), sharding=sharding)
+    train_distributed(model, optimizer, data)
+
+    assert_parameters_close(model, reference)
+    assert_state_only_for(optimizer, owned(model))
+    if hvd.size() > 1:
+        assert len(optimizer.state) < len(unsharded.state)
+        assert state_elements(optimizer) < state_elements(unsharded)
+    mine = {id(p) for p in owned(model)}
+    for p, q in zip(model.parameters(), reference.parameters()):
+        if sharding == "gradients" and id(p) not in mine:
+            assert p.grad is None, "stage 2 kept the gradient of a parameter another rank owns"
+        else:
+            assert (p.grad - q.grad).abs().max().item() <= TOLERANCE
+
+
+class RecordingSGD(torch.optim.SGD):
+    """SGD that notes which parameters had a gradient, so were stepped, in each step."""
+
+    def step(self, closure=None):
+        self.stepped = [p for group in self.param_groups for p in group["params"] if p.grad is not None]
+        return super().step(closure)
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+def test_sharded_optimizer_steps_only_owned_parameters(sharding):
+    """The wrapped optimizer sees the gradients of this rank's parameters only; stage 1 then
+    gives the others theirs back."""
+    data = make_data(hvd.size())
+    model = make_model()
+    optimizer = distributed(model, RecordingSGD(model.parameters(), lr=0.1, momentum=0.9), sharding=sharding)
+    train_distributed(model, optimizer, data, steps=1)
+    assert [id(p) for p in optimizer.stepped] == [id(p) for p in owned(model)]
+    with_gradient = [p for p in model.parameters() if p.grad is not None]
+    expected = list(model.parameters()) if sharding == "optimizer_state" else owned(model)
+    assert [id(p) for p in with_gradient] == [id(p) for p in expected]
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+@pytest.mark.parametrize("options", [dict(backward_passes_per_step=2), dict(gradient_predivide_factor=4.0),
+                                     dict(op=hvd.Sum)], ids=["accumulation", "predivide", "sum"])
+def test_sharded_training_with_options(options, sharding):
+    """backward_passes_per_step, gradient_predivide_factor and op=Sum mean the same with sharding."""
+    micro_batches = options.get("backward_passes_per_step", 1)
+    steps = 5
+    data = make_data(steps * micro_batches * hvd.size())
+    reference = make_model()
+    train_distributed(reference, distributed(reference, torch.optim.SGD(reference.parameters(), lr=0.05,
+                                                                        momentum=0.9), **options),
+                      data, steps=steps, micro_batches=micro_batches)
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), sharding=sharding,
+                            **options)
+    train_distributed(model, optimizer, data, steps=steps, micro_batches=micro_batches)
+    assert_parameters_close(model, reference)
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+def test_sharded_parameter_without_gradient_on_some_ranks(sharding):
+    """Only rank 0 uses head_b: the other ranks contribute zeros for it, as without sharding."""
+    steps = 5
+    data = make_data(steps * hvd.size())
+    models = []
+    for mode in (None, sharding):
+        model = TwoHeads()
+        optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode)
+        for step in range(steps):
+            optimizer.zero_grad()
+            x, y = batch(data, shard_index(step, hvd.rank()))
+            F.mse_loss(model(x, use_head_b=hvd.rank() == 0), y).backward()
+            optimizer.step()
+        models.append(model)
+    assert_parameters_close(models[1], models[0])
+
+
+class TwoDtypes(torch.nn.Module):
+    """The float64 MLP and a float32 output scale: two flat buffers, and (with the owners'
+    rule) ranks that own no float32 parameter at all."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = make_model()
+        self.scale = torch.nn.Parameter(torch.linspace(0.5, 1.5, OUTPUTS, dtype=torch.float32))
+
+    def forward(self, x):
+        return self.body(x) * self.scale.double()
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+def test_sharded_parameters_of_two_dtypes(sharding):
+    """Each dtype travels in its own buffer, also where a rank owns none of its parameters."""
+    steps = 5
+    data = make_data(steps * hvd.size())
+    models = []
+    for mode in (None, sharding):
+        model = TwoDtypes()
+        train_distributed(model, distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode),
+                          data, steps=steps)
+        models.append(model)
+    reference, model = models
+    assert model.scale.dtype == torch.float32
+    assert (model.scale - reference.scale).abs().max().item() <= 1e-6
+    assert_parameters_close(model.body, reference.body)
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+def test_consolidated_state_dict_resumes_like_the_unsharded_optimizer(sharding):
+    """consolidate_state_dict(to) makes rank to's state_dict() the unsharded one; saved to a
+    file, it loads into a fresh sharded and a fresh unsharded optimizer, whose next 5 steps
+    both equal 5 more steps of the unsharded optimizer that never stopped."""
+    first, more, root = 10, 5, hvd.size() - 1
+    data = make_data((first + more) * hvd.size())
+    straight = make_model()
+    unsharded = distributed(straight, torch.optim.Adam(straight.parameters(), lr=0.01))
+    train_distributed(straight, unsharded, data, steps=first)
+    expected = copy.deepcopy(unsharded.state_dict())
+    train_distributed(straight, unsharded, data, steps=more, first=first)
+
+    model = make_model()
+    optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=sharding)
+    train_distributed(model, optimizer, data, steps=first)
+    optimizer.consolidate_state_dict(to=root)
+    with shared_directory("zero.checkpoint") as directory:
+        path = os.path.join(directory, "checkpoint.pt")
+        if hvd.rank() == root:
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+        hvd.barrier()
+        checkpoint = torch.load(path)
+    resumed = []
+    for mode in (sharding, None):
+        fresh = make_model()
+        fresh.load_state_dict(checkpoint["model"])
+        fresh_optimizer = distributed(fresh, torch.optim.Adam(fresh.parameters(), lr=0.01), sharding=mode)
+        fresh_optimizer.load_state_dict(checkpoint["optimizer"])
+        train_distributed(fresh, fresh_optimizer, data, steps=more, first=first)
+        resumed.append((fresh, fresh_optimizer))
+
+    assert_state_dicts_close(checkpoint["optimizer"], expected)
+    if hvd.rank() != root:
+        assert_state_only_for(optimizer, owned(model))
+    assert_parameters_close(resumed[0][0], straight)
+    assert_parameters_close(resumed[1][0], straight)
+    assert_state_only_for(resumed[0][1], owned(resumed[0][0]))
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+def test_checkpoint_of_a_world_of_one_loads_into_a_sharded_optimizer(sharding):
+    """A plain optimizer's state dict (a world of one trained on the concatenated batches)
+    loads on every rank of this world; the sharded optimizer then steps like the unsharded."""
+    first, more = 10, 5
+    data = make_data((first + more) * hvd.size())
+    alone = make_model()
+    plain = torch.optim.SGD(alone.parameters(), lr=0.1, momentum=0.9)
+    train_reference(alone, plain, data, steps=first)
+    models = []
+    for mode in (None, sharding):
+        model = make_model()
+        model.load_state_dict(alone.state_dict())
+        optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), sharding=mode)
+        optimizer.load_state_dict(plain.state_dict())
+        train_distributed(model, optimizer, data, steps=more, first=first)
+        models.append(model)
+    assert_parameters_close(models[1], models[0])
+
+
+def test_sharding_argument_checks():
+    """An unknown mode, and compression or an op reducescatter lacks with stage 2, are refused."""
+    model = make_model()
+
+    def sgd():
+        return torch.optim.SGD(model.parameters(), lr=0.1)
+
+    with pytest.raises(ValueError, match="'zero3'.*'optimizer_state', 'gradients'"):
+        distributed(model, sgd(), sharding="zero3")
+    with pytest.raises(ValueError, match="compression is not supported"):
+        distributed(model, sgd(), sharding="gradients", compression=hvd.Compression.fp16)
+    with pytest.raises(ValueError, match="op=hvd.Average or hvd.Sum"):
+        distributed(model, sgd(), sharding="gradients", op=hvd.Max)
+    distributed(model, sgd(), sharding="optimizer_state", compression=hvd.Compression.fp16)
 
 
 # Last: ranks run different numbers of operations here, which would shift the numbering of
