@@ -1,7 +1,8 @@
 """Python jobs as users run them under ``dtrain run``: an elastic job that loses a worker
 mid-run goes on with every step counted once, and a rank killed in an ordinary job ends it
-naming the rank, and a hung job ends with the flight recorder's verdict. Each test starts its own
-launcher (run this file in one process)."""
+naming the rank, and a hung job ends with the flight recorder's verdict; a sharded optimizer's
+checkpoint saved by 3 ranks resumes on 2. Each test starts its own launcher (run this file in
+one process)."""
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 LAUNCHER = os.environ.get("DTRAIN_CLI", str(HERE.parents[2] / "build" / "apps" / "dtrain"))
 WORKER = HERE / "elastic_worker.py"
+SHARDED_WORKER = HERE / "sharded_checkpoint_worker.py"
 STEPS, COMMIT_EVERY = 60, 5
 
 
@@ -161,3 +163,24 @@ def test_hung_python_job_ends_with_a_verdict_naming_the_rank(tmp_path):
     assert re.search(r"Rank 1 has nothing in flight: its last collective, allreduce '[^']*step\.a'", verdict.group(0)), out
     assert "Look at rank 1 first." in verdict.group(0), out
     assert "dtrain flight record: " not in out, "the records are the launcher's, not the user's"
+
+
+@pytest.mark.parametrize("sharding", ["optimizer_state", "gradients"])
+def test_sharded_checkpoint_of_3_ranks_resumes_on_2(tmp_path, sharding):
+    """consolidate_state_dict() on 3 ranks writes the whole optimizer state; a 2-rank job loads
+    it into a sharded optimizer, which then steps like an unsharded one loaded from the same
+    file and keeps state for its own parameters only."""
+    checkpoint = tmp_path / "checkpoint.pt"
+    outputs = []
+    for np, phase in (("3", "save"), ("2", "resume")):
+        done = subprocess.run(["timeout", "-k", "5", "120", LAUNCHER, "run", "-np", np, "--stall-shutdown-s", "30",
+                               "--", sys.executable, str(SHARDED_WORKER), "--phase", phase, "--checkpoint",
+                               str(checkpoint), "--sharding", sharding],
+                              capture_output=True, text=True, timeout=150)
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, outputs[-1]
+    reports = re.findall(r"rank (\d)/2: difference (\S+), state entries (\d+) of (\d+)", outputs[1])
+    assert sorted(r[0] for r in reports) == ["0", "1"], outputs[1]
+    for _, difference, held, total in reports:
+        assert float(difference) <= 1e-9, outputs[1]
+        assert 0 < int(held) < int(total), outputs[1]
