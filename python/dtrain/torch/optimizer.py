@@ -285,6 +285,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         ``state_dict()`` then describes every parameter, as without sharding (save it there).
         Such a state dict loads into any world size, sharded or not. Without sharding it does
         nothing."""
+        if not 0 <= to < size():
+            raise ValueError(f"dtrain: consolidate_state_dict: to={to} is not a rank (0 to {size() - 1})")
         if self._sharding is None:
             return
         partition = self._partition()

@@ -630,7 +630,8 @@ def test_checkpoint_of_a_world_of_one_loads_into_a_sharded_optimizer(sharding):
 
 
 def test_sharding_argument_checks():
-    """An unknown mode, and compression or an op reducescatter lacks with stage 2, are refused."""
+    """An unknown mode, compression or an op reducescatter lacks with stage 2, and a
+    consolidation to a rank that does not exist are refused."""
     model = make_model()
 
     def sgd():
@@ -642,7 +643,9 @@ def test_sharding_argument_checks():
         distributed(model, sgd(), sharding="gradients", compression=hvd.Compression.fp16)
     with pytest.raises(ValueError, match="op=hvd.Average or hvd.Sum"):
         distributed(model, sgd(), sharding="gradients", op=hvd.Max)
-    distributed(model, sgd(), sharding="optimizer_state", compression=hvd.Compression.fp16)
+    sharded = distributed(model, sgd(), sharding="optimizer_state", compression=hvd.Compression.fp16)
+    with pytest.raises(ValueError, match="is not a rank"):
+        sharded.consolidate_state_dict(to=hvd.size())
 
 
 # Last: ranks run different numbers of operations here, which would shift the numbering of
