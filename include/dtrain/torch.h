@@ -180,6 +180,11 @@ struct DistributedOptimizerOptions {
   std::string name_prefix = "grad.";
   // kGradients does not combine with compression (refused).
   Sharding sharding = Sharding::kNone;
+  // Sharding: parameters are split into buckets of about this many bytes (of gradients), from
+  // the last parameter back; with kGradients a bucket's reduction starts as soon as backward
+  // has produced all its gradients (DDP's bucket_cap_mb, 25 MiB). Owners are assigned within
+  // each bucket, so a smaller bucket spreads the work as evenly but moves more padding.
+  std::int64_t sharding_bucket_bytes = std::int64_t{25} << 20;
 };
 
 // Wraps any torch::optim::Optimizer. A hook on each parameter's gradient accumulator starts

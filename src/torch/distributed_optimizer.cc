@@ -72,6 +72,7 @@ struct DistributedOptimizer::Impl {
       slot.passes = 0;
       slot.wire = at::Tensor();
     }
+    if (shards) shards->abandon_step();
     broken = false;
   }
 
@@ -140,22 +141,21 @@ struct DistributedOptimizer::Impl {
     return reduce;
   }
 
-  // The sharding plan, made for the world at the first step. The optimizer state of the
-  // parameters lives on their owners, so a world that changes size would lose some: refused.
+  // The sharding plan, made at the first step and again when the world changes (an elastic
+  // reset). A parameter that changes owner then has the state its new owner holds: none,
+  // unless consolidate_state(0) ran before the commit the reset restored (TorchState::sync
+  // then gives every rank rank 0's whole state).
   ParameterShards& shards_for_this_world() {
-    if (!shards) {
+    if (!shards || shards->world_size() != dtrain::size() || shards->rank() != dtrain::rank()) {
       std::vector<at::Tensor> parameters;
       std::vector<std::string> names;
       for (const auto& slot : slots) {
         parameters.push_back(slot.parameter);
         names.push_back(slot.name.substr(options.name_prefix.size()));
       }
-      shards.emplace(std::move(parameters), std::move(names), dtrain::size(), dtrain::rank());
-    } else if (shards->world_size() != dtrain::size()) {
-      throw Error("dtrain::DistributedOptimizer: the world changed size from " + std::to_string(shards->world_size()) +
-                  " to " + std::to_string(dtrain::size()) +
-                  " ranks; sharded optimizer state lives on its owners and cannot follow (elastic training "
-                  "needs sharding off)");
+      shards.reset();  // its reductions in flight finished first
+      shards.emplace(std::move(parameters), std::move(names), dtrain::size(), dtrain::rank(),
+                     options.sharding_bucket_bytes, reduce_options(), options.name_prefix);
     }
     return *shards;
   }
@@ -192,8 +192,17 @@ struct DistributedOptimizer::Impl {
                   std::to_string(options.backward_passes_per_step) +
                   "; call step() after each pass or raise backward_passes_per_step");
     }
-    // ZeRO-2 reduces all gradients at once in synchronize(), each to its owner.
-    if (slot.passes == options.backward_passes_per_step && options.sharding != Sharding::kGradients) start(slot);
+    if (slot.passes < options.backward_passes_per_step) return;
+    if (options.sharding == Sharding::kGradients) {
+      try {
+        shards_for_this_world().gradient_ready(index);  // ZeRO-2: reduced by buckets, each to its owner
+      } catch (const WorkersLostError&) {
+        broken = true;
+        throw;
+      }
+    } else {
+      start(slot);
+    }
   }
 };
 
@@ -215,6 +224,10 @@ DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, c
   }
   if (options.sharding == Sharding::kGradients && options.compression != Compression::kNone) {
     throw Error("dtrain::DistributedOptimizer: compression does not combine with Sharding::kGradients");
+  }
+  if (options.sharding_bucket_bytes < 1) {
+    throw Error("dtrain::DistributedOptimizer: sharding_bucket_bytes must be positive, got " +
+                std::to_string(options.sharding_bucket_bytes));
   }
   if (options.compression_min_bytes < 0) {
     throw Error("dtrain::DistributedOptimizer: compression_min_bytes must not be negative, got " +
@@ -253,7 +266,7 @@ void DistributedOptimizer::synchronize() {
   impl_->require_trainable_parameters_named(optimizer_);
   if (impl_->synchronized) return;  // reduced already, and no backward pass since
   if (impl_->options.sharding == Sharding::kGradients) {
-    impl_->shards_for_this_world().reduce_scatter_gradients(impl_->reduce_options(), impl_->options.name_prefix);
+    impl_->shards_for_this_world().reduce_scatter_gradients();
     for (auto& slot : impl_->slots) slot.passes = 0;
     for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
     impl_->synchronized = true;
@@ -304,7 +317,7 @@ void DistributedOptimizer::step() {
       optimizer_.step();
     }
     shards.drop_state_owned_elsewhere(optimizer_);
-    shards.allgather_parameters(impl_->options.name_prefix);
+    shards.allgather_parameters();
   }
   impl_->synchronized = false;
 }

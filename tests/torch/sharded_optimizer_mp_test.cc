@@ -48,10 +48,12 @@ struct Trainer {
   std::unique_ptr<torch::optim::Optimizer> inner;
   std::unique_ptr<DistributedOptimizer> optimizer;
 
-  Trainer(const MakeOptimizer& make, Sharding sharding, const std::string& prefix) {
+  Trainer(const MakeOptimizer& make, Sharding sharding, const std::string& prefix,
+          std::int64_t bucket_bytes = std::int64_t{25} << 20) {
     inner = make(model->parameters());
     DistributedOptimizerOptions options;
     options.sharding = sharding;
+    options.sharding_bucket_bytes = bucket_bytes;
     options.name_prefix = prefix;
     optimizer = std::make_unique<DistributedOptimizer>(*inner, model->named_parameters().pairs(), options);
   }
@@ -78,21 +80,47 @@ std::string sharding_name(Sharding sharding) {
   return sharding == Sharding::kOptimizerState ? "optimizer_state" : "gradients";
 }
 
+// Buckets of 300 bytes cut the model's parameters (float64: 432, 72, 288, 32, 32 and 8 bytes)
+// into two: the last layers' reduction starts during backward, owners balanced within each.
 TEST(ShardedOptimizer, TrainsAsTheUnshardedOneFor20Steps) {
   for (Sharding sharding : {Sharding::kOptimizerState, Sharding::kGradients}) {
     for (const auto& [kind, make] : {std::pair{"sgd", sgd_with_momentum()}, std::pair{"adam", adam()}}) {
-      const std::string label = std::string(kind) + "." + sharding_name(sharding);
-      Trainer whole(make, Sharding::kNone, "whole." + label + ".");
-      Trainer sharded(make, sharding, "sharded." + label + ".");
-      for (int step = 0; step < 20; ++step) {
-        whole.step(step);
-        sharded.step(step);
+      for (std::int64_t bucket_bytes : {std::int64_t{25} << 20, std::int64_t{300}}) {
+        const std::string label =
+            std::string(kind) + "." + sharding_name(sharding) + "." + std::to_string(bucket_bytes);
+        Trainer whole(make, Sharding::kNone, "whole." + label + ".");
+        Trainer sharded(make, sharding, "sharded." + label + ".", bucket_bytes);
+        for (int step = 0; step < 20; ++step) {
+          whole.step(step);
+          sharded.step(step);
+        }
+        EXPECT_LE(max_difference(whole, sharded), 1e-9) << label;
+        // Every rank holds the same parameters: the owners' values were gathered.
+        const at::Tensor everyone = allgather(sharded.flat_parameters().unsqueeze(0), "check." + label);
+        for (int r = 1; r < size(); ++r) EXPECT_TRUE(everyone[r].equal(everyone[0])) << label << " rank " << r;
       }
-      EXPECT_LE(max_difference(whole, sharded), 1e-9) << label;
-      // Every rank holds the same parameters: the owners' values were gathered.
-      const at::Tensor everyone = allgather(sharded.flat_parameters().unsqueeze(0), "check." + label);
-      for (int r = 1; r < size(); ++r) EXPECT_TRUE(everyone[r].equal(everyone[0])) << label << " rank " << r;
     }
+  }
+}
+
+// Freezing a layer leaves every other parameter with its owner (and its optimizer state).
+TEST(ShardedOptimizer, FollowsALayerFrozenAndUnfrozen) {
+  for (Sharding sharding : {Sharding::kOptimizerState, Sharding::kGradients}) {
+    const std::string label = "freeze." + sharding_name(sharding);
+    Trainer whole(adam(), Sharding::kNone, "whole." + label + ".");
+    Trainer sharded(adam(), sharding, "sharded." + label + ".", /*bucket_bytes=*/300);
+    auto set_first_layer_trainable = [](Trainer& trainer, bool trainable) {
+      for (auto& p : trainer.model[0]->parameters()) p.requires_grad_(trainable);
+    };
+    for (int step = 0; step < 12; ++step) {
+      if (step == 4 || step == 8) {
+        set_first_layer_trainable(whole, step == 8);
+        set_first_layer_trainable(sharded, step == 8);
+      }
+      whole.step(step);
+      sharded.step(step);
+    }
+    EXPECT_LE(max_difference(whole, sharded), 1e-9) << label;
   }
 }
 

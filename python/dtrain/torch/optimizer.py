@@ -266,12 +266,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # ---- sharding ----
 
     def _partition(self) -> zero.Partition:
-        """The owners of the trainable parameters, made again when the world or the set of
-        trainable parameters changed (an elastic resize)."""
-        trainable = [p for p in self._all_parameters() if p.requires_grad]
-        key = (size(), rank(), tuple(id(p) for p in trainable))
+        """The owners of the parameters, made again when the world changed (an elastic resize)."""
+        parameters = self._all_parameters()
+        key = (size(), rank(), tuple(id(p) for p in parameters))
         if self._partition_of is None or self._partition_of[0] != key:
-            self._partition_of = (key, zero.Partition(trainable, size(), rank()))
+            self._partition_of = (key, zero.Partition(parameters, size(), rank()))
         return self._partition_of[1]
 
     def _drop_foreign_state(self, partition: zero.Partition) -> None:

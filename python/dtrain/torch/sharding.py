@@ -106,14 +106,22 @@ def _buffers(parameters: Sequence[torch.Tensor], owners: Sequence[int], world_si
 
 
 class Partition:
-    """The owners of ``parameters`` (the trainable ones, in param_groups' order) in a world of
-    ``world_size``, as seen from ``rank``."""
+    """The owners of ``parameters`` (in param_groups' order) in a world of ``world_size``, as
+    seen from ``rank``. Frozen parameters have owners too, so that freezing or unfreezing one
+    moves no other parameter (nor its optimizer state) to another rank; only the parameters
+    that require a gradient travel."""
 
     def __init__(self, parameters: Sequence[torch.Tensor], world_size: int, rank: int) -> None:
         self.rank = rank
+        self.world_size = world_size
         owners = assign_owners([p.numel() for p in parameters], world_size)
         self._owner = {p: owner for p, owner in zip(parameters, owners)}
-        self._buffers = _buffers(parameters, owners, world_size)
+
+    def _buffers(self, only_trainable: bool) -> List[_Buffer]:
+        """The flat buffers of the parameters (those that require a gradient now, or all)."""
+        chosen = [p for p in self._owner if p.requires_grad or not only_trainable]
+        buffers = _buffers(chosen, [self._owner[p] for p in chosen], self.world_size)
+        return [b for b in buffers if b.segment() > 0]
 
     def owns(self, p: torch.Tensor) -> bool:
         return self._owner.get(p) == self.rank
@@ -126,7 +134,7 @@ class Partition:
                                  postscale_factor: float) -> None:
         """Leaves each rank its own parameters' gradients reduced over all ranks and frees the
         gradients of the others. ``gradient(p)`` is p's dense local gradient or None."""
-        buffers = [b for b in self._buffers if b.segment() > 0]
+        buffers = self._buffers(only_trainable=True)
         handles = [reducescatter_async(b.pack_gradients(gradient), name=f"zero.reducescatter.{b.label}", op=op,
                                        prescale_factor=prescale_factor, postscale_factor=postscale_factor)
                    for b in buffers]
@@ -134,9 +142,11 @@ class Partition:
             b.unpack_gradients(synchronize(handle), self.rank)
 
     def allgather_parameters(self) -> None:
-        """Copies every owner's parameter values to every rank."""
+        """Copies every owner's parameter values to every rank: frozen ones too, since an
+        optimizer still steps a frozen parameter whose gradient is zeros rather than None
+        (momentum, weight decay), and only its owner did."""
         with torch.no_grad():
-            buffers = [b for b in self._buffers if b.segment() > 0]
+            buffers = self._buffers(only_trainable=False)
             handles = [allgather_async(b.pack_parameters(self.rank), name=f"zero.allgather.{b.label}")
                        for b in buffers]
             for b, handle in zip(buffers, handles):

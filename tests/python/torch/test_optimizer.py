@@ -539,6 +539,28 @@ def test_sharded_parameter_without_gradient_on_some_ranks(sharding):
     assert_parameters_close(models[1], models[0])
 
 
+@pytest.mark.parametrize("sharding", SHARDINGS)
+def test_sharded_training_follows_a_layer_frozen_and_unfrozen(sharding):
+    """Freezing moves no parameter to another owner, and a frozen parameter whose gradient was
+    zeroed (not set to None) is still moved by Adam's momentum on its owner and reaches every
+    rank, as without sharding."""
+    steps = 12
+    data = make_data(steps * hvd.size())
+    models = []
+    for mode in (None, sharding):
+        model = make_model()
+        optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode)
+        for step in range(steps):
+            if step in (4, 8):
+                model[0].requires_grad_(step == 8)
+            optimizer.zero_grad(set_to_none=False)
+            x, y = batch(data, shard_index(step, hvd.rank()))
+            F.mse_loss(model(x), y).backward()
+            optimizer.step()
+        models.append(model)
+    assert_parameters_close(models[1], models[0])
+
+
 class TwoDtypes(torch.nn.Module):
     """The float64 MLP and a float32 output scale: two flat buffers, and (with the owners'
     rule) ranks that own no float32 parameter at all."""
