@@ -163,6 +163,21 @@ enum class Sharding {
   kGradients,
 };
 
+// PowerSGD (Vogels et al., 2019; PyTorch DDP's powerSGD_hook, with its defaults but the rank):
+// a gradient that is a matrix (more dimensions fold into dim 0 x the rest) travels as two
+// rank-`rank` factors, one power iteration per step, the error carried into the next step.
+struct PowerSgdOptions {
+  int rank = 0;  // 0: off. DDP's matrix_approximation_rank (1 there; 4 is a common choice)
+  // Steps whose gradients are reduced exactly before compression begins (DDP's
+  // start_powerSGD_iter, 1000 by default there): early gradients change fast.
+  std::int64_t start_step = 0;
+  // Gradients whose factors would not be this many times smaller travel whole.
+  double min_compression_rate = 2.0;
+  bool error_feedback = true;  // add what the last approximation left out to the next gradient
+  bool warm_start = true;      // each step's power iteration starts from the last step's Q
+  std::uint64_t seed = 0;      // the random first Q, the same on every rank
+};
+
 struct DistributedOptimizerOptions {
   ReduceOp op = ReduceOp::kAverage;  // or kSum
   // Backward passes accumulated locally before the gradients are reduced and step() runs.
@@ -172,9 +187,13 @@ struct DistributedOptimizerOptions {
   // travel as they are. float16 keeps 3 more bits of mantissa, bfloat16 float32's range
   // (no overflow to infinity, no need of a predivide factor).
   Compression compression = Compression::kNone;
-  // Gradients smaller than this travel uncompressed (DDP's PowerSGD hook spares small tensors
-  // the same way): their bytes are few, while their values (biases, norms) are sensitive.
+  // Gradients smaller than this travel uncompressed, by dtype or by PowerSGD (DDP's PowerSGD
+  // hook spares small tensors the same way): their bytes are few, while their values (biases,
+  // norms) are sensitive.
   std::int64_t compression_min_bytes = 0;
+  // Float32 and float64 gradients approximated by low-rank factors; with op kAverage only, and
+  // not with `compression` or sharding (refused).
+  PowerSgdOptions power_sgd;
   // Average as (sum of grad / f) * f / size, to keep low-precision sums in range.
   double gradient_predivide_factor = 1.0;
   std::string name_prefix = "grad.";

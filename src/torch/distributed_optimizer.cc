@@ -25,6 +25,7 @@
 #include "dtrain/torch.h"
 #include "torch/gradient_ready_hook.h"
 #include "torch/parameter_shards.h"
+#include "torch/power_sgd.h"
 
 namespace dtrain::libtorch {
 
@@ -40,6 +41,10 @@ struct DistributedOptimizer::Impl {
     // to the system, a fresh tensor every step costs more in page faults than the copy itself
     // (48 MB of float32 to bfloat16: 12 ms into a new tensor, ~2 ms into this one).
     at::Tensor copy_buffer;
+    // PowerSGD's state of this gradient (made at its first compressed step), and whether this
+    // step's reduction is PowerSGD's rather than `handle`.
+    std::unique_ptr<PowerSgdGradient> power_sgd;
+    bool power_sgd_step = false;
     std::shared_ptr<torch::autograd::Node> accumulator;
     std::uintptr_t hook_key = 0;
   };
@@ -49,12 +54,13 @@ struct DistributedOptimizer::Impl {
   std::unordered_set<const void*> named;  // the named parameters' TensorImpls
   std::optional<ParameterShards> shards;  // with sharding: who steps which parameter
   bool synchronized = false;
-  bool broken = false;  // a reduction of this step failed: zero_grad() starts over
-  int skipping = 0;     // live SkipSynchronize guards
+  bool broken = false;     // a reduction of this step failed: zero_grad() starts over
+  int skipping = 0;        // live SkipSynchronize guards
+  std::int64_t steps = 0;  // step() calls: PowerSGD starts at options.power_sgd.start_step
 
   bool any_reduction_failed() const {
     for (const auto& slot : slots) {
-      if (slot.started && slot.handle.status() == Status::kFailed) return true;
+      if (slot.started && !slot.power_sgd_step && slot.handle.status() == Status::kFailed) return true;
     }
     return false;
   }
@@ -63,12 +69,15 @@ struct DistributedOptimizer::Impl {
   // runtime writes into no gradient afterwards; in a broken world they have failed already).
   void abandon_step() {
     for (auto& slot : slots) {
-      if (slot.started) {
+      if (slot.power_sgd_step) {
+        slot.power_sgd->abandon();
+      } else if (slot.started) {
         try {
           slot.handle.wait();
         } catch (const std::exception&) {}
       }
       slot.started = false;
+      slot.power_sgd_step = false;
       slot.passes = 0;
       slot.wire = at::Tensor();
     }
@@ -160,12 +169,31 @@ struct DistributedOptimizer::Impl {
     return *shards;
   }
 
+  bool approximated_by_power_sgd(const at::Tensor& grad) const {
+    if (options.power_sgd.rank < 1 || steps < options.power_sgd.start_step) return false;
+    if (grad.scalar_type() != at::kFloat && grad.scalar_type() != at::kDouble) return false;
+    return power_sgd_compresses(grad.sizes(), static_cast<std::int64_t>(grad.nbytes()), options.power_sgd,
+                                options.compression_min_bytes);
+  }
+
   void start(Slot& slot) {
     at::Tensor& grad = slot.parameter.mutable_grad();
     if (!grad.defined()) grad = at::zeros_like(slot.parameter);  // no gradient here: contribute zeros
     // An embedding's sparse gradient is reduced as dense (Horovod's sparse_as_dense): exact
     // and right for every optimizer, at the cost of the whole table on the wire.
     if (grad.is_sparse()) grad = grad.to_dense();
+    if (approximated_by_power_sgd(grad)) {
+      if (!slot.power_sgd) slot.power_sgd = std::make_unique<PowerSgdGradient>(slot.name, options.power_sgd);
+      try {
+        slot.power_sgd->start(grad);
+      } catch (const WorkersLostError&) {
+        broken = true;
+        throw;
+      }
+      slot.power_sgd_step = true;
+      slot.started = true;
+      return;
+    }
     const std::optional<at::ScalarType> smaller = wire_dtype(grad);
     if (smaller || !usable_in_place(grad)) {
       slot.wire = copy_for_the_wire(slot, grad, smaller.value_or(grad.scalar_type()));
@@ -225,6 +253,18 @@ DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, c
   if (options.sharding == Sharding::kGradients && options.compression != Compression::kNone) {
     throw Error("dtrain::DistributedOptimizer: compression does not combine with Sharding::kGradients");
   }
+  const PowerSgdOptions& power_sgd = options.power_sgd;
+  if (power_sgd.rank < 0 || power_sgd.start_step < 0 || power_sgd.min_compression_rate < 0) {
+    throw Error(
+        "dtrain::DistributedOptimizer: power_sgd.rank, start_step and min_compression_rate must not be "
+        "negative");
+  }
+  if (power_sgd.rank > 0 && (options.compression != Compression::kNone || options.sharding != Sharding::kNone ||
+                             options.op != ReduceOp::kAverage || options.gradient_predivide_factor != 1.0)) {
+    throw Error(
+        "dtrain::DistributedOptimizer: PowerSGD approximates the average of float gradients: it does not "
+        "combine with compression, sharding, op Sum or a gradient_predivide_factor");
+  }
   if (options.sharding_bucket_bytes < 1) {
     throw Error("dtrain::DistributedOptimizer: sharding_bucket_bytes must be positive, got " +
                 std::to_string(options.sharding_bucket_bytes));
@@ -254,7 +294,9 @@ DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, c
 DistributedOptimizer::~DistributedOptimizer() {
   for (auto& slot : impl_->slots) {
     if (slot.accumulator) slot.accumulator->del_post_hook(slot.hook_key);
-    if (slot.started) {
+    if (slot.power_sgd_step) {
+      slot.power_sgd->abandon();
+    } else if (slot.started) {
       try {
         slot.handle.wait();  // the runtime must not write into a gradient after we are gone
       } catch (const std::exception&) {}
@@ -276,18 +318,33 @@ void DistributedOptimizer::synchronize() {
     if (!slot.started && slot.parameter.requires_grad()) impl_->start(slot);
   }
   std::exception_ptr first_error;  // rethrown as it is: a WorkersLostError stays one
+  // PowerSGD's second round: every Q allreduce in flight before waiting for any.
+  for (auto& slot : impl_->slots) {
+    if (!slot.power_sgd_step) continue;
+    try {
+      slot.power_sgd->start_q();
+    } catch (const std::exception&) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
   for (auto& slot : impl_->slots) {
     if (slot.started) {
       try {
-        slot.handle.wait();
-        at::Tensor& grad = slot.parameter.mutable_grad();
-        if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
+        if (slot.power_sgd_step) {
+          slot.power_sgd->finish();
+        } else {
+          slot.handle.wait();
+          at::Tensor& grad = slot.parameter.mutable_grad();
+          if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
+        }
       } catch (const std::exception&) {
         if (!first_error) first_error = std::current_exception();
+        if (slot.power_sgd_step) slot.power_sgd->abandon();
       }
     }
     slot.wire = at::Tensor();
     slot.started = false;
+    slot.power_sgd_step = false;
     slot.passes = 0;
   }
   if (first_error) std::rethrow_exception(first_error);
@@ -320,6 +377,7 @@ void DistributedOptimizer::step() {
     shards.allgather_parameters();
   }
   impl_->synchronized = false;
+  ++impl_->steps;
 }
 
 void DistributedOptimizer::consolidate_state(int root) {
