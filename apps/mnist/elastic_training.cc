@@ -96,7 +96,10 @@ int train_elastic(const Options& options) {
   dt::TorchState state(*model, optimizer, &sampler);
   std::int64_t& step = state.counter("step");
   // Created once: its hooks outlive resets (a broken step is forgotten at the next zero_grad()).
-  dt::DistributedOptimizer distributed(optimizer, model->named_parameters().pairs());
+  dt::DistributedOptimizerOptions reduce;
+  reduce.power_sgd.rank = options.power_sgd_rank;
+  reduce.power_sgd.start_step = options.power_sgd_start_step;
+  dt::DistributedOptimizer distributed(optimizer, model->named_parameters().pairs(), reduce);
   training::AllreducePath averaged(distributed);
 
   std::int64_t furthest = 0;  // the most steps this process completed: beyond the commit, what a restore redoes

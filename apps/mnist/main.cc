@@ -83,7 +83,7 @@ dt::TrainingProgress restore(const Options& options, const std::optional<dt::Che
 class GradientExchange : public dtrain::training::GradientPath {
  public:
   GradientExchange(bool ps, torch::optim::Optimizer& optimizer, dtrain::mnist::MnistNet& model,
-                   std::int64_t restored_step, int rank)
+                   std::int64_t restored_step, int rank, const Options& options)
       : rank_(rank), start_step_(restored_step) {
     if (ps) {
       servers_.emplace(optimizer, model->named_parameters().pairs(), restored_step);
@@ -93,7 +93,10 @@ class GradientExchange : public dtrain::training::GradientPath {
         std::fflush(stdout);
       }
     } else {
-      allreduce_.emplace(optimizer, model->named_parameters().pairs());
+      dt::DistributedOptimizerOptions reduce;
+      reduce.power_sgd.rank = options.power_sgd_rank;
+      reduce.power_sgd.start_step = options.power_sgd_start_step;
+      allreduce_.emplace(optimizer, model->named_parameters().pairs(), reduce);
       // Start every rank from rank 0's weights and optimizer state.
       dt::broadcast_parameters(dt::named_state(*model), 0);
       dt::broadcast_optimizer_state(optimizer, 0);
@@ -107,6 +110,8 @@ class GradientExchange : public dtrain::training::GradientPath {
     if (allreduce_) allreduce_->synchronize();  // a worker of parameter servers pushes its own in apply()
   }
   void apply() override { servers_ ? servers_->step() : allreduce_->step(); }
+  // What this rank's last step handed to the allreduces (0 under parameter servers).
+  std::int64_t reduced_bytes() const { return allreduce_ ? allreduce_->reduced_bytes() : 0; }
   // Parameter-server workers do not meet: the chief reports its own loss.
   double reported_loss(double loss) { return servers_ ? loss : dt::metric_average(loss, "train.loss"); }
   void before_checkpoint() {
@@ -286,7 +291,7 @@ int train(const Options& options) {
   const double lr = optimizer.param_groups().front().options().get_lr();
   std::optional<dt::Checkpointer> checkpointer = checkpointer_for(options, ps, rank);
   dt::TrainingProgress progress = restore(options, checkpointer, model, optimizer, rank);
-  GradientExchange exchange(ps, optimizer, model, progress.step, rank);
+  GradientExchange exchange(ps, optimizer, model, progress.step, rank, options);
   progress.step = exchange.start_step();
   // Dropout differs per rank and per resumption point.
   torch::manual_seed(options.seed + 1000 * static_cast<std::uint64_t>(rank) +
@@ -311,6 +316,9 @@ int train(const Options& options) {
   const std::int64_t first_step = progress.step;
   trainer.train(progress.step, plan.total);
   const double seconds = timer.elapsed_s();
+  if (rank == 0 && !ps) {
+    std::printf("Gradients allreduced: %lld bytes per step\n", static_cast<long long>(exchange.reduced_bytes()));
+  }
   if (!exchange.finish()) return 0;
   score_and_write(model, test_set, options, placement, progress.step - first_step, seconds);
   if (!ps) dtrain::shutdown();
@@ -352,6 +360,12 @@ int main(int argc, char** argv) {
       ->excludes("--resume");
   app.add_option("--commit-every", options.commit_every, "With --elastic: steps between in-memory commits")
       ->check(CLI::PositiveNumber);
+  app.add_option("--power-sgd-rank", options.power_sgd_rank,
+                 "Allreduce gradient matrices as PowerSGD's rank-R factors, with error feedback (0: exact)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--power-sgd-start-step", options.power_sgd_start_step,
+                 "With --power-sgd-rank: steps reduced exactly before PowerSGD begins")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--distribution", options.distribution,
                  "allreduce (default) or ps: train through parameter servers (under `dtrain run --ps`)")
       ->check(CLI::IsMember({"allreduce", "ps"}));

@@ -35,6 +35,8 @@ struct Options {
   bool elastic = false;                    // --elastic: under `dtrain run --min-np`, go on when workers change
   std::int64_t commit_every = 10;          // --commit-every: steps between elastic commits
   std::string device = "cpu";              // --device: cpu, or cuda (this rank's GPU, cuda:local_rank)
+  int power_sgd_rank = 0;                  // --power-sgd-rank: gradients as low-rank factors (0: exact)
+  std::int64_t power_sgd_start_step = 0;   // --power-sgd-start-step: exact steps before PowerSGD begins
 };
 
 // Adam (the Keras tutorial) or SGD with momentum 0.5 (Horovod's PyTorch example); the default

@@ -236,6 +236,11 @@ class DistributedOptimizer {
   void zero_grad();
   torch::optim::Optimizer& optimizer() { return optimizer_; }
 
+  // The bytes this rank handed to the runtime's allreduces in the last synchronize(): each
+  // gradient as it travels (compressed or not), PowerSGD's factors where it approximates one.
+  // Without sharding; 0 with it.
+  std::int64_t reduced_bytes() const;
+
   // With sharding, collective: every rank's shard of the optimizer state is copied to `root`,
   // whose optimizer then holds the state of every parameter, as without sharding: save it
   // there (Checkpointer::save runs on rank 0). A checkpoint so saved loads into any world size,

@@ -54,9 +54,11 @@ struct DistributedOptimizer::Impl {
   std::unordered_set<const void*> named;  // the named parameters' TensorImpls
   std::optional<ParameterShards> shards;  // with sharding: who steps which parameter
   bool synchronized = false;
-  bool broken = false;     // a reduction of this step failed: zero_grad() starts over
-  int skipping = 0;        // live SkipSynchronize guards
-  std::int64_t steps = 0;  // step() calls: PowerSGD starts at options.power_sgd.start_step
+  bool broken = false;              // a reduction of this step failed: zero_grad() starts over
+  int skipping = 0;                 // live SkipSynchronize guards
+  std::int64_t steps = 0;           // step() calls: PowerSGD starts at options.power_sgd.start_step
+  std::int64_t reducing_bytes = 0;  // handed to allreduces since the last synchronize()
+  std::int64_t reduced_bytes = 0;   // in the last synchronize()
 
   bool any_reduction_failed() const {
     for (const auto& slot : slots) {
@@ -82,6 +84,7 @@ struct DistributedOptimizer::Impl {
       slot.wire = at::Tensor();
     }
     if (shards) shards->abandon_step();
+    reducing_bytes = 0;
     broken = false;
   }
 
@@ -201,6 +204,7 @@ struct DistributedOptimizer::Impl {
       slot.wire = grad;  // zero copy: reduce in place in param.grad
     }
     const TensorView view = view_of(slot.wire);
+    reducing_bytes += static_cast<std::int64_t>(slot.wire.nbytes());
     try {
       slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce_options());
     } catch (const WorkersLostError&) {
@@ -332,6 +336,7 @@ void DistributedOptimizer::synchronize() {
       try {
         if (slot.power_sgd_step) {
           slot.power_sgd->finish();
+          impl_->reducing_bytes += slot.power_sgd->factor_bytes();
         } else {
           slot.handle.wait();
           at::Tensor& grad = slot.parameter.mutable_grad();
@@ -347,6 +352,8 @@ void DistributedOptimizer::synchronize() {
     slot.power_sgd_step = false;
     slot.passes = 0;
   }
+  impl_->reduced_bytes = impl_->reducing_bytes;
+  impl_->reducing_bytes = 0;
   if (first_error) std::rethrow_exception(first_error);
   // Parameters unfrozen since the last step: their first gradient was reduced above; from
   // now on their hooks overlap it with backward.
@@ -388,6 +395,8 @@ void DistributedOptimizer::consolidate_state(int root) {
   }
   impl_->shards_for_this_world().consolidate_state(optimizer_, root);
 }
+
+std::int64_t DistributedOptimizer::reduced_bytes() const { return impl_->reduced_bytes; }
 
 std::vector<std::string> DistributedOptimizer::owned_parameters() const {
   if (impl_->options.sharding != Sharding::kNone) return impl_->shards_for_this_world().owned_names();

@@ -45,6 +45,8 @@ class PowerSgdGradient {
   // Waits for what is in flight, ignoring its errors, and forgets the step.
   void abandon();
   bool in_flight() const { return in_flight_; }
+  // The bytes of P and Q: what the last step put into allreduces.
+  std::int64_t factor_bytes() const { return static_cast<std::int64_t>(p_.defined() ? p_.nbytes() + q_.nbytes() : 0); }
 
  private:
   at::Tensor initial_q(std::int64_t columns, const at::TensorOptions& options) const;

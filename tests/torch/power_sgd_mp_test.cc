@@ -109,6 +109,8 @@ TEST(PowerSgd, VectorsAndSmallMatricesAndEarlyStepsTravelWhole) {
     EXPECT_TRUE(small.step().allclose(exact, 0, 1e-12)) << step;
     const bool compressed = step >= options.start_step;
     EXPECT_EQ(large.step().allclose(exact, 0, 1e-6), !compressed) << step;
+    // On the wire: the 8-value bias, and the 8 x 6 matrix whole or as 8 + 6 values of rank 1.
+    EXPECT_EQ(large.optimizer.reduced_bytes(), (8 + (compressed ? 8 + 6 : 8 * 6)) * 8) << step;
     // The bias, a vector, is always averaged exactly.
     EXPECT_TRUE(large.bias.grad().allclose(at::arange(8, at::kDouble) * (size() + 1) / 2.0, 0, 1e-12)) << step;
   }
