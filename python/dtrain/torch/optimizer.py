@@ -30,9 +30,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     """The methods mixed into the wrapped optimizer's class (see DistributedOptimizer)."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, sharding):
+                 gradient_predivide_factor, groups, sparse_as_dense, sharding, sharding_bucket_bytes):
         super(self.__class__, self).__init__(params)
         self._sharding = sharding
+        self._sharding_bucket_bytes = sharding_bucket_bytes
         self._partition_of: Optional[Tuple[tuple, zero.Partition]] = None  # (world and parameters, owners)
         self._unreduced = False  # sharding="gradients": a backward pass ran since the last synchronize()
         self._compression = compression
@@ -131,12 +132,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return hook
 
     def _count_pass(self, p: torch.Tensor) -> None:
-        """sharding="gradients": gradients are reduce-scattered all at once in synchronize(), so
-        backward only counts its passes."""
+        """sharding="gradients": p's gradient is complete at its last pass of the step; its
+        bucket is reduce-scattered once all the bucket's gradients are."""
         if self._allreduce_delay[p] <= 0:
             raise AssertionError(_TOO_MANY_PASSES)
         self._allreduce_delay[p] -= 1
         self._unreduced = True
+        if self._allreduce_delay[p] == 0:
+            self._partition(during_backward=True).gradient_ready(p)
 
     def _scale_factors(self) -> Tuple[float, float]:
         if self._op == Average and self._gradient_predivide_factor != 1.0:
@@ -186,15 +189,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def synchronize(self) -> None:
         """Finishes every gradient's allreduce, starting those whose hook did not fire. With
-        sharding="gradients", reduce-scatters the gradients instead: each rank is left with its
-        own parameters' reduced gradients only.
+        sharding="gradients", finishes the buckets' reducescatters instead (starting those
+        backward did not complete): each rank is left with its own parameters' reduced
+        gradients only.
 
         Until the next backward pass, calling it again does nothing: gradients are reduced once.
         """
         if self._synchronized:
             return
         if self._sharding == "gradients":
-            self._partition().reduce_scatter_gradients(self._dense_gradient, self._op, *self._scale_factors())
+            self._partition().reduce_scatter_gradients()
         else:
             self._allreduce_gradients()
         for p in self._allreduce_delay:
@@ -239,7 +243,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._should_synchronize = True
 
     def _reductions_pending(self) -> bool:
-        return bool(self._handles or self._group_handles or self._unreduced)
+        in_flight = self._partition_of is not None and self._partition_of[1].in_flight()
+        return bool(self._handles or self._group_handles or self._unreduced or in_flight)
 
     def step(self, closure=None):
         if self._should_synchronize:
@@ -265,12 +270,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     # ---- sharding ----
 
-    def _partition(self) -> zero.Partition:
-        """The owners of the parameters, made again when the world changed (an elastic resize)."""
+    def _partition(self, during_backward: bool = False) -> zero.Partition:
+        """The owners of the parameters and their buckets, made again when the world changed
+        (an elastic resize) or the optimizer's parameters did; during backward only the world
+        is compared, since every gradient's hook asks."""
+        world = (size(), rank())
+        if during_backward and self._partition_of is not None and self._partition_of[0][:2] == world:
+            return self._partition_of[1]
         parameters = self._all_parameters()
-        key = (size(), rank(), tuple(id(p) for p in parameters))
+        key = world + (tuple(id(p) for p in parameters),)
         if self._partition_of is None or self._partition_of[0] != key:
-            self._partition_of = (key, zero.Partition(parameters, size(), rank()))
+            if self._partition_of is not None:
+                self._partition_of[1].abandon_step()  # its reductions belong to the old world
+            reduction = zero.Reduction(self._dense_gradient, self._op, *self._scale_factors())
+            partition = zero.Partition(parameters, size(), rank(), self._sharding_bucket_bytes, reduction)
+            self._partition_of = (key, partition)
         return self._partition_of[1]
 
     def _drop_foreign_state(self, partition: zero.Partition) -> None:
@@ -314,7 +328,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                          groups: Optional[Union[int, Sequence[Sequence[torch.Tensor]]]] = None,
                          sparse_as_dense: bool = False,
                          process_set: ProcessSet = global_process_set,
-                         sharding: Optional[str] = None) -> torch.optim.Optimizer:
+                         sharding: Optional[str] = None,
+                         sharding_bucket_bytes: int = zero.DEFAULT_BUCKET_BYTES) -> torch.optim.Optimizer:
     """Wraps ``optimizer`` so that ``step()`` applies the gradients averaged over all ranks.
 
     The result is an instance of the optimizer's own class (its state_dict, param_groups and
@@ -328,9 +343,11 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     ``sharding`` splits the optimizer's work among the ranks (ZeRO): each rank steps only the
     parameters it owns and keeps their optimizer state only, then every rank receives the
     owners' new values. ``"optimizer_state"`` (stage 1) allreduces gradients as without it;
-    ``"gradients"`` (stage 2) reduce-scatters them in ``synchronize()``, after backward, and
-    each rank keeps only its own parameters' gradients. ``state_dict()`` is then this rank's
-    shard: ``consolidate_state_dict(to)`` first makes it whole on rank ``to``.
+    ``"gradients"`` (stage 2) reduce-scatters them by buckets of about
+    ``sharding_bucket_bytes``, each started as soon as backward has produced all its
+    gradients, and each rank keeps only its own parameters' gradients. Owners are dealt out
+    within those buckets. ``state_dict()`` is then this rank's shard:
+    ``consolidate_state_dict(to)`` first makes it whole on rank ``to``.
     """
     _check_process_set(process_set)
     op = _reduce_op(op, None)
@@ -339,12 +356,15 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         raise ValueError("dtrain: gradient_predivide_factor needs op=hvd.Average")
     if backward_passes_per_step < 1:
         raise ValueError(f"dtrain: backward_passes_per_step must be at least 1, got {backward_passes_per_step}")
+    if sharding_bucket_bytes < 1:
+        raise ValueError(f"dtrain: DistributedOptimizer: sharding_bucket_bytes must be positive, "
+                         f"got {sharding_bucket_bytes}")
     if num_groups:
         warnings.warn("num_groups is deprecated: use groups=", DeprecationWarning, stacklevel=2)
         groups = groups or num_groups
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                      gradient_predivide_factor, groups, sparse_as_dense, sharding)
+                      gradient_predivide_factor, groups, sparse_as_dense, sharding, sharding_bucket_bytes)
     if optimizer.state:
         distributed.load_state_dict(optimizer.state_dict())
     return distributed
