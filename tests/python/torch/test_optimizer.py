@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import dtrain.torch as hvd
+from dtrain.torch import sharding as zero
 from multirank import assert_state_equal, gather_objects, generator, shared_directory
 
 STEPS = 20
@@ -415,22 +416,46 @@ def test_broadcast_optimizer_state_of_fresh_optimizers():
 # ---------------------------------------------------------------- sharding (ZeRO)
 
 SHARDINGS = ("optimizer_state", "gradients")
+DEFAULT_BUCKET_BYTES = 25 * 2**20
+# The default holds the MLP in one bucket; 200 bytes cut it in two (its float64 parameters,
+# from the last: 24 + 192 bytes, then 64 + 320).
+BUCKET_BYTES = pytest.mark.parametrize("bucket_bytes", [DEFAULT_BUCKET_BYTES, 200], ids=["one_bucket", "200_bytes"])
 
 
-def expected_owners(parameters):
-    """The documented rule: largest first, each to the rank owning the fewest elements so far
-    (ties: the lowest rank; equal sizes in their order)."""
+def expected_buckets(parameters, bucket_bytes=DEFAULT_BUCKET_BYTES):
+    """The documented cut: from the last parameter back, a new bucket once the current one
+    holds bucket_bytes or more, or at another dtype or device; members in the order added."""
+    buckets, filled = [], 0
+    for p in reversed(parameters):
+        if not buckets or filled >= bucket_bytes or (p.dtype, p.device) != (buckets[-1][0].dtype, buckets[-1][0].device):
+            buckets.append([])
+            filled = 0
+        buckets[-1].append(p)
+        filled += p.numel() * p.element_size()
+    return buckets
+
+
+def deal(buckets):
+    """The documented deal, by parameter id: bucket by bucket, largest first, each to the rank
+    owning the fewest elements so far, counting the buckets before (ties: the lowest rank;
+    equal sizes in the bucket's order)."""
     loads, owners = [0] * hvd.size(), {}
-    for i in sorted(range(len(parameters)), key=lambda i: -parameters[i].numel()):
-        owner = loads.index(min(loads))
-        owners[i] = owner
-        loads[owner] += parameters[i].numel()
-    return [owners[i] for i in range(len(parameters))]
+    for bucket in buckets:
+        for p in sorted(bucket, key=lambda q: -q.numel()):
+            owner = loads.index(min(loads))
+            owners[id(p)] = owner
+            loads[owner] += p.numel()
+    return owners
 
 
-def owned(model):
+def expected_owners(parameters, bucket_bytes=DEFAULT_BUCKET_BYTES):
+    owners = deal(expected_buckets(parameters, bucket_bytes))
+    return [owners[id(p)] for p in parameters]
+
+
+def owned(model, bucket_bytes=DEFAULT_BUCKET_BYTES):
     parameters = list(model.parameters())
-    return [p for p, owner in zip(parameters, expected_owners(parameters)) if owner == hvd.rank()]
+    return [p for p, owner in zip(parameters, expected_owners(parameters, bucket_bytes)) if owner == hvd.rank()]
 
 
 def state_elements(optimizer):
@@ -453,9 +478,10 @@ def assert_state_dicts_close(actual, expected, tolerance=TOLERANCE):
         [{k: v for k, v in g.items() if k != "params"} for g in expected["param_groups"]]
 
 
+@BUCKET_BYTES
 @pytest.mark.parametrize("sharding", SHARDINGS)
 @pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
-def test_sharded_training_matches_unsharded(kind, sharding):
+def test_sharded_training_matches_unsharded(kind, sharding, bucket_bytes):
     """Each rank steps the parameters it owns and keeps state for them only; after 20 steps
     the parameters equal those of the unsharded DistributedOptimizer. Stage 1 keeps every
     reduced gradient, stage 2 only the owned ones."""
@@ -464,15 +490,16 @@ def test_sharded_training_matches_unsharded(kind, sharding):
     unsharded = distributed(reference, OPTIMIZERS[kind](reference.parameters()))
     train_distributed(reference, unsharded, data)
     model = make_model()
-    optimizer = distributed(model, OPTIMIZERS[kind](model.parameters()), sharding=sharding)
+    optimizer = distributed(model, OPTIMIZERS[kind](model.parameters()), sharding=sharding,
+                            sharding_bucket_bytes=bucket_bytes)
     train_distributed(model, optimizer, data)
 
     assert_parameters_close(model, reference)
-    assert_state_only_for(optimizer, owned(model))
+    assert_state_only_for(optimizer, owned(model, bucket_bytes))
     if hvd.size() > 1:
         assert len(optimizer.state) < len(unsharded.state)
         assert state_elements(optimizer) < state_elements(unsharded)
-    mine = {id(p) for p in owned(model)}
+    mine = {id(p) for p in owned(model, bucket_bytes)}
     for p, q in zip(model.parameters(), reference.parameters()):
         if sharding == "gradients" and id(p) not in mine:
             assert p.grad is None, "stage 2 kept the gradient of a parameter another rank owns"
@@ -488,18 +515,98 @@ class RecordingSGD(torch.optim.SGD):
         return super().step(closure)
 
 
+@BUCKET_BYTES
 @pytest.mark.parametrize("sharding", SHARDINGS)
-def test_sharded_optimizer_steps_only_owned_parameters(sharding):
+def test_sharded_optimizer_steps_only_owned_parameters(sharding, bucket_bytes):
     """The wrapped optimizer sees the gradients of this rank's parameters only; stage 1 then
     gives the others theirs back."""
     data = make_data(hvd.size())
     model = make_model()
-    optimizer = distributed(model, RecordingSGD(model.parameters(), lr=0.1, momentum=0.9), sharding=sharding)
+    optimizer = distributed(model, RecordingSGD(model.parameters(), lr=0.1, momentum=0.9), sharding=sharding,
+                            sharding_bucket_bytes=bucket_bytes)
     train_distributed(model, optimizer, data, steps=1)
-    assert [id(p) for p in optimizer.stepped] == [id(p) for p in owned(model)]
+    assert [id(p) for p in optimizer.stepped] == [id(p) for p in owned(model, bucket_bytes)]
     with_gradient = [p for p in model.parameters() if p.grad is not None]
-    expected = list(model.parameters()) if sharding == "optimizer_state" else owned(model)
+    expected = list(model.parameters()) if sharding == "optimizer_state" else owned(model, bucket_bytes)
     assert [id(p) for p in with_gradient] == [id(p) for p in expected]
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, features, dtype=torch.float32))
+
+    def forward(self, x):
+        return x * self.weight.to(x.dtype)
+
+
+class ManyBuckets(torch.nn.Module):
+    """Float64 parameters of equal and of different sizes around a float32 one: with 200-byte
+    buckets, three buckets (from the last parameter: a full one, the float32 parameter alone,
+    then the rest, where two biases of equal size tie)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(FEATURES, 4).double()
+        self.second = torch.nn.Linear(4, 4).double()
+        self.scale = Scale(4)
+        self.third = torch.nn.Linear(4, 4).double()
+        self.out = torch.nn.Linear(4, OUTPUTS).double()
+
+    def forward(self, x):
+        hidden = self.scale(torch.tanh(self.second(torch.tanh(self.first(x)))))
+        return self.out(torch.tanh(self.third(hidden)))
+
+
+def test_owners_are_dealt_bucket_by_bucket_with_the_load_carried():
+    """Over several buckets, the parameters a rank steps are those the documented rule gives
+    it, which (on 2 and 3 ranks) are not those of one greedy deal over the whole model."""
+    bucket_bytes = 200
+    model = ManyBuckets()
+    parameters = list(model.parameters())
+    assert [len(bucket) for bucket in expected_buckets(parameters, bucket_bytes)] == [4, 1, 4]
+    optimizer = distributed(model, RecordingSGD(model.parameters(), lr=0.1), sharding="gradients",
+                            sharding_bucket_bytes=bucket_bytes)
+    train_distributed(model, optimizer, make_data(hvd.size()), steps=1)
+    assert [id(p) for p in optimizer.stepped] == [id(p) for p in owned(model, bucket_bytes)]
+    if hvd.size() in (2, 3):
+        whole_model = deal([parameters])
+        assert expected_owners(parameters, bucket_bytes) != [whole_model[id(p)] for p in parameters]
+
+
+class RecordedReducescatters:
+    """The names of the reducescatters the sharded optimizer starts, in order."""
+
+    def __init__(self, monkeypatch):
+        self.names = []
+        start = zero.reducescatter_async
+
+        def recording(tensor, name=None, **kwargs):
+            self.names.append(name)
+            return start(tensor, name=name, **kwargs)
+
+        monkeypatch.setattr(zero, "reducescatter_async", recording)
+
+
+def test_stage_2_reduces_each_bucket_once_backward_produced_its_gradients(monkeypatch):
+    """With two backward passes per step, no bucket starts in the first pass and every bucket
+    starts during the second, before synchronize(); synchronize() then starts none."""
+    recorded = RecordedReducescatters(monkeypatch)
+    data = make_data(2 * hvd.size())
+    model = make_model()
+    optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1), sharding="gradients",
+                            sharding_bucket_bytes=200, backward_passes_per_step=2)
+    optimizer.zero_grad()
+    for micro in range(2):
+        x, y = batch(data, shard_index(0, hvd.rank(), micro, 2))
+        F.mse_loss(model(x), y).backward()
+        if micro == 0:
+            assert recorded.names == []
+    assert sorted(recorded.names) == ["zero.gradients.0", "zero.gradients.1"]
+    with pytest.raises(AssertionError, match="still being reduced"):
+        optimizer.zero_grad()
+    optimizer.step()
+    assert sorted(recorded.names) == ["zero.gradients.0", "zero.gradients.1"]
 
 
 @pytest.mark.parametrize("sharding", SHARDINGS)
@@ -521,15 +628,18 @@ def test_sharded_training_with_options(options, sharding):
     assert_parameters_close(model, reference)
 
 
+@BUCKET_BYTES
 @pytest.mark.parametrize("sharding", SHARDINGS)
-def test_sharded_parameter_without_gradient_on_some_ranks(sharding):
-    """Only rank 0 uses head_b: the other ranks contribute zeros for it, as without sharding."""
+def test_sharded_parameter_without_gradient_on_some_ranks(sharding, bucket_bytes):
+    """Only rank 0 uses head_b: the other ranks contribute zeros for it, as without sharding
+    (with small buckets, rank 0 starts head_b's bucket in backward, the others in step())."""
     steps = 5
     data = make_data(steps * hvd.size())
     models = []
     for mode in (None, sharding):
         model = TwoHeads()
-        optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode)
+        optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode,
+                                sharding_bucket_bytes=bucket_bytes)
         for step in range(steps):
             optimizer.zero_grad()
             x, y = batch(data, shard_index(step, hvd.rank()))
@@ -539,17 +649,19 @@ def test_sharded_parameter_without_gradient_on_some_ranks(sharding):
     assert_parameters_close(models[1], models[0])
 
 
+@BUCKET_BYTES
 @pytest.mark.parametrize("sharding", SHARDINGS)
-def test_sharded_training_follows_a_layer_frozen_and_unfrozen(sharding):
+def test_sharded_training_follows_a_layer_frozen_and_unfrozen(sharding, bucket_bytes):
     """Freezing moves no parameter to another owner, and a frozen parameter whose gradient was
     zeroed (not set to None) is still moved by Adam's momentum on its owner and reaches every
-    rank, as without sharding."""
+    rank, as without sharding (with small buckets, the frozen layer is a bucket of its own)."""
     steps = 12
     data = make_data(steps * hvd.size())
     models = []
     for mode in (None, sharding):
         model = make_model()
-        optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode)
+        optimizer = distributed(model, torch.optim.Adam(model.parameters(), lr=0.01), sharding=mode,
+                                sharding_bucket_bytes=bucket_bytes)
         for step in range(steps):
             if step in (4, 8):
                 model[0].requires_grad_(step == 8)
@@ -652,8 +764,8 @@ def test_checkpoint_of_a_world_of_one_loads_into_a_sharded_optimizer(sharding):
 
 
 def test_sharding_argument_checks():
-    """An unknown mode, compression or an op reducescatter lacks with stage 2, and a
-    consolidation to a rank that does not exist are refused."""
+    """An unknown mode, compression or an op reducescatter lacks with stage 2, a bucket size
+    that is not positive, and a consolidation to a rank that does not exist are refused."""
     model = make_model()
 
     def sgd():
@@ -665,6 +777,9 @@ def test_sharding_argument_checks():
         distributed(model, sgd(), sharding="gradients", compression=hvd.Compression.fp16)
     with pytest.raises(ValueError, match="op=hvd.Average or hvd.Sum"):
         distributed(model, sgd(), sharding="gradients", op=hvd.Max)
+    for bucket_bytes in (0, -1):
+        with pytest.raises(ValueError, match=f"sharding_bucket_bytes must be positive, got {bucket_bytes}"):
+            distributed(model, sgd(), sharding="gradients", sharding_bucket_bytes=bucket_bytes)
     sharded = distributed(model, sgd(), sharding="optimizer_state", compression=hvd.Compression.fp16)
     with pytest.raises(ValueError, match="is not a rank"):
         sharded.consolidate_state_dict(to=hvd.size())
