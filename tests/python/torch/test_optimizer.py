@@ -427,7 +427,8 @@ def expected_buckets(parameters, bucket_bytes=DEFAULT_BUCKET_BYTES):
     holds bucket_bytes or more, or at another dtype or device; members in the order added."""
     buckets, filled = [], 0
     for p in reversed(parameters):
-        if not buckets or filled >= bucket_bytes or (p.dtype, p.device) != (buckets[-1][0].dtype, buckets[-1][0].device):
+        kind = (buckets[-1][0].dtype, buckets[-1][0].device) if buckets else None
+        if kind is None or filled >= bucket_bytes or (p.dtype, p.device) != kind:
             buckets.append([])
             filled = 0
         buckets[-1].append(p)
