@@ -30,6 +30,7 @@ class AllreduceExchange final : public GradientExchange {
     libtorch::DistributedOptimizerOptions o;
     o.compression = options.compression;
     o.compression_min_bytes = options.compression_min_bytes;
+    o.power_sgd = options.power_sgd;
     return o;
   }
 
@@ -107,9 +108,10 @@ class ParameterServerDistribution final : public TrainingDistribution {
 
   std::unique_ptr<GradientExchange> attach(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable,
                                            int64_t start_iter, const ExchangeOptions& options) override {
-    if (options.compression != libtorch::Compression::kNone) {
+    if (options.compression != libtorch::Compression::kNone || options.power_sgd.rank > 0) {
       throw std::invalid_argument(
-          "SOLVER.GRADIENT_COMPRESSION applies to allreduce: --distribution ps pushes float32 gradients");
+          "SOLVER.GRADIENT_COMPRESSION and SOLVER.POWER_SGD apply to allreduce: --distribution ps pushes float32 "
+          "gradients");
     }
     return std::make_unique<ParameterServerExchange>(sgd, trainable, start_iter, options.clipping, placement_.rank);
   }
@@ -136,6 +138,21 @@ ExchangeOptions exchange_options(const vision::config::Config& config, bool clip
   if (config.get<bool>("SOLVER.GRADIENT_COMPRESSION.ENABLED")) {
     options.compression = dtype == "float16" ? libtorch::Compression::kFp16 : libtorch::Compression::kBf16;
   }
+  const int64_t rank = config.get<int64_t>("SOLVER.POWER_SGD.RANK");
+  const int64_t start_step = config.get<int64_t>("SOLVER.POWER_SGD.START_STEP");
+  if (rank < 0 || rank > 1024) {
+    throw std::invalid_argument("SOLVER.POWER_SGD.RANK: " + std::to_string(rank) + ", expected 0 (off) to 1024");
+  }
+  if (start_step < 0) {
+    throw std::invalid_argument("SOLVER.POWER_SGD.START_STEP: " + std::to_string(start_step) + ", expected 0 or more");
+  }
+  if (rank > 0 && options.compression != libtorch::Compression::kNone) {
+    throw std::invalid_argument(
+        "SOLVER.POWER_SGD.RANK: " + std::to_string(rank) +
+        " with SOLVER.GRADIENT_COMPRESSION.ENABLED True: PowerSGD's factors travel in float32; choose one");
+  }
+  options.power_sgd.rank = static_cast<int>(rank);
+  options.power_sgd.start_step = start_step;
   return options;
 }
 

@@ -46,10 +46,12 @@ struct ExchangeOptions {
   // which they travel as they are.
   libtorch::Compression compression = libtorch::Compression::kNone;
   int64_t compression_min_bytes = 0;
+  // SOLVER.POWER_SGD.
+  libtorch::PowerSgdOptions power_sgd;
 };
 
-// SOLVER.GRADIENT_COMPRESSION.{ENABLED, DTYPE, MIN_BYTES} read and checked (std::invalid_argument
-// naming the key and the value).
+// SOLVER.GRADIENT_COMPRESSION.{ENABLED, DTYPE, MIN_BYTES} and SOLVER.POWER_SGD.{RANK, START_STEP}
+// read and checked (std::invalid_argument naming the key and the value).
 ExchangeOptions exchange_options(const vision::config::Config& config, bool clipping);
 
 class TrainingDistribution {

@@ -103,6 +103,10 @@ void define_solver(Config& c) {
   c.define("SOLVER.GRADIENT_COMPRESSION.ENABLED", false);
   c.define("SOLVER.GRADIENT_COMPRESSION.DTYPE", std::string("bfloat16"));
   c.define("SOLVER.GRADIENT_COMPRESSION.MIN_BYTES", int64_t{0});
+  // PowerSGD (DDP's powerSGD_hook): weight gradients travel as rank-RANK factors with error
+  // feedback once START_STEP steps were reduced exactly; 0 is off. Not with GRADIENT_COMPRESSION.
+  c.define("SOLVER.POWER_SGD.RANK", int64_t{0});
+  c.define("SOLVER.POWER_SGD.START_STEP", int64_t{0});
   c.define("SOLVER.CLIP_GRADIENTS.ENABLED", false);
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_TYPE", std::string("value"));  // "value" or "norm"
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_VALUE", 1.0);

@@ -141,6 +141,23 @@ TEST_F(TrainCli, CompressedGradientsTrainOnTwoRanksAndAnUnknownDtypeIsRefused) {
       << float8.output;
 }
 
+// Weight gradients travel as PowerSGD's factors after one exact step; PowerSGD together with a
+// compressed dtype is refused naming both keys.
+TEST_F(TrainCli, PowerSgdTrainsOnTwoRanksAndRefusesACompressedDtypeBesideIt) {
+  const JobResult run = train(
+      "SOLVER.MAX_ITER 3 SOLVER.IMS_PER_BATCH 2 SOLVER.LOG_PERIOD 3 SOLVER.CHECKPOINT_PERIOD 0 "
+      "SOLVER.POWER_SGD.RANK 2 SOLVER.POWER_SGD.START_STEP 1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("iter: 3/3"), std::string::npos) << run.output;
+
+  const JobResult both = train(
+      "SOLVER.MAX_ITER 2 SOLVER.IMS_PER_BATCH 2 SOLVER.POWER_SGD.RANK 2 SOLVER.GRADIENT_COMPRESSION.ENABLED true", 1);
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.output.find("SOLVER.POWER_SGD.RANK: 2 with SOLVER.GRADIENT_COMPRESSION.ENABLED True"),
+            std::string::npos)
+      << both.output;
+}
+
 // Detectron2's rule: training stops at a NaN or infinite loss, naming the iteration, before any
 // checkpoint of the lost weights is written. (Every rank throws at the same check; which
 // rank's line the launcher shows first is a race, so the test reads either.)
