@@ -6,7 +6,7 @@
 
 namespace dtrain::python {
 
-CompletionThread::CompletionThread() : thread_([queue = queue_] { run(queue); }) {}
+CompletionThread::CompletionThread() : thread_([queue = queue_] { run(queue); }), thread_id_(thread_.get_id()) {}
 
 CompletionThread::~CompletionThread() {
   {
@@ -32,6 +32,11 @@ CompletionThread::~CompletionThread() {
 }
 
 void CompletionThread::enqueue(std::function<void()> finish) {
+  if (std::this_thread::get_id() == thread_id_) {
+    if (!nested_) nested_ = std::make_unique<CompletionThread>();
+    nested_->enqueue(std::move(finish));
+    return;
+  }
   {
     concurrency::MutexLock lock(queue_->mutex);
     queue_->pending.push_back(std::move(finish));

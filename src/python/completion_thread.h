@@ -22,7 +22,10 @@ class CompletionThread {
   CompletionThread(const CompletionThread&) = delete;
   CompletionThread& operator=(const CompletionThread&) = delete;
 
-  // Runs `finish` after everything queued before it. It must not throw.
+  // Runs `finish` after everything queued before it. It must not throw. Queued from this
+  // thread itself (by a callback it runs: a comm hook that starts a collective and waits for it,
+  // as PyTorch's PowerSGD hook does), `finish` goes to a nested completion thread instead, since
+  // this one is busy in that callback until `finish` has run.
   void enqueue(std::function<void()> finish);
 
  private:
@@ -38,6 +41,9 @@ class CompletionThread {
 
   std::shared_ptr<Queue> queue_ = std::make_shared<Queue>();
   std::thread thread_;
+  std::thread::id thread_id_;
+  // Made by the first enqueue() from this thread; only this thread touches it until the join.
+  std::unique_ptr<CompletionThread> nested_;
 };
 
 }  // namespace dtrain::python

@@ -124,6 +124,35 @@ def test_fp16_compress_hook_matches_gloo(gloo):
     assert_parameters_close(ours, plain, atol=2e-2)
 
 
+@pytest.mark.parametrize("warm_start", [True, False])
+def test_power_sgd_hook_matches_gloo(gloo, warm_start):
+    """PyTorch's own PowerSGD hook (rank-1 factors, error feedback) over "dtrain": its
+    allreduces of P and Q and its future chaining give what they give over gloo."""
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+
+    def train_with_power_sgd(model, group):
+        state = powersgd.PowerSGDState(process_group=group, matrix_approximation_rank=1, start_powerSGD_iter=2,
+                                       min_compression_rate=0.5, warm_start=warm_start, random_seed=3)
+        ddp = DDP(model, process_group=group)
+        ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+        for step in range(STEPS):
+            x, y = batch(step, dist.get_rank())
+            nn.functional.mse_loss(ddp(x, use_branch=True), y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        return model
+
+    ours, theirs = replicas()
+    train_with_power_sgd(ours, None)
+    train_with_power_sgd(theirs, gloo)
+    assert_parameters_close(ours, theirs, atol=1e-9)
+    plain, _ = replicas()
+    train(plain, gloo)
+    difference = max((a - b).abs().max().item() for a, b in zip(ours.parameters(), plain.parameters()))
+    assert difference > 1e-6, "the hook compressed nothing: its rank-1 factors should differ from exact sums"
+
+
 def test_replicas_agree_across_ranks():
     model, _ = replicas()
     train(model, None, find_unused=True, branch_every=2)
