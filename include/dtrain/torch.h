@@ -148,18 +148,21 @@ enum class Compression { kNone, kFp16, kBf16 };
 
 // ZeRO's stages 1 and 2 (DeepSpeed; PyTorch's ZeroRedundancyOptimizer is stage 1): each rank
 // owns a shard of the parameters, steps only those and keeps optimizer state only for them
-// (Adam's two moments: about 1/size() of the memory), and the stepped parameters are then
-// allgathered. Owners are assigned largest parameter first, each to the rank owning the fewest
-// values so far (ties: the lowest rank; equal sizes keep named_parameters' order), again whenever
-// the world's size or the set of trainable parameters changes.
+// (Adam's two moments: about 1/size() of the memory), and the stepped parameters (frozen ones
+// too) are then allgathered. The parameters are cut into buckets of sharding_bucket_bytes from
+// the last one back; within each bucket owners are dealt largest parameter first, each to the
+// rank owning the fewest values so far over all buckets (ties: the lowest rank). Every
+// parameter, frozen or not, has an owner, so freezing one moves no state; owners are dealt
+// again when the world changes (an elastic reset).
 enum class Sharding {
   kNone,
   // ZeRO-1: gradients are allreduced (overlapped with backward, as without sharding) and every
   // rank keeps them whole, so gradient clipping works as before.
   kOptimizerState,
-  // ZeRO-2: gradients are reduce-scattered in synchronize() (after backward, not overlapped
-  // with it); each rank keeps only its own parameters' gradients and frees the others. A
-  // norm computed from the gradients on one rank is then that shard's, not the whole model's.
+  // ZeRO-2: a bucket's gradients are reduce-scattered as soon as backward has produced them
+  // all; synchronize() waits for the last ones. Each rank then keeps only its own parameters'
+  // gradients and frees the others, so a norm computed from the gradients on one rank is that
+  // shard's, not the whole model's.
   kGradients,
 };
 

@@ -98,12 +98,9 @@ void ParameterShards::gradient_ready(std::size_t index) {
 
 void ParameterShards::start(std::size_t bucket_index) {
   Bucket& bucket = buckets_[bucket_index];
-  Layout layout = lay_out(bucket, /*only_trainable=*/true);
-  if (layout.segment == 0) return;  // nothing in it trains now
-  if (!bucket.flat.defined() || !(layout == bucket.layout)) {
-    bucket.flat = at::zeros({world_size_ * layout.segment}, bucket.options);
-    bucket.layout = std::move(layout);
-  }
+  bucket.layout = lay_out(bucket, /*only_trainable=*/true);
+  if (bucket.layout.segment == 0) return;  // nothing in it trains now
+  bucket.flat = at::zeros({world_size_ * bucket.layout.segment}, bucket.options);
   for (int owner = 0; owner < world_size_; ++owner) {
     std::int64_t offset = owner * bucket.layout.segment;
     for (std::size_t i : bucket.layout.by_owner[static_cast<std::size_t>(owner)]) {
@@ -132,6 +129,7 @@ void ParameterShards::reduce_scatter_gradients() {
     bucket.started = false;
     try {
       const at::Tensor mine = bucket.handle.wait();
+      bucket.flat = at::Tensor();
       std::int64_t offset = 0;
       for (std::size_t i : bucket.layout.by_owner[static_cast<std::size_t>(rank_)]) {
         at::Tensor& grad = parameters_[i].mutable_grad();
@@ -164,6 +162,7 @@ void ParameterShards::abandon_step() {
         bucket.handle.wait();
       } catch (const std::exception&) {}
     }
+    bucket.flat = at::Tensor();
     bucket.started = false;
   }
   std::fill(ready_.begin(), ready_.end(), false);

@@ -83,14 +83,13 @@ class ParameterShards {
   struct Layout {
     std::vector<std::vector<std::size_t>> by_owner;  // parameter indices per rank, in order
     std::int64_t segment = 0;                        // values per rank, padding included
-    bool operator==(const Layout& other) const { return by_owner == other.by_owner && segment == other.segment; }
   };
   struct Bucket {
     std::vector<std::size_t> members;  // parameter indices, one dtype and device
     at::TensorOptions options;
     // This step's reduction.
     Layout layout;
-    at::Tensor flat;  // kept from step to step (its padding stays zero)
+    at::Tensor flat;  // from start to unpacking only: kept, it would hold a whole gradient's worth
     bool started = false;
     TensorHandle handle;
   };
