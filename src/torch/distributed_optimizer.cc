@@ -10,8 +10,11 @@
 //
 // A lost peer (WorkersLostError) can break a step anywhere: in a hook, in synchronize(). The
 // step is then over: the next zero_grad() (an elastic loop's retry starts with one) sees a
-// failed reduction or `broken` (a hook could not even start one) and forgets the step's passes
-// and reductions, so the retry starts clean.
+// reduction still started or `broken` (a hook could not even start one) and forgets the step's
+// passes and reductions, so the retry starts clean.
+//
+// Two other ways to reduce, in files of their own: Sharding (ZeRO, parameter_shards.h) and
+// PowerSGD (power_sgd.h).
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -60,11 +63,13 @@ struct DistributedOptimizer::Impl {
   std::int64_t reducing_bytes = 0;  // handed to allreduces since the last synchronize()
   std::int64_t reduced_bytes = 0;   // in the last synchronize()
 
-  bool any_reduction_failed() const {
+  // A reduction started that synchronize() has not collected: at zero_grad() that is a step
+  // given up (a lost peer broke it, or the loop moved on), whose results must not land later.
+  bool step_in_flight() const {
     for (const auto& slot : slots) {
-      if (slot.started && !slot.power_sgd_step && slot.handle.status() == Status::kFailed) return true;
+      if (slot.started) return true;
     }
-    return false;
+    return shards && shards->in_flight();
   }
 
   // Forgets the step in progress: passes counted and reductions started (waited for, so the
@@ -312,8 +317,13 @@ void DistributedOptimizer::synchronize() {
   impl_->require_trainable_parameters_named(optimizer_);
   if (impl_->synchronized) return;  // reduced already, and no backward pass since
   if (impl_->options.sharding == Sharding::kGradients) {
-    impl_->shards_for_this_world().reduce_scatter_gradients();
-    for (auto& slot : impl_->slots) slot.passes = 0;
+    for (auto& slot : impl_->slots) slot.passes = 0;  // the step is over, reduced or failed
+    try {
+      impl_->shards_for_this_world().reduce_scatter_gradients();
+    } catch (const std::exception&) {
+      impl_->broken = true;  // zero_grad() starts the retry clean
+      throw;
+    }
     for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
     impl_->synchronized = true;
     return;
@@ -363,6 +373,11 @@ void DistributedOptimizer::synchronize() {
 
 void DistributedOptimizer::step() {
   if (impl_->skipping > 0) {
+    if (impl_->shards && impl_->shards->in_flight()) {
+      throw Error(
+          "dtrain::DistributedOptimizer: step() inside skip_synchronize() while gradient buckets are being "
+          "reduce-scattered (a backward pass ran after synchronize()); call synchronize() first");
+    }
     for (const auto& slot : impl_->slots) {
       if (slot.started) {
         throw Error("dtrain::DistributedOptimizer: step() inside skip_synchronize() while the allreduce of '" +
@@ -406,7 +421,7 @@ std::vector<std::string> DistributedOptimizer::owned_parameters() const {
 }
 
 void DistributedOptimizer::zero_grad() {
-  if (impl_->broken || impl_->any_reduction_failed()) impl_->abandon_step();
+  if (impl_->broken || impl_->step_in_flight()) impl_->abandon_step();
   optimizer_.zero_grad();
   impl_->synchronized = false;
 }

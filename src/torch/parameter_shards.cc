@@ -129,6 +129,8 @@ void ParameterShards::reduce_scatter_gradients() {
     bucket.started = false;
     try {
       const at::Tensor mine = bucket.handle.wait();
+      // The handle holds the flat buffer too (it staged it): both go, or the buffer lives on.
+      bucket.handle = TensorHandle();
       bucket.flat = at::Tensor();
       std::int64_t offset = 0;
       for (std::size_t i : bucket.layout.by_owner[static_cast<std::size_t>(rank_)]) {
@@ -162,10 +164,15 @@ void ParameterShards::abandon_step() {
         bucket.handle.wait();
       } catch (const std::exception&) {}
     }
+    bucket.handle = TensorHandle();
     bucket.flat = at::Tensor();
     bucket.started = false;
   }
   std::fill(ready_.begin(), ready_.end(), false);
+}
+
+bool ParameterShards::in_flight() const {
+  return std::any_of(buckets_.begin(), buckets_.end(), [](const Bucket& bucket) { return bucket.started; });
 }
 
 void ParameterShards::allgather_parameters() {

@@ -53,6 +53,8 @@ class ParameterShards {
   void reduce_scatter_gradients();
   // Waits for the reductions in flight, ignoring their errors, and forgets the step's.
   void abandon_step();
+  // Whether a bucket's reduction started and synchronize() has not collected it.
+  bool in_flight() const;
   // Copies every owner's values of its parameters to every rank. Frozen ones too: an optimizer
   // steps a frozen parameter that still has a gradient (LibTorch's zero_grad() zeroes it,
   // momentum and weight decay still move it), and its owner alone did.
