@@ -46,10 +46,10 @@ void PowerSgdGradient::start(const at::Tensor& grad) {
   }
   if (!q_.defined() || !options_.warm_start) q_ = initial_q(matrix_.size(1), matrix_.options());
   p_ = matrix_.matmul(q_);
-  in_flight_ = true;
   q_started_ = false;
   // A sum: P's scale does not matter, its columns are normalized next.
   handle_ = allreduce_async_(p_, name_ + ".powersgd.p", {ReduceOp::kSum});
+  in_flight_ = true;
 }
 
 void PowerSgdGradient::start_q() {
@@ -63,8 +63,16 @@ void PowerSgdGradient::start_q() {
 void PowerSgdGradient::finish() {
   if (!q_started_) start_q();
   handle_.wait();
+  factor_bytes_ = static_cast<std::int64_t>(p_.nbytes() + q_.nbytes());
   const at::Tensor approximation = p_.matmul(q_.t());
-  if (options_.error_feedback) error_ = matrix_ - approximation;
+  if (approximation.isfinite().all().item<bool>()) {
+    if (options_.error_feedback) error_ = matrix_ - approximation;
+  } else {
+    // An overflow (float16 training's loss scale too high): the caller sees it in the gradient
+    // and skips the step; carried on, it would poison every later step through the error and
+    // the warm-started Q. Every rank sees the same reduced values, so all start Q afresh.
+    q_ = at::Tensor();
+  }
   grad_.copy_(approximation.view(grad_.sizes()));
   grad_ = matrix_ = at::Tensor();
   in_flight_ = false;

@@ -44,9 +44,8 @@ class PowerSgdGradient {
   void finish();
   // Waits for what is in flight, ignoring its errors, and forgets the step.
   void abandon();
-  bool in_flight() const { return in_flight_; }
   // The bytes of P and Q: what the last step put into allreduces.
-  std::int64_t factor_bytes() const { return static_cast<std::int64_t>(p_.defined() ? p_.nbytes() + q_.nbytes() : 0); }
+  std::int64_t factor_bytes() const { return factor_bytes_; }
 
  private:
   at::Tensor initial_q(std::int64_t columns, const at::TensorOptions& options) const;
@@ -61,6 +60,7 @@ class PowerSgdGradient {
   TensorHandle handle_;
   bool in_flight_ = false;
   bool q_started_ = false;
+  std::int64_t factor_bytes_ = 0;
   std::int64_t steps_ = 0;
 };
 

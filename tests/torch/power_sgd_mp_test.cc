@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/optim/sgd.h>
 
+#include <limits>
+
 #include "dtrain/torch.h"
 #include "tests/support/error_of.h"
 
@@ -114,6 +116,19 @@ TEST(PowerSgd, VectorsAndSmallMatricesAndEarlyStepsTravelWhole) {
     // The bias, a vector, is always averaged exactly.
     EXPECT_TRUE(large.bias.grad().allclose(at::arange(8, at::kDouble) * (size() + 1) / 2.0, 0, 1e-12)) << step;
   }
+}
+
+// A float16 loss scale set too high overflows a gradient now and then: the step shows it (the
+// loss scaler skips it), and the next steps are finite again rather than poisoned by the error
+// and the warm-started Q of the overflowed one.
+TEST(PowerSgd, AnOverflowedStepLeavesTheNextOnesFinite) {
+  Reduced reduced(8, 6, 2, rank_of(2), "overflow.");
+  reduced.step();
+  const at::Tensor finite_input = reduced.input;
+  if (rank() == 0) reduced.input = at::full_like(finite_input, std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(reduced.step().isfinite().all().item<bool>());
+  reduced.input = finite_input;
+  for (int step = 0; step < 3; ++step) EXPECT_TRUE(reduced.step().isfinite().all().item<bool>()) << step;
 }
 
 TEST(PowerSgd, EveryRankGetsTheSameApproximation) {
