@@ -561,6 +561,13 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     modeling::load_weights(*m.model, weights);
   }
   const TrainingSet training = load_training_set(config, before_any_world.options);
+  if (before_any_world.exchange.power_sgd.start_step > 0) {
+    // The optimizer counts its own process's steps: a worker that joins would start counting
+    // at 0 and reduce exactly while the others send PowerSGD's factors.
+    throw std::invalid_argument(
+        "SOLVER.POWER_SGD.START_STEP: " + std::to_string(before_any_world.exchange.power_sgd.start_step) +
+        " with elastic training; workers that join would count from 0: use 0");
+  }
   const std::unique_ptr<GradientExchange> exchange =
       distribution->attach(m.sgd, m.trainable, 0, before_any_world.exchange);
 

@@ -1,5 +1,6 @@
 #include "apps/maskrcnn/training_distribution.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -15,7 +16,7 @@ class AllreduceExchange final : public GradientExchange {
  public:
   AllreduceExchange(torch::optim::SGD& sgd, const libtorch::NamedTensors& trainable, int64_t start_iter,
                     const ExchangeOptions& options)
-      : optimizer_(sgd, trainable, optimizer_options(options)), start_iter_(start_iter) {}
+      : optimizer_(sgd, trainable, optimizer_options(options, start_iter)), start_iter_(start_iter) {}
 
   int64_t start_iteration() const override { return start_iter_; }
   void zero_grad() override { optimizer_.zero_grad(); }
@@ -26,11 +27,13 @@ class AllreduceExchange final : public GradientExchange {
   bool finish() override { return true; }
 
  private:
-  static libtorch::DistributedOptimizerOptions optimizer_options(const ExchangeOptions& options) {
+  static libtorch::DistributedOptimizerOptions optimizer_options(const ExchangeOptions& options, int64_t start_iter) {
     libtorch::DistributedOptimizerOptions o;
     o.compression = options.compression;
     o.compression_min_bytes = options.compression_min_bytes;
     o.power_sgd = options.power_sgd;
+    // The optimizer counts its own steps; a run resumed at start_iter has done that many.
+    o.power_sgd.start_step = std::max<int64_t>(0, options.power_sgd.start_step - start_iter);
     return o;
   }
 

@@ -95,7 +95,8 @@ class GradientExchange : public dtrain::training::GradientPath {
     } else {
       dt::DistributedOptimizerOptions reduce;
       reduce.power_sgd.rank = options.power_sgd_rank;
-      reduce.power_sgd.start_step = options.power_sgd_start_step;
+      // The optimizer counts its own steps; a resumed run has done restored_step of them.
+      reduce.power_sgd.start_step = std::max<std::int64_t>(0, options.power_sgd_start_step - restored_step);
       allreduce_.emplace(optimizer, model->named_parameters().pairs(), reduce);
       // Start every rank from rank 0's weights and optimizer state.
       dt::broadcast_parameters(dt::named_state(*model), 0);
@@ -380,6 +381,17 @@ int main(int argc, char** argv) {
   }
   if (const char* sm = std::getenv("SM_CHANNEL_TRAINING"); sm && !app.count("--data-dir")) options.data_dir = sm;
   try {
+    if (options.elastic && options.power_sgd_start_step > 0) {
+      // The optimizer counts its own process's steps: a worker that joins would count from 0.
+      std::fprintf(stderr,
+                   "dtrain-mnist: --power-sgd-start-step with --elastic: workers that join would count "
+                   "from 0; use 0\n");
+      return 2;
+    }
+    if (options.power_sgd_rank > 0 && parameter_servers(options)) {
+      std::fprintf(stderr, "dtrain-mnist: --power-sgd-rank applies to allreduce; drop --distribution ps\n");
+      return 2;
+    }
     if (options.elastic && parameter_servers(options)) {
       std::fprintf(stderr, "dtrain-mnist: --elastic trains through allreduce; drop --distribution ps\n");
       return 2;
