@@ -161,18 +161,23 @@ enum class Sharding {
   kOptimizerState,
   // ZeRO-2: a bucket's gradients are reduce-scattered as soon as backward has produced them
   // all; synchronize() waits for the last ones. Each rank then keeps only its own parameters'
-  // gradients and frees the others, so a norm computed from the gradients on one rank is that
-  // shard's, not the whole model's.
+  // gradients and frees the others, so whatever is computed from the gradients on one rank is
+  // that shard's, not the whole model's: a norm for clipping, and a loss scaler's check for
+  // infinities, which must then be combined across ranks (an allreduce) before anyone decides
+  // to skip a step, or the ranks part ways.
   kGradients,
 };
 
-// PowerSGD (Vogels et al., 2019; PyTorch DDP's powerSGD_hook, with its defaults but the rank):
+// PowerSGD (Vogels et al., 2019; PyTorch DDP's powerSGD_hook, with its defaults but the rank and
+// start_step):
 // a gradient that is a matrix (more dimensions fold into dim 0 x the rest) travels as two
 // rank-`rank` factors, one power iteration per step, the error carried into the next step.
 struct PowerSgdOptions {
   int rank = 0;  // 0: off. DDP's matrix_approximation_rank (1 there; 4 is a common choice)
   // Steps whose gradients are reduced exactly before compression begins (DDP's
-  // start_powerSGD_iter, 1000 by default there): early gradients change fast.
+  // start_powerSGD_iter, 1000 by default there): early gradients change fast. Counted by this
+  // DistributedOptimizer from its construction, so every rank must build it at the same step
+  // (a resumed run passes what is left; an elastic worker that joins would count from 0).
   std::int64_t start_step = 0;
   // Gradients whose factors would not be this many times smaller travel whole.
   double min_compression_rate = 2.0;
@@ -241,7 +246,7 @@ class DistributedOptimizer {
 
   // The bytes this rank handed to the runtime's allreduces in the last synchronize(): each
   // gradient as it travels (compressed or not), PowerSGD's factors where it approximates one.
-  // Without sharding; 0 with it.
+  // 0 with Sharding::kGradients, whose reduce-scatters it does not count.
   std::int64_t reduced_bytes() const;
 
   // With sharding, collective: every rank's shard of the optimizer state is copied to `root`,

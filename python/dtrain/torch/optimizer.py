@@ -283,9 +283,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if self._partition_of is not None:
                 self._partition_of[1].abandon_step()  # its reductions belong to the old world
             reduction = zero.Reduction(self._dense_gradient, self._op, *self._scale_factors())
-            partition = zero.Partition(parameters, size(), rank(), self._sharding_bucket_bytes, reduction)
+            partition = zero.Partition(parameters, size(), rank(), self._sharding_bucket_bytes, reduction,
+                                       self._sharding_label())
             self._partition_of = (key, partition)
         return self._partition_of[1]
+
+    def _sharding_label(self) -> str:
+        """What names this optimizer's sharding collectives: its first parameter's name, so that
+        two sharded optimizers stepping in one backward (a GAN's) do not meet."""
+        parameters = self._all_parameters()
+        return self._parameter_names[parameters[0]] if parameters else "empty"
 
     def _drop_foreign_state(self, partition: zero.Partition) -> None:
         """Forgets the state of parameters other ranks own (loaded from a whole checkpoint, or
@@ -311,7 +318,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             buffer = io.BytesIO()
             torch.save(mine, buffer)
             payload = buffer.getvalue()
-        shards = zero.gather_bytes(payload, to, name="zero.consolidate")
+        shards = zero.gather_bytes(payload, to, name=f"zero.consolidate.{self._sharding_label()}")
         if rank() != to:
             return
         full = self.state_dict()

@@ -78,9 +78,9 @@ class _Bucket:
     """Parameters of one dtype and device whose gradients travel together, and this step's
     reducescatter of them."""
 
-    def __init__(self, index: int, members: List[torch.Tensor], owner: Dict[torch.Tensor, int],
+    def __init__(self, name: str, members: List[torch.Tensor], owner: Dict[torch.Tensor, int],
                  world_size: int) -> None:
-        self.index = index
+        self.name = name
         self.members = members  # in parameter order
         self._owner = owner
         self._world_size = world_size
@@ -106,7 +106,7 @@ class _Bucket:
         if layout.segment == 0:
             return  # nothing in it trains now
         self._layout = layout
-        self._handle = reducescatter_async(self._pack(layout, reduction.gradient), name=f"zero.gradients.{self.index}",
+        self._handle = reducescatter_async(self._pack(layout, reduction.gradient), name=f"zero.gradients.{self.name}",
                                            op=reduction.op, prescale_factor=reduction.prescale_factor,
                                            postscale_factor=reduction.postscale_factor)
 
@@ -158,7 +158,7 @@ class _Bucket:
         owned = [p.detach().reshape(-1) for p in layout.by_owner[rank]]
         first = self.members[0]
         mine = torch.cat(owned) if owned else torch.empty(0, dtype=first.dtype, device=first.device)
-        return allgather_async(mine, name=f"zero.parameters.{self.index}")
+        return allgather_async(mine, name=f"zero.parameters.{self.name}")
 
     def finish_allgather(self, handle: Optional[int], rank: int) -> None:
         """Copies the other owners' values, received through ``handle``, into the members."""
@@ -177,10 +177,11 @@ class Partition:
     """The owners of ``parameters`` (in param_groups' order) in a world of ``world_size``, as
     seen from ``rank``, and their buckets of about ``bucket_bytes``. Frozen parameters have
     owners too, so that freezing or unfreezing one moves no other parameter (nor its optimizer
-    state) to another rank; only the parameters that require a gradient are reduced."""
+    state) to another rank; only the parameters that require a gradient are reduced. ``label``
+    (the first parameter's name) keeps two optimizers' collectives apart."""
 
     def __init__(self, parameters: Sequence[torch.Tensor], world_size: int, rank: int, bucket_bytes: int,
-                 reduction: Reduction) -> None:
+                 reduction: Reduction, label: str) -> None:
         self.rank = rank
         self.world_size = world_size
         self._reduction = reduction
@@ -192,7 +193,7 @@ class Partition:
         for index, indices in enumerate(cut_into_buckets(parameters, bucket_bytes)):
             owners = assign_owners([parameters[i].numel() for i in indices], load)
             self._owner.update((parameters[i], owner) for i, owner in zip(indices, owners))
-            bucket = _Bucket(index, [parameters[i] for i in reversed(indices)], self._owner, world_size)
+            bucket = _Bucket(f"{label}.{index}", [parameters[i] for i in reversed(indices)], self._owner, world_size)
             self._buckets.append(bucket)
             self._bucket_of.update((p, bucket) for p in bucket.members)
 

@@ -53,7 +53,10 @@ def save(path: str, sharding: str) -> None:
     train(model, optimizer, 0, FIRST)
     optimizer.consolidate_state_dict(to=0)
     if hvd.rank() == 0:
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+        saved = optimizer.state_dict()
+        # Consolidated: every parameter's state, from whichever rank owned it.
+        assert len(saved["state"]) == len(list(model.parameters())), sorted(saved["state"])
+        torch.save({"model": model.state_dict(), "optimizer": saved}, path)
 
 
 def resume(path: str, sharding: str) -> None:
