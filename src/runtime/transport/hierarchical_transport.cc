@@ -45,4 +45,34 @@ void HierarchicalTransport::allreduce_pieces(const std::vector<BufferPiece>& pie
   local_->allgather(pieces, dtype);
 }
 
+void HierarchicalTransport::allgatherv(const void* input, void* output,
+                                       const std::vector<std::size_t>& bytes_per_rank) {
+  if (cross_) {
+    global_->allgatherv(input, output, bytes_per_rank);
+    return;
+  }
+  std::size_t total = 0, mine = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank()) mine = total;
+    total += bytes_per_rank[static_cast<std::size_t>(r)];
+  }
+  if (total == 0) return;
+  char* out = static_cast<char*>(output);
+  std::memset(out, 0, total);
+  const std::size_t own = bytes_per_rank[static_cast<std::size_t>(rank())];
+  if (own > 0) std::memcpy(out + mine, input, own);
+  local_->allreduce({{output, total}}, DataType::kUInt8, ReduceOp::kSum);
+}
+
+void HierarchicalTransport::reducescatter(void* data, const std::vector<std::size_t>& counts_per_rank, DataType dtype,
+                                          ReduceOp op) {
+  if (cross_) {
+    global_->reducescatter(data, counts_per_rank, dtype, op);
+    return;
+  }
+  std::size_t total = 0;
+  for (std::size_t count : counts_per_rank) total += count;
+  if (total > 0) local_->allreduce({{data, total}}, dtype, op);
+}
+
 }  // namespace dtrain::runtime
