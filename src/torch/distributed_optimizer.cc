@@ -219,6 +219,63 @@ struct DistributedOptimizer::Impl {
     slot.started = true;
   }
 
+  // ZeRO-2: what backward's hooks have not started goes now; each rank keeps its shard.
+  void reduce_scatter_gradients() {
+    for (auto& slot : slots) slot.passes = 0;  // the step is over, reduced or failed
+    try {
+      shards_for_this_world().reduce_scatter_gradients();
+    } catch (const std::exception&) {
+      broken = true;  // zero_grad() starts the retry clean
+      throw;
+    }
+  }
+
+  // Starts what the hooks have not, then collects every slot's reduction. Every slot is
+  // collected even after one failed; the first error is rethrown as it is (a
+  // WorkersLostError stays one).
+  void reduce_every_gradient() {
+    for (auto& slot : slots) {
+      if (!slot.started && slot.parameter.requires_grad()) start(slot);
+    }
+    std::exception_ptr first_error;
+    // PowerSGD's second round: every Q allreduce in flight before waiting for any.
+    for (auto& slot : slots) {
+      if (!slot.power_sgd_step) continue;
+      try {
+        slot.power_sgd->start_q();
+      } catch (const std::exception&) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+    for (auto& slot : slots) {
+      try {
+        if (slot.started) collect(slot);
+      } catch (const std::exception&) {
+        if (!first_error) first_error = std::current_exception();
+        if (slot.power_sgd_step) slot.power_sgd->abandon();
+      }
+      slot.wire = at::Tensor();
+      slot.started = false;
+      slot.power_sgd_step = false;
+      slot.passes = 0;
+    }
+    reduced_bytes = reducing_bytes;
+    reducing_bytes = 0;
+    if (first_error) std::rethrow_exception(first_error);
+  }
+
+  // Waits for the slot's reduction and puts the result in its gradient.
+  void collect(Slot& slot) {
+    if (slot.power_sgd_step) {
+      slot.power_sgd->finish();
+      reducing_bytes += slot.power_sgd->factor_bytes();
+      return;
+    }
+    slot.handle.wait();
+    at::Tensor& grad = slot.parameter.mutable_grad();
+    if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
+  }
+
   void on_gradient_ready(std::size_t index) {
     Slot& slot = slots[index];
     synchronized = false;  // this gradient changed: it has not been reduced
@@ -317,54 +374,10 @@ void DistributedOptimizer::synchronize() {
   impl_->require_trainable_parameters_named(optimizer_);
   if (impl_->synchronized) return;  // reduced already, and no backward pass since
   if (impl_->options.sharding == Sharding::kGradients) {
-    for (auto& slot : impl_->slots) slot.passes = 0;  // the step is over, reduced or failed
-    try {
-      impl_->shards_for_this_world().reduce_scatter_gradients();
-    } catch (const std::exception&) {
-      impl_->broken = true;  // zero_grad() starts the retry clean
-      throw;
-    }
-    for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
-    impl_->synchronized = true;
-    return;
+    impl_->reduce_scatter_gradients();
+  } else {
+    impl_->reduce_every_gradient();
   }
-  for (auto& slot : impl_->slots) {
-    if (!slot.started && slot.parameter.requires_grad()) impl_->start(slot);
-  }
-  std::exception_ptr first_error;  // rethrown as it is: a WorkersLostError stays one
-  // PowerSGD's second round: every Q allreduce in flight before waiting for any.
-  for (auto& slot : impl_->slots) {
-    if (!slot.power_sgd_step) continue;
-    try {
-      slot.power_sgd->start_q();
-    } catch (const std::exception&) {
-      if (!first_error) first_error = std::current_exception();
-    }
-  }
-  for (auto& slot : impl_->slots) {
-    if (slot.started) {
-      try {
-        if (slot.power_sgd_step) {
-          slot.power_sgd->finish();
-          impl_->reducing_bytes += slot.power_sgd->factor_bytes();
-        } else {
-          slot.handle.wait();
-          at::Tensor& grad = slot.parameter.mutable_grad();
-          if (!slot.wire.is_same(grad)) grad.copy_(slot.wire);
-        }
-      } catch (const std::exception&) {
-        if (!first_error) first_error = std::current_exception();
-        if (slot.power_sgd_step) slot.power_sgd->abandon();
-      }
-    }
-    slot.wire = at::Tensor();
-    slot.started = false;
-    slot.power_sgd_step = false;
-    slot.passes = 0;
-  }
-  impl_->reduced_bytes = impl_->reducing_bytes;
-  impl_->reducing_bytes = 0;
-  if (first_error) std::rethrow_exception(first_error);
   // Parameters unfrozen since the last step: their first gradient was reduced above; from
   // now on their hooks overlap it with backward.
   for (std::size_t i = 0; i < impl_->slots.size(); ++i) impl_->attach_hook(i);
