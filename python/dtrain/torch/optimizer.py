@@ -359,6 +359,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     _check_process_set(process_set)
     op = _reduce_op(op, None)
     _check_sharding(sharding, compression, op)
+    if sharding == "gradients" and (groups or num_groups):
+        raise ValueError("dtrain: DistributedOptimizer: groups do not apply with sharding='gradients', whose "
+                         "buckets (sharding_bucket_bytes) group the gradients")
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("dtrain: gradient_predivide_factor needs op=hvd.Average")
     if backward_passes_per_step < 1:

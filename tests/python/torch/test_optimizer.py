@@ -767,8 +767,8 @@ def test_checkpoint_of_a_world_of_one_loads_into_a_sharded_optimizer(sharding):
 
 
 def test_sharding_argument_checks():
-    """An unknown mode, compression or an op reducescatter lacks with stage 2, a bucket size
-    that is not positive, and a consolidation to a rank that does not exist are refused."""
+    """An unknown mode, compression, groups or an op reducescatter lacks with stage 2, a bucket
+    size that is not positive, and a consolidation to a rank that does not exist are refused."""
     model = make_model()
 
     def sgd():
@@ -780,6 +780,8 @@ def test_sharding_argument_checks():
         distributed(model, sgd(), sharding="gradients", compression=hvd.Compression.fp16)
     with pytest.raises(ValueError, match="op=hvd.Average or hvd.Sum"):
         distributed(model, sgd(), sharding="gradients", op=hvd.Max)
+    with pytest.raises(ValueError, match="groups do not apply with sharding='gradients'"):
+        distributed(model, sgd(), sharding="gradients", groups=2)
     for bucket_bytes in (0, -1):
         with pytest.raises(ValueError, match=f"sharding_bucket_bytes must be positive, got {bucket_bytes}"):
             distributed(model, sgd(), sharding="gradients", sharding_bucket_bytes=bucket_bytes)
