@@ -14,9 +14,11 @@ CompletionThread::~CompletionThread() {
     queue_->stopping = true;
   }
   queue_->queued.notify_one();
-  if (std::this_thread::get_id() == thread_.get_id()) {
-    // The last reference went away in a callback this thread ran: it finishes the queue (its
-    // own reference keeps the queue) and ends on its own.
+  const bool on_nested = nested_ && std::this_thread::get_id() == nested_->thread_id_;
+  if (std::this_thread::get_id() == thread_.get_id() || on_nested) {
+    // The last reference went away in a callback this thread (or its nested one, which this
+    // one may be waiting for) ran: it finishes the queue (its own reference keeps the queue)
+    // and ends on its own.
     thread_.detach();
     return;
   }
