@@ -4,6 +4,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <sstream>
 
@@ -226,25 +227,36 @@ void ParameterShards::drop_state_owned_elsewhere(torch::optim::Optimizer& optimi
 
 void ParameterShards::consolidate_state(torch::optim::Optimizer& optimizer, int root) const {
   drop_state_owned_elsewhere(optimizer);  // each rank sends exactly its shard
+  std::string bytes;
+  if (rank_ != root) {
+    // LibTorch's archive of the optimizer: the state of the parameters it holds (this rank's)
+    // and the param groups' options, for any optimizer type.
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    std::ostringstream out;
+    archive.save_to(out);
+    bytes = out.str();
+  }
+  // An alltoall whose only receiver is root: each shard travels to root alone, so no other
+  // rank ever holds more than its own.
+  at::Tensor sent = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(sent.data_ptr(), bytes.data(), bytes.size());
+  std::vector<std::int64_t> splits(static_cast<std::size_t>(world_size_), 0);
+  splits[static_cast<std::size_t>(root)] = sent.numel();
+  const auto [received, counts] = alltoall(sent, name_prefix_ + "zero.consolidate", splits);
+  if (rank_ != root) return;
+  std::int64_t offset = 0;
   for (int owner = 0; owner < world_size_; ++owner) {
-    if (owner == root) continue;
-    std::string bytes;
-    if (rank_ == owner) {
-      // LibTorch's archive of the optimizer: the state of the parameters it holds (this
-      // rank's) and the param groups' options, for any optimizer type.
-      torch::serialize::OutputArchive archive;
-      optimizer.save(archive);
-      std::ostringstream out;
-      archive.save_to(out);
-      bytes = out.str();
+    const std::int64_t count = counts[static_cast<std::size_t>(owner)];
+    if (owner != root) {
+      // Loading adds the sender's parameters' state and keeps what root holds of its own.
+      const std::string shard(static_cast<const char*>(received.data_ptr()) + offset, static_cast<std::size_t>(count));
+      torch::serialize::InputArchive archive;
+      std::istringstream in(shard);
+      archive.load_from(in, parameters_device(optimizer));
+      load_optimizer_state(optimizer, archive);
     }
-    bytes = broadcast_bytes(bytes, owner, name_prefix_ + "zero.consolidate." + std::to_string(owner));
-    if (rank_ != root) continue;
-    // Loading adds the sender's parameters' state and keeps what root holds of its own.
-    torch::serialize::InputArchive archive;
-    std::istringstream in(bytes);
-    archive.load_from(in, parameters_device(optimizer));
-    load_optimizer_state(optimizer, archive);
+    offset += count;
   }
 }
 
