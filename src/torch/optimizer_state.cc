@@ -1,5 +1,9 @@
 #include "torch/optimizer_state.h"
 
+#include <torch/serialize/output-archive.h>
+
+#include <sstream>
+
 #include "dtrain/dtrain.h"
 
 namespace dtrain::libtorch {
@@ -15,6 +19,22 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, torch::serialize::
     group.read("options", options);
     param_groups[i].options().serialize(options);
   }
+}
+
+std::string optimizer_bytes(const torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+void load_optimizer_bytes(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  if (bytes.empty()) return;
+  torch::serialize::InputArchive archive;
+  std::istringstream in(bytes);
+  archive.load_from(in, parameters_device(optimizer));
+  load_optimizer_state(optimizer, archive);
 }
 
 at::Device parameters_device(const torch::optim::Optimizer& optimizer) {

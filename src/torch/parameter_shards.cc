@@ -1,12 +1,8 @@
 #include "torch/parameter_shards.h"
 
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
-
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <sstream>
 
 #include "torch/optimizer_state.h"
 
@@ -227,16 +223,8 @@ void ParameterShards::drop_state_owned_elsewhere(torch::optim::Optimizer& optimi
 
 void ParameterShards::consolidate_state(torch::optim::Optimizer& optimizer, int root) const {
   drop_state_owned_elsewhere(optimizer);  // each rank sends exactly its shard
-  std::string bytes;
-  if (rank_ != root) {
-    // LibTorch's archive of the optimizer: the state of the parameters it holds (this rank's)
-    // and the param groups' options, for any optimizer type.
-    torch::serialize::OutputArchive archive;
-    optimizer.save(archive);
-    std::ostringstream out;
-    archive.save_to(out);
-    bytes = out.str();
-  }
+  // The state of the parameters it holds (this rank's) and the param groups' options.
+  const std::string bytes = rank_ != root ? optimizer_bytes(optimizer) : "";
   // An alltoall whose only receiver is root: each shard travels to root alone, so no other
   // rank ever holds more than its own.
   at::Tensor sent = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
@@ -250,11 +238,8 @@ void ParameterShards::consolidate_state(torch::optim::Optimizer& optimizer, int 
     const std::int64_t count = counts[static_cast<std::size_t>(owner)];
     if (owner != root) {
       // Loading adds the sender's parameters' state and keeps what root holds of its own.
-      const std::string shard(static_cast<const char*>(received.data_ptr()) + offset, static_cast<std::size_t>(count));
-      torch::serialize::InputArchive archive;
-      std::istringstream in(shard);
-      archive.load_from(in, parameters_device(optimizer));
-      load_optimizer_state(optimizer, archive);
+      load_optimizer_bytes(optimizer, std::string(static_cast<const char*>(received.data_ptr()) + offset,
+                                                  static_cast<std::size_t>(count)));
     }
     offset += count;
   }

@@ -65,12 +65,13 @@ void PowerSgdGradient::finish() {
   handle_.wait();
   factor_bytes_ = static_cast<std::int64_t>(p_.nbytes() + q_.nbytes());
   const at::Tensor approximation = p_.matmul(q_.t());
-  if (approximation.isfinite().all().item<bool>()) {
+  // An overflow anywhere in the gradients reaches the averaged Q (m x r, cheaper to check than
+  // the approximation). It comes from float16 training's loss scale being too high: the caller
+  // sees it in the gradient and skips the step; carried on, it would poison every later step
+  // through the error and the warm-started Q. Every rank sees the same Q, so all start afresh.
+  if (q_.isfinite().all().item<bool>()) {
     if (options_.error_feedback) error_ = matrix_ - approximation;
   } else {
-    // An overflow (float16 training's loss scale too high): the caller sees it in the gradient
-    // and skips the step; carried on, it would poison every later step through the error and
-    // the warm-started Q. Every rank sees the same reduced values, so all start Q afresh.
     q_ = at::Tensor();
   }
   grad_.copy_(approximation.view(grad_.sizes()));

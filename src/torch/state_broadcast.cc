@@ -1,10 +1,6 @@
 // Making every rank start from rank 0's state: parameters, buffers, optimizer state, and
 // arbitrary bytes; plus the cross-rank average of a metric.
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
-
 #include <cstring>
-#include <sstream>
 
 #include "dtrain/torch.h"
 #include "torch/optimizer_state.h"
@@ -43,21 +39,9 @@ std::string broadcast_bytes(const std::string& bytes, int root, const std::strin
 void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root) {
   // LibTorch's own serialization of an optimizer carries every param group's options (the
   // learning rate, momentum, betas, ...) and each parameter's state, for any optimizer type.
-  std::string bytes;
-  if (rank() == root) {
-    torch::serialize::OutputArchive archive;
-    optimizer.save(archive);
-    std::ostringstream out;
-    archive.save_to(out);
-    bytes = out.str();
-  }
-  bytes = broadcast_bytes(bytes, root, "broadcast.optimizer_state");
-  if (rank() != root) {
-    torch::serialize::InputArchive archive;
-    std::istringstream in(bytes);
-    archive.load_from(in, parameters_device(optimizer));
-    load_optimizer_state(optimizer, archive);
-  }
+  const std::string bytes =
+      broadcast_bytes(rank() == root ? optimizer_bytes(optimizer) : "", root, "broadcast.optimizer_state");
+  if (rank() != root) load_optimizer_bytes(optimizer, bytes);
 }
 
 double metric_average(double value, const std::string& name) {

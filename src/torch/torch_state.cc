@@ -2,8 +2,6 @@
 // model's tensors are copied into buffers of their own (allocated at the first save, reused
 // after), so a commit costs one memory copy of the model; the optimizer goes through LibTorch's
 // archive, which carries every parameter's state and every group's options.
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
 #include <sstream>
 
@@ -12,22 +10,6 @@
 
 namespace dtrain::libtorch {
 namespace {
-
-std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
-void load_optimizer_bytes(torch::optim::Optimizer& optimizer, const std::string& bytes) {
-  if (bytes.empty()) return;
-  torch::serialize::InputArchive archive;
-  std::istringstream in(bytes);
-  archive.load_from(in);
-  load_optimizer_state(optimizer, archive);
-}
 
 // Counters and the sampler's position as text: "name value" lines.
 std::string encode_counters(const std::map<std::string, std::int64_t>& counters) {

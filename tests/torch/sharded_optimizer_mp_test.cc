@@ -6,14 +6,12 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
 #include <functional>
 #include <memory>
-#include <sstream>
 
 #include "dtrain/torch.h"
+#include "torch/optimizer_state.h"
 #include "tests/support/error_of.h"
 
 namespace dtrain::libtorch {
@@ -147,21 +145,6 @@ TEST(ShardedOptimizer, StageTwoKeepsOnlyTheOwnedGradients) {
   }
 }
 
-std::string saved(const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
-void load(torch::optim::Optimizer& optimizer, const std::string& bytes) {
-  torch::serialize::InputArchive archive;
-  std::istringstream in(bytes);
-  archive.load_from(in);
-  optimizer.load(archive);
-}
-
 // A checkpoint of the consolidated state resumes an unsharded optimizer (a world of any size)
 // and a sharded one exactly where the sharded training left off.
 TEST(ShardedOptimizer, ConsolidatedStateResumesShardedAndUnshardedTraining) {
@@ -170,7 +153,7 @@ TEST(ShardedOptimizer, ConsolidatedStateResumesShardedAndUnshardedTraining) {
     Trainer original(adam(), sharding, "original." + label + ".");
     for (int step = 0; step < 4; ++step) original.step(step);
     original.optimizer->consolidate_state(0);
-    std::string checkpoint = rank() == 0 ? saved(*original.inner) : "";
+    std::string checkpoint = rank() == 0 ? optimizer_bytes(*original.inner) : "";
     if (rank() == 0) {
       EXPECT_EQ(original.inner->state().size(), original.model->parameters().size());
     }
@@ -183,7 +166,7 @@ TEST(ShardedOptimizer, ConsolidatedStateResumesShardedAndUnshardedTraining) {
       for (std::size_t i = 0; i < resumed->model->parameters().size(); ++i) {
         resumed->model->parameters()[i].copy_(original.model->parameters()[i]);
       }
-      load(*resumed->inner, checkpoint);
+      load_optimizer_bytes(*resumed->inner, checkpoint);
     }
     for (int step = 4; step < 9; ++step) {
       original.step(step);
