@@ -82,7 +82,8 @@ enum class Status { kPending, kDone, kFailed };
 
 namespace detail {
 struct OpState;
-}
+struct ProcessSetState;
+}  // namespace detail
 
 // The completion of one submitted operation (or one group). Cheap to copy.
 class Handle {
@@ -192,51 +193,102 @@ struct Placement {
 // groups ranks by host itself, so its local and cross values may differ from the launcher's.
 Placement placement_from_environment();
 
+// ---- process sets ----
+//
+// A subset of the job's ranks whose collectives run among themselves (Horovod's process sets,
+// PyTorch's new_group). Each set negotiates, fuses and caches on its own, with a background
+// thread and connections of its own, so operations on different sets (disjoint or nested)
+// run at the same time, and the global set, every rank of the job, is the default and works
+// as without sets. Its members are the job's ranks, in ascending order; a member's place in
+// that order is its rank in the set (the order of allgather's rows, alltoall's splits, one
+// per member). Roots (broadcast, broadcast_object) are job ranks, as in Horovod. An operation
+// on a set this rank is not a member of, or on a removed one, is an Error on this rank. Sets
+// end with shutdown(); an elastic job adds them again after a reset.
+class ProcessSet {
+ public:
+  ProcessSet() = default;  // the global set
+
+  bool is_global() const { return !state_; }
+  std::string name() const;        // "global", or the set's number ("1", "2", ...) or key
+  std::vector<int> ranks() const;  // the members' job ranks, ascending
+  bool included() const;           // this process is a member
+  int rank() const;                // this process's rank in the set; -1 when not a member
+  int size() const;
+  std::string describe() const;  // "process set 1 (ranks 0,2)"
+
+  // The set's state (internal).
+  const std::shared_ptr<detail::ProcessSetState>& state() const { return state_; }
+  explicit ProcessSet(std::shared_ptr<detail::ProcessSetState> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<detail::ProcessSetState> state_;
+};
+
+// Horovod's add_process_set: collective over every rank of the job, which pass the same
+// ranks (in any order; sets are added in the same order everywhere) and number the set alike
+// (1, 2, ...). Only the members connect. Throws on every rank when the ranks are empty, out of
+// range, repeated or differ between ranks, or when a set of these ranks exists already.
+ProcessSet add_process_set(std::vector<int> ranks);
+// A set that only its members create (PyTorch's new_group, where the others never call it):
+// collective over `ranks` alone, which all pass the same `key`, unique in the job.
+ProcessSet connect_process_set(const std::string& key, std::vector<int> ranks);
+// Ends this rank's part in `set`: its members stop its thread together (an operation a member
+// still has in flight on it fails); later operations on it are errors. For a set made by
+// add_process_set every rank calls it, as Horovod's remove_process_set; non-members just
+// forget the set. The global set cannot be removed.
+void remove_process_set(const ProcessSet& set);
+
 // Allreduce of `input` into `output` (may be the same buffer). Shapes and dtypes must match.
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
-                       const ReduceOptions& options = {});
+                       const ReduceOptions& options = {}, const ProcessSet& process_set = {});
 void allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-               const ReduceOptions& options = {});
+               const ReduceOptions& options = {}, const ProcessSet& process_set = {});
 
 // Several allreduces negotiated and reduced as one unit; one handle for all.
 Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
-                               const std::vector<TensorView>& outputs, const ReduceOptions& options = {});
+                               const std::vector<TensorView>& outputs, const ReduceOptions& options = {},
+                               const ProcessSet& process_set = {});
 void grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
-                       const std::vector<TensorView>& outputs, const ReduceOptions& options = {});
+                       const std::vector<TensorView>& outputs, const ReduceOptions& options = {},
+                       const ProcessSet& process_set = {});
 
 // Concatenation along the first dimension; ranks may differ in the first dimension only.
-Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
-CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate = {});
+Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate = {},
+                       const ProcessSet& process_set = {});
+CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate = {},
+                           const ProcessSet& process_set = {});
 
 // In place: `tensor` on `root` is copied into `tensor` on every other rank.
-Handle broadcast_async(const std::string& name, const TensorView& tensor, int root);
-void broadcast(const std::string& name, const TensorView& tensor, int root);
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root, const ProcessSet& process_set = {});
+void broadcast(const std::string& name, const TensorView& tensor, int root, const ProcessSet& process_set = {});
 
 // Rank r sends rows [sum(splits[:j]), sum(splits[:j+1])) of its first dimension to rank j.
 // Empty splits: the first dimension divided evenly (it must be divisible by size()).
 Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
-                      OutputAllocator allocate = {});
+                      OutputAllocator allocate = {}, const ProcessSet& process_set = {});
 CollectiveResult alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits = {},
-                          OutputAllocator allocate = {});
+                          OutputAllocator allocate = {}, const ProcessSet& process_set = {});
 
 // Reduces across ranks, then rank r keeps its share of the first dimension: first/size rows,
 // the first (first % size) ranks one more.
 Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
-                           OutputAllocator allocate = {});
+                           OutputAllocator allocate = {}, const ProcessSet& process_set = {});
 CollectiveResult reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options = {},
-                               OutputAllocator allocate = {});
+                               OutputAllocator allocate = {}, const ProcessSet& process_set = {});
 
 // Bytes rather than tensors, for what is not a tensor: a serialised config, a dataset index,
 // a vocabulary. Negotiated like the other collectives (the name, and the root for broadcast,
 // must agree on every rank).
 // `bytes` on `root` returned on every rank (the others' `bytes` are ignored).
-std::string broadcast_object(const std::string& bytes, int root, const std::string& name);
+std::string broadcast_object(const std::string& bytes, int root, const std::string& name,
+                             const ProcessSet& process_set = {});
 // Every rank's bytes, in rank order; their lengths may differ.
-std::vector<std::string> allgather_object(const std::string& bytes, const std::string& name);
+std::vector<std::string> allgather_object(const std::string& bytes, const std::string& name,
+                                          const ProcessSet& process_set = {});
 
-void barrier();
+void barrier(const ProcessSet& process_set = {});
 
-// Declares this rank out of data. Until every rank has joined, this rank's background thread
+// Declares this rank out of data (the global set only). Until every rank has joined, this rank's background thread
 // keeps serving the others' allreduces with zeros (Sum and Average only). Returns the rank that
 // joined last.
 int join();

@@ -12,15 +12,12 @@
 #include "runtime/external_world.h"
 #include "runtime/gpu/device_memory.h"
 #include "runtime/logging.h"
+#include "runtime/process_sets.h"
 #include "runtime/transport/transport_factory.h"
 
 namespace dtrain {
 
 // ---- Handle ----
-
-namespace {
-std::shared_ptr<runtime::BackgroundLoop> current_loop();  // defined with the loop below
-}  // namespace
 
 bool Handle::poll() const {
   if (!state_) return true;
@@ -38,8 +35,9 @@ void Handle::wait() const {
   if (!state_) throw Error("dtrain: wait() on an empty Handle");
   if (!poll()) {
     // This thread runs the negotiation until the operation is done (no hand-off to the
-    // loop's thread and back); the loop may be gone if dtrain was shut down meanwhile.
-    if (std::shared_ptr<runtime::BackgroundLoop> running = current_loop()) running->wait(*state_);
+    // loop's thread and back); the loop may be gone if dtrain was shut down meanwhile, or its
+    // process set removed.
+    if (std::shared_ptr<runtime::BackgroundLoop> running = state_->loop.lock()) running->wait(*state_);
   }
   concurrency::MutexLock lock(state_->mutex);
   state_->wait_until_finished(lock);
@@ -146,10 +144,24 @@ void check_scaling(OpType type, const std::string& name, DataType dtype, const R
   }
 }
 
-TensorEntry make_entry(OpType type, const std::string& name, const TensorView& input, const TensorView& output,
-                       std::shared_ptr<detail::OpState> state) {
+// Where an operation runs: the loop of its process set, and this rank's place in the set.
+struct Target {
+  std::shared_ptr<BackgroundLoop> loop;
+  int rank = 0;
+  int size = 1;
+};
+
+Target target_of(const ProcessSet& set, OpType type, const std::string& name) {
+  std::shared_ptr<BackgroundLoop> loop =
+      set.is_global() ? running_loop(runtime::to_string(type)) : runtime::process_set_loop(set, describe(type, name));
+  const int rank = loop->config().rank, size = loop->config().size;
+  return {std::move(loop), rank, size};
+}
+
+TensorEntry make_entry(const Target& target, OpType type, const std::string& name, const TensorView& input,
+                       const TensorView& output, std::shared_ptr<detail::OpState> state) {
   TensorEntry entry;
-  entry.request.rank = rank();
+  entry.request.rank = target.rank;
   entry.request.type = type;
   entry.request.name = name;
   entry.request.dtype = input.dtype;
@@ -164,16 +176,17 @@ TensorEntry make_entry(OpType type, const std::string& name, const TensorView& i
 }
 
 // `caller_waits`: a blocking call, which waits for the handle next (see BackgroundLoop::submit).
-Handle submit_entries(std::vector<TensorEntry> entries, bool caller_waits) {
+Handle submit_entries(const Target& target, std::vector<TensorEntry> entries, bool caller_waits) {
   Handle handle(entries.at(0).state);
-  running_loop(runtime::to_string(entries[0].request.type))->submit(std::move(entries), caller_waits);
+  entries[0].state->loop = target.loop;
+  target.loop->submit(std::move(entries), caller_waits);
   return handle;
 }
 
-Handle submit_one(TensorEntry entry, bool caller_waits) {
+Handle submit_one(const Target& target, TensorEntry entry, bool caller_waits) {
   std::vector<TensorEntry> entries;
   entries.push_back(std::move(entry));
-  return submit_entries(std::move(entries), caller_waits);
+  return submit_entries(target, std::move(entries), caller_waits);
 }
 
 // Gloo writes to its sockets without MSG_NOSIGNAL, and SIGPIPE's default action ends the
@@ -217,6 +230,7 @@ void start(bool alone, const ExternalWorld* external = nullptr) {
     generation = config.elastic_round;
     runtime::configure_logging(config.rank, config.hostname);
   }
+  config.generation = generation;
   std::unique_ptr<runtime::Transport> transport;
   try {
     transport = runtime::connect_transport(config, generation);
@@ -241,7 +255,12 @@ void init() { start(false); }
 void init(const ExternalWorld& world) { start(false, &world); }
 void init_alone() { start(true); }
 
+namespace runtime {
+std::shared_ptr<BackgroundLoop> job_loop(const char* what) { return running_loop(what); }
+}  // namespace runtime
+
 void shutdown() {
+  runtime::end_process_sets();  // each set's members stop it together, while the job's loop still runs
   std::shared_ptr<BackgroundLoop> ending;
   {
     concurrency::MutexLock lock(lifecycle_mutex);
@@ -292,8 +311,9 @@ namespace {
 
 // Spans, not vectors: a blocking allreduce of one tensor passes its arguments where they are
 // (copying them into vectors cost several allocations on a path of a few µs).
-std::vector<TensorEntry> allreduce_entries(std::span<const std::string> names, std::span<const TensorView> inputs,
-                                           std::span<const TensorView> outputs, const ReduceOptions& options) {
+std::vector<TensorEntry> allreduce_entries(const Target& target, std::span<const std::string> names,
+                                           std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                                           const ReduceOptions& options) {
   if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size()) {
     throw Error("dtrain::grouped_allreduce: needs one name, input and output per tensor (got " +
                 std::to_string(names.size()) + " names, " + std::to_string(inputs.size()) + " inputs, " +
@@ -321,7 +341,7 @@ std::vector<TensorEntry> allreduce_entries(std::span<const std::string> names, s
                   to_string(inputs[0].device) + ", this one on " + to_string(inputs[i].device) + ")");
     }
     check_scaling(OpType::kAllreduce, names[i], inputs[i].dtype, options);
-    TensorEntry entry = make_entry(OpType::kAllreduce, names[i], inputs[i], outputs[i], state);
+    TensorEntry entry = make_entry(target, OpType::kAllreduce, names[i], inputs[i], outputs[i], state);
     entry.request.reduce_op = options.op;
     entry.request.prescale = options.prescale_factor;
     entry.request.postscale = options.postscale_factor;
@@ -334,33 +354,47 @@ std::vector<TensorEntry> allreduce_entries(std::span<const std::string> names, s
   return entries;
 }
 
-TensorEntry allgather_entry(const std::string& name, const TensorView& input, OutputAllocator allocate) {
+TensorEntry allgather_entry(const Target& target, const std::string& name, const TensorView& input,
+                            OutputAllocator allocate) {
   check_name(OpType::kAllgather, name);
   check_view(OpType::kAllgather, name, input, "input");
   if (input.shape.empty()) throw Error(describe(OpType::kAllgather, name) + ": needs at least one dimension");
-  TensorEntry entry = make_entry(OpType::kAllgather, name, input, {}, std::make_shared<detail::OpState>());
+  TensorEntry entry = make_entry(target, OpType::kAllgather, name, input, {}, std::make_shared<detail::OpState>());
   entry.allocate = std::move(allocate);
   return entry;
 }
 
-TensorEntry broadcast_entry(const std::string& name, const TensorView& tensor, int root) {
+// `root` is a job rank (Horovod's convention, process sets included); the request carries its
+// place in the set.
+TensorEntry broadcast_entry(const Target& target, const std::string& name, const TensorView& tensor, int root,
+                            const ProcessSet& set) {
   check_name(OpType::kBroadcast, name);
   check_view(OpType::kBroadcast, name, tensor, "tensor");
-  if (root < 0 || root >= size()) {
+  int root_in_set = root;
+  if (set.is_global() && (root < 0 || root >= target.size)) {
     throw Error(describe(OpType::kBroadcast, name) + ": root rank " + std::to_string(root) + " is outside 0.." +
-                std::to_string(size() - 1));
+                std::to_string(target.size - 1));
   }
-  TensorEntry entry = make_entry(OpType::kBroadcast, name, tensor, tensor, std::make_shared<detail::OpState>());
-  entry.request.root = root;
+  if (!set.is_global()) {
+    const std::vector<int> members = set.ranks();
+    const auto place = std::find(members.begin(), members.end(), root);
+    if (place == members.end()) {
+      throw Error(describe(OpType::kBroadcast, name) + ": root rank " + std::to_string(root) + " is not in " +
+                  set.describe());
+    }
+    root_in_set = static_cast<int>(place - members.begin());
+  }
+  TensorEntry entry = make_entry(target, OpType::kBroadcast, name, tensor, tensor, std::make_shared<detail::OpState>());
+  entry.request.root = root_in_set;
   return entry;
 }
 
-TensorEntry alltoall_entry(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
-                           OutputAllocator allocate) {
+TensorEntry alltoall_entry(const Target& target, const std::string& name, const TensorView& input,
+                           std::vector<std::int64_t> splits, OutputAllocator allocate) {
   check_name(OpType::kAlltoall, name);
   check_view(OpType::kAlltoall, name, input, "input");
   if (input.shape.empty()) throw Error(describe(OpType::kAlltoall, name) + ": needs at least one dimension");
-  const int world = size();
+  const int world = target.size;
   const std::int64_t rows = input.shape[0];
   if (splits.empty()) {
     if (rows % world != 0) {
@@ -384,19 +418,19 @@ TensorEntry alltoall_entry(const std::string& name, const TensorView& input, std
     throw Error(describe(OpType::kAlltoall, name) + ": splits " + runtime::shape_string(splits) + " add up to " +
                 std::to_string(total) + " but the first dimension is " + std::to_string(rows));
   }
-  TensorEntry entry = make_entry(OpType::kAlltoall, name, input, {}, std::make_shared<detail::OpState>());
+  TensorEntry entry = make_entry(target, OpType::kAlltoall, name, input, {}, std::make_shared<detail::OpState>());
   entry.request.splits = std::move(splits);
   entry.allocate = std::move(allocate);
   return entry;
 }
 
-TensorEntry reducescatter_entry(const std::string& name, const TensorView& input, const ReduceOptions& options,
-                                OutputAllocator allocate) {
+TensorEntry reducescatter_entry(const Target& target, const std::string& name, const TensorView& input,
+                                const ReduceOptions& options, OutputAllocator allocate) {
   check_name(OpType::kReducescatter, name);
   check_view(OpType::kReducescatter, name, input, "input");
   if (input.shape.empty()) throw Error(describe(OpType::kReducescatter, name) + ": needs at least one dimension");
   check_scaling(OpType::kReducescatter, name, input.dtype, options);
-  TensorEntry entry = make_entry(OpType::kReducescatter, name, input, {}, std::make_shared<detail::OpState>());
+  TensorEntry entry = make_entry(target, OpType::kReducescatter, name, input, {}, std::make_shared<detail::OpState>());
   entry.request.reduce_op = options.op;
   entry.request.prescale = options.prescale_factor;
   entry.request.postscale = options.postscale_factor;
@@ -410,71 +444,93 @@ constexpr bool kBlocking = true;  // the caller waits next
 }  // namespace
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
-                       const ReduceOptions& options) {
-  return submit_entries(allreduce_entries({&name, 1}, {&input, 1}, {&output, 1}, options), kAsync);
+                       const ReduceOptions& options, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAllreduce, name);
+  return submit_entries(target, allreduce_entries(target, {&name, 1}, {&input, 1}, {&output, 1}, options), kAsync);
 }
 
-void allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-               const ReduceOptions& options) {
-  submit_entries(allreduce_entries({&name, 1}, {&input, 1}, {&output, 1}, options), kBlocking).wait();
+void allreduce(const std::string& name, const TensorView& input, const TensorView& output, const ReduceOptions& options,
+               const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAllreduce, name);
+  submit_entries(target, allreduce_entries(target, {&name, 1}, {&input, 1}, {&output, 1}, options), kBlocking).wait();
 }
 
 Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
-                               const std::vector<TensorView>& outputs, const ReduceOptions& options) {
-  return submit_entries(allreduce_entries(names, inputs, outputs, options), kAsync);
+                               const std::vector<TensorView>& outputs, const ReduceOptions& options,
+                               const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAllreduce, names.empty() ? "" : names.front());
+  return submit_entries(target, allreduce_entries(target, names, inputs, outputs, options), kAsync);
 }
 
 void grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
-                       const std::vector<TensorView>& outputs, const ReduceOptions& options) {
-  submit_entries(allreduce_entries(names, inputs, outputs, options), kBlocking).wait();
+                       const std::vector<TensorView>& outputs, const ReduceOptions& options,
+                       const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAllreduce, names.empty() ? "" : names.front());
+  submit_entries(target, allreduce_entries(target, names, inputs, outputs, options), kBlocking).wait();
 }
 
-Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate) {
-  return submit_one(allgather_entry(name, input, std::move(allocate)), kAsync);
+Handle allgather_async(const std::string& name, const TensorView& input, OutputAllocator allocate,
+                       const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAllgather, name);
+  return submit_one(target, allgather_entry(target, name, input, std::move(allocate)), kAsync);
 }
 
-CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate) {
-  return CollectiveResult(submit_one(allgather_entry(name, input, std::move(allocate)), kBlocking));
+CollectiveResult allgather(const std::string& name, const TensorView& input, OutputAllocator allocate,
+                           const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAllgather, name);
+  return CollectiveResult(submit_one(target, allgather_entry(target, name, input, std::move(allocate)), kBlocking));
 }
 
-Handle broadcast_async(const std::string& name, const TensorView& tensor, int root) {
-  return submit_one(broadcast_entry(name, tensor, root), kAsync);
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kBroadcast, name);
+  return submit_one(target, broadcast_entry(target, name, tensor, root, process_set), kAsync);
 }
 
-void broadcast(const std::string& name, const TensorView& tensor, int root) {
-  submit_one(broadcast_entry(name, tensor, root), kBlocking).wait();
+void broadcast(const std::string& name, const TensorView& tensor, int root, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kBroadcast, name);
+  submit_one(target, broadcast_entry(target, name, tensor, root, process_set), kBlocking).wait();
 }
 
 Handle alltoall_async(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
-                      OutputAllocator allocate) {
-  return submit_one(alltoall_entry(name, input, std::move(splits), std::move(allocate)), kAsync);
+                      OutputAllocator allocate, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAlltoall, name);
+  return submit_one(target, alltoall_entry(target, name, input, std::move(splits), std::move(allocate)), kAsync);
 }
 
 CollectiveResult alltoall(const std::string& name, const TensorView& input, std::vector<std::int64_t> splits,
-                          OutputAllocator allocate) {
-  return CollectiveResult(submit_one(alltoall_entry(name, input, std::move(splits), std::move(allocate)), kBlocking));
+                          OutputAllocator allocate, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kAlltoall, name);
+  return CollectiveResult(
+      submit_one(target, alltoall_entry(target, name, input, std::move(splits), std::move(allocate)), kBlocking));
 }
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, const ReduceOptions& options,
-                           OutputAllocator allocate) {
-  return submit_one(reducescatter_entry(name, input, options, std::move(allocate)), kAsync);
+                           OutputAllocator allocate, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kReducescatter, name);
+  return submit_one(target, reducescatter_entry(target, name, input, options, std::move(allocate)), kAsync);
 }
 
 CollectiveResult reducescatter(const std::string& name, const TensorView& input, const ReduceOptions& options,
-                               OutputAllocator allocate) {
-  return CollectiveResult(submit_one(reducescatter_entry(name, input, options, std::move(allocate)), kBlocking));
+                               OutputAllocator allocate, const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kReducescatter, name);
+  return CollectiveResult(
+      submit_one(target, reducescatter_entry(target, name, input, options, std::move(allocate)), kBlocking));
 }
 
-void barrier() {
-  submit_one(make_entry(OpType::kBarrier, runtime::kBarrierName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
+void barrier(const ProcessSet& process_set) {
+  const Target target = target_of(process_set, OpType::kBarrier, runtime::kBarrierName);
+  submit_one(target,
+             make_entry(target, OpType::kBarrier, runtime::kBarrierName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
                         std::make_shared<detail::OpState>()),
              kBlocking)
       .wait();
 }
 
 int join() {
-  Handle h = submit_one(make_entry(OpType::kJoin, runtime::kJoinName, TensorView{nullptr, DataType::kUInt8, {0}}, {},
-                                   std::make_shared<detail::OpState>()),
+  const Target target = target_of(ProcessSet(), OpType::kJoin, runtime::kJoinName);
+  Handle h = submit_one(target,
+                        make_entry(target, OpType::kJoin, runtime::kJoinName,
+                                   TensorView{nullptr, DataType::kUInt8, {0}}, {}, std::make_shared<detail::OpState>()),
                         kBlocking);
   return h.last_joined_rank();
 }

@@ -20,6 +20,10 @@ BackgroundLoop::Clock::duration milliseconds(double ms) {
   return std::chrono::duration_cast<BackgroundLoop::Clock::duration>(std::chrono::duration<double, std::milli>(ms));
 }
 
+// A process set's loop records, and is named, by this process's place in the job.
+int job_rank(const RuntimeConfig& config) { return config.members.empty() ? config.rank : config.members[config.rank]; }
+int job_size(const RuntimeConfig& config) { return config.members.empty() ? config.size : config.job_size; }
+
 bool finished(detail::OpState& operation) {
   concurrency::MutexLock lock(operation.mutex);
   return operation.status != Status::kPending;
@@ -32,8 +36,8 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
       timeline_(config_.rank == 0 && !config_.timeline_path.empty()
                     ? std::make_unique<Timeline>(config_.timeline_path, config_.timeline_mark_cycles)
                     : nullptr),
-      recorder_(config_.flight_recorder_entries, config_.rank, config_.size, config_.hostname,
-                config_.flight_recorder_dir),
+      recorder_(config_.flight_recorder_entries, job_rank(config_), job_size(config_), config_.hostname,
+                config_.flight_recorder_dir, config_.process_set),
       cache_(config_.cache_capacity),
       executor_(
           *transport_, timeline_.get(),
@@ -48,8 +52,9 @@ BackgroundLoop::BackgroundLoop(RuntimeConfig config, std::unique_ptr<Transport> 
   cycle_time_ms_ = config_.cycle_time_ms;
   last_cycle_start_ = Clock::now();
   if (config_.rank == 0) {
-    coordinator_ = std::make_unique<Coordinator>(
-        config_.size, cache_, StallInspector(config_.stall_warning_s, config_.stall_shutdown_s), timeline_.get());
+    coordinator_ = std::make_unique<Coordinator>(config_.size, cache_,
+                                                 StallInspector(config_.stall_warning_s, config_.stall_shutdown_s),
+                                                 timeline_.get(), config_.members);
     if (config_.autotune && config_.size > 1) {
       AutotuneOptions options;
       options.warmup_samples = config_.autotune_warmup_samples;
@@ -81,7 +86,7 @@ void BackgroundLoop::submit(std::vector<TensorEntry> entries, bool caller_waits)
     for (std::size_t j = 0; j < i && !repeated; ++j) repeated = entries[j].request.name == name;
     if (repeated) {
       throw Error("dtrain: " + std::string(to_string(entries[i].request.type)) + " '" + name + "' on rank " +
-                  std::to_string(config_.rank) +
+                  std::to_string(job_rank(config_)) +
                   ": a collective with this name is already in flight; wait for it before reusing the name");
     }
   }
@@ -192,7 +197,10 @@ bool BackgroundLoop::run_cycle() {
       } catch (const std::exception&) {
         // A peer that already went away changes nothing for this rank's shutdown.
       }
-      ended.emplace("dtrain: the runtime was shut down before this operation completed", false);
+      ended.emplace(config_.process_set.empty()
+                        ? "dtrain: the runtime was shut down before this operation completed"
+                        : "dtrain: process set " + config_.process_set + " was removed before this operation completed",
+                    false);
     }
   } catch (const WorkersLostError& e) {
     log().error("{}", e.what());
@@ -278,7 +286,10 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
   if (autotuner_ && !autotuner_->finished()) feed_autotuner(responses);
   if (plan.shutdown) {
     stopped_by_plan_ = true;
-    if (!plan.shutdown_reason.empty()) throw Error(plan.shutdown_reason);
+    if (!plan.shutdown_reason.empty()) {
+      throw Error(config_.process_set.empty() ? plan.shutdown_reason
+                                              : "process set " + config_.process_set + ": " + plan.shutdown_reason);
+    }
   }
   return {!responses.empty(), plan.cycle_time_ms};
 }

@@ -7,8 +7,13 @@
 
 namespace dtrain::runtime {
 
-Coordinator::Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector, Timeline* timeline)
-    : world_size_(world_size), cache_(cache), stall_inspector_(std::move(stall_inspector)), timeline_(timeline) {}
+Coordinator::Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector, Timeline* timeline,
+                         std::vector<int> rank_names)
+    : world_size_(world_size),
+      rank_names_(std::move(rank_names)),
+      cache_(cache),
+      stall_inspector_(std::move(stall_inspector)),
+      timeline_(timeline) {}
 
 void Coordinator::add(Request request, std::optional<std::uint32_t> cache_position, Clock::time_point now) {
   auto [it, inserted] = table_.try_emplace(request.name);
@@ -107,7 +112,7 @@ void Coordinator::plan_ready(CyclePlan& plan) {
     if (pending.all_through_cache && pending.cache_position && joined.empty()) {
       item.cache_position = static_cast<std::int32_t>(*pending.cache_position);
     } else {
-      item.response = build_response(requests, joined);
+      item.response = build_response(requests, joined, rank_names_);
     }
     if (timeline_) timeline_->end(it->first);
     plan.items.push_back(std::move(item));
@@ -139,10 +144,10 @@ void Coordinator::check_stalls(Clock::time_point now, CyclePlan& plan) {
     p.first_seen = pending.first_seen;
     for (int r = 0; r < world_size_; ++r) {
       if (pending.requests[r]) {
-        p.submitted_ranks.push_back(r);
+        p.submitted_ranks.push_back(name_of(r));
         p.operation = to_string(pending.requests[r]->type);
       } else if (!joined_.contains(r)) {
-        p.missing_ranks.push_back(r);
+        p.missing_ranks.push_back(name_of(r));
       }
     }
     waiting.push_back(std::move(p));

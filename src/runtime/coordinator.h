@@ -23,7 +23,10 @@ class Coordinator {
   using Clock = std::chrono::steady_clock;
 
   // `cache` is rank 0's own cache (read only here: ranks update caches when they run a plan).
-  Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector, Timeline* timeline);
+  // `rank_names[r]`: the rank that errors and stall reports call rank r (a process set's
+  // member by its job rank); empty: r itself.
+  Coordinator(int world_size, const ResponseCache& cache, StallInspector stall_inspector, Timeline* timeline,
+              std::vector<int> rank_names = {});
 
   // `reports[r]` is rank r's report for this cycle.
   CyclePlan plan(const std::vector<CycleReport>& reports, Clock::time_point now);
@@ -52,7 +55,10 @@ class Coordinator {
   void add(Request request, std::optional<std::uint32_t> cache_position, Clock::time_point now);
   bool ready(const Pending& pending) const;
 
+  int name_of(int rank) const { return rank_names_.empty() ? rank : rank_names_[rank]; }
+
   int world_size_;
+  std::vector<int> rank_names_;
   const ResponseCache& cache_;
   StallInspector stall_inspector_;
   Timeline* timeline_;

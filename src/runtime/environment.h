@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace dtrain::runtime {
 
@@ -37,6 +38,16 @@ struct RuntimeConfig {
   // joins (runtime/elastic_membership.h), not from DTRAIN_RANK/DTRAIN_SIZE.
   int elastic_worker = -1;
   int elastic_round = 0;  // the round this process's world was formed in
+  // This process's init() count, or the elastic round: keys the rendezvous of every world
+  // connected under this init (the job's, its process sets').
+  int generation = 0;
+
+  // A process set's loop (dtrain::ProcessSet): the set's name and its members' job ranks, in
+  // ascending order (rank and size above are then the set's: a place in `members`). Empty for
+  // the job's own loop.
+  std::string process_set;
+  std::vector<int> members;
+  int job_size = 0;  // a process set's: the job's size
 
   // Knobs.
   std::size_t fusion_threshold_bytes = 64 * 1024 * 1024;

@@ -80,14 +80,20 @@ void write_to_stderr(std::string_view bytes) {
 
 }  // namespace
 
-FlightRecorder::FlightRecorder(std::size_t capacity, int rank, int size, std::string host, std::string dir)
-    : rank_(rank), size_(size), host_(std::move(host)), dir_(std::move(dir)), slots_(ring_size(capacity)) {
+FlightRecorder::FlightRecorder(std::size_t capacity, int rank, int size, std::string host, std::string dir,
+                               std::string process_set)
+    : rank_(rank),
+      size_(size),
+      host_(std::move(host)),
+      dir_(std::move(dir)),
+      process_set_(std::move(process_set)),
+      slots_(ring_size(capacity)) {
   slot_mask_ = slots_.empty() ? 0 : slots_.size() - 1;
-  if (enabled()) record_on_sigusr1(this);
+  if (enabled() && process_set_.empty()) record_on_sigusr1(this);
 }
 
 FlightRecorder::~FlightRecorder() {
-  if (enabled()) forget_for_sigusr1(this);
+  if (enabled() && process_set_.empty()) forget_for_sigusr1(this);
 }
 
 void FlightRecorder::new_cycle(Clock::time_point start) { cycle_start_ns_ = steady_ns(start); }
@@ -149,6 +155,7 @@ flight_record::RankRecord FlightRecorder::snapshot(const std::string& reason) co
     c.shape = slot.shape;
     c.dtype = to_string(slot.dtype);
     c.device = to_string(slot.device);
+    if (!process_set_.empty()) c.process_set = process_set_;
     c.submitted_us = wall.micros(steady_ns(slot.submitted));
     c.started_us = wall.micros(slot.started_ns.load(std::memory_order_relaxed));
     c.finished_us = wall.micros(slot.finished_ns.load(std::memory_order_acquire));
@@ -172,7 +179,8 @@ void FlightRecorder::write(const std::string& reason) const {
     write_to_stderr(std::string(flight_record::kLinePrefix) + line_json(record) + "\n");
     if (dir_.empty()) return;
     std::filesystem::create_directories(dir_);
-    const std::filesystem::path path = std::filesystem::path(dir_) / ("rank" + std::to_string(rank_) + ".json");
+    const std::string file = "rank" + std::to_string(rank_) + (process_set_.empty() ? "" : ".set-" + process_set_);
+    const std::filesystem::path path = std::filesystem::path(dir_) / (file + ".json");
     const std::filesystem::path partial = path.string() + ".partial";
     {
       std::ofstream out(partial, std::ios::trunc);

@@ -33,8 +33,11 @@ class FlightRecorder {
   static constexpr std::uint64_t kNotRecorded = ~std::uint64_t{0};
 
   // `capacity` 0: nothing is recorded or written. `dir`: where write() puts the whole ring
-  // (empty: nowhere, only the stderr line).
-  FlightRecorder(std::size_t capacity, int rank, int size, std::string host, std::string dir);
+  // (empty: nowhere, only the stderr line). `process_set`: the set whose loop records (its
+  // collectives carry the name, its file is rank<R>.set-<name>.json, and SIGUSR1 stays the
+  // job's recorder's); empty for the job's loop.
+  FlightRecorder(std::size_t capacity, int rank, int size, std::string host, std::string dir,
+                 std::string process_set = {});
   ~FlightRecorder();
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
@@ -72,7 +75,7 @@ class FlightRecorder {
   Slot* slot_of(std::uint64_t sequence);
 
   int rank_, size_;
-  std::string host_, dir_;
+  std::string host_, dir_, process_set_;
   mutable concurrency::Mutex mutex_;
   mutable concurrency::Mutex write_mutex_;  // one write() at a time (a failed cycle, SIGUSR1)
   std::vector<Slot> slots_;                 // sized once, a power of two; the slots' plain fields are guarded by mutex_

@@ -11,6 +11,10 @@
 #include "concurrency/mutex.h"
 #include "dtrain/dtrain.h"
 
+namespace dtrain::runtime {
+class BackgroundLoop;
+}
+
 namespace dtrain::detail {
 
 struct OpState {
@@ -23,6 +27,9 @@ struct OpState {
   std::string error DTRAIN_GUARDED_BY(mutex);
   bool workers_lost DTRAIN_GUARDED_BY(mutex) = false;  // failed because a peer was lost: wait() raises WorkersLostError
   int remaining DTRAIN_GUARDED_BY(mutex);              // tensors still to finish
+  // The loop it was submitted to (the job's or a process set's), whose cycles a waiting
+  // thread runs; set before submission, then only read.
+  std::weak_ptr<runtime::BackgroundLoop> loop;
 
   // Results.
   TensorView output;

@@ -23,15 +23,15 @@ std::string scale_string(double v) {
 
 // If `describe` does not give the same text for every submitting rank, returns
 // "<what> differs across ranks: ranks 0,2 have X; rank 1 has Y".
-std::string disagreement(const std::vector<const Request*>& requests, const char* what,
-                         const std::function<std::string(const Request&)>& describe) {
+std::string disagreement(const std::vector<const Request*>& requests, const std::vector<int>& rank_names,
+                         const char* what, const std::function<std::string(const Request&)>& describe) {
   std::map<std::string, std::vector<int>> ranks_by_value;
   std::vector<std::string> order;
   for (std::size_t r = 0; r < requests.size(); ++r) {
     if (!requests[r]) continue;
     std::string value = describe(*requests[r]);
     if (!ranks_by_value.contains(value)) order.push_back(value);
-    ranks_by_value[value].push_back(static_cast<int>(r));
+    ranks_by_value[value].push_back(rank_names.empty() ? static_cast<int>(r) : rank_names[r]);
   }
   if (ranks_by_value.size() <= 1) return {};
   std::ostringstream out;
@@ -53,7 +53,8 @@ std::int64_t reducescatter_rows(std::int64_t rows, int world_size, int rank) {
   return rows / world_size + (rank < rows % world_size ? 1 : 0);
 }
 
-Response build_response(const std::vector<const Request*>& requests, const std::vector<int>& joined_ranks) {
+Response build_response(const std::vector<const Request*>& requests, const std::vector<int>& joined_ranks,
+                        const std::vector<int>& rank_names) {
   const Request* first = nullptr;
   for (const Request* r : requests) {
     if (r) {
@@ -99,7 +100,9 @@ Response build_response(const std::vector<const Request*>& requests, const std::
       break;
     case OpType::kBroadcast:
       checks.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
-      checks.push_back({"root rank", [](const Request& r) { return std::to_string(r.root); }});
+      checks.push_back({"root rank", [&rank_names](const Request& r) {
+                          return std::to_string(rank_names.empty() ? r.root : rank_names.at(r.root));
+                        }});
       break;
     case OpType::kAllgather:
     case OpType::kAlltoall:
@@ -111,7 +114,8 @@ Response build_response(const std::vector<const Request*>& requests, const std::
     case OpType::kJoin: break;
   }
   for (const auto& [what, describe] : checks) {
-    if (std::string message = disagreement(requests, what, describe); !message.empty()) return fail(message);
+    if (std::string message = disagreement(requests, rank_names, what, describe); !message.empty())
+      return fail(message);
   }
 
   if (!joined_ranks.empty()) {

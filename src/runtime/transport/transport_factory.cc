@@ -20,14 +20,27 @@
 namespace dtrain::runtime {
 namespace {
 
-GlooConnectOptions gloo_options(const RuntimeConfig& config, int generation) {
+// Which ranks are connecting: the job's, or a process set's members as a world of their own
+// (config's rank and size are then the set's).
+struct Scope {
+  int generation = 0;        // this process's init() count, or the elastic round
+  std::string set_key;       // empty for the job's world
+  std::vector<int> members;  // a process set's job ranks, ascending
+  bool is_set() const { return !set_key.empty(); }
+};
+
+GlooConnectOptions gloo_options(const RuntimeConfig& config, const Scope& scope) {
   GlooConnectOptions options;
   options.group.rank = config.rank;
   options.group.size = config.size;
   options.group.store_host = config.rendezvous_addr;
   options.group.store_port = config.rendezvous_port;
   options.group.token = config.job_token;
-  options.group.key_prefix = config.job_id + "/init" + std::to_string(generation);
+  options.group.key_prefix = config.job_id + "/init" + std::to_string(scope.generation);
+  if (scope.is_set()) {
+    options.group.key_prefix += "/set-" + scope.set_key;
+    options.report_ready = false;  // the launcher tracks the job's ranks only
+  }
   options.group.timeout = config.timeout;
   options.iface = config.iface;
   // Without an interface, bind where the others can reach us: loopback for a job the
@@ -47,7 +60,15 @@ std::unique_ptr<Transport> connect_tcp(const RuntimeConfig& config, const GlooCo
   return std::make_unique<MeshTransport>(TcpMesh::connect(mesh), std::move(gloo), config.tcp_mesh_bytes);
 }
 
-std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int generation) {
+// A process set's engines are those of the job, connected among its members alone.
+std::unique_ptr<Transport> connect_set(const RuntimeConfig& config, const Scope& scope) {
+  if (config.launched_by_mpirun) return MpiTransport::connect_members(scope.members, scope.set_key);
+  if (config.size == 1) return std::make_unique<LocalTransport>();
+  return connect_tcp(config, gloo_options(config, scope), "process set " + scope.set_key + " member");
+}
+
+std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, const Scope& scope) {
+  if (scope.is_set()) return connect_set(config, scope);
   if (config.launched_by_mpirun) {
     log().info("engine: MPI (started by mpirun, world from OMPI_COMM_WORLD_*)");
     return MpiTransport::connect();
@@ -70,7 +91,7 @@ std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, int gener
   if (config.tcp_mesh) {
     log().info("negotiation and collectives up to {} bytes per rank over dtrain's TCP mesh", config.tcp_mesh_bytes);
   }
-  return connect_tcp(config, gloo_options(config, generation), "rank");
+  return connect_tcp(config, gloo_options(config, scope), "rank");
 }
 
 // A tag every rank agrees on (rank 0's random draw), so segment names differ per job and init.
@@ -120,10 +141,8 @@ std::unique_ptr<ShmControl> map_control_segment(Transport& global, const HostLay
   return std::make_unique<ShmControl>(std::move(*segment), global.rank(), global.size(), config.timeout);
 }
 
-}  // namespace
-
-std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generation) {
-  std::unique_ptr<Transport> global = connect_global(config, generation);
+std::unique_ptr<Transport> connect_scope(RuntimeConfig& config, const Scope& scope) {
+  std::unique_ptr<Transport> global = connect_global(config, scope);
   if (config.size == 1) return global;
 
   const HostLayout layout = discover_host_layout(*global, config.hostname, agree_on_tag(*global));
@@ -161,9 +180,9 @@ std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generati
   std::unique_ptr<Transport> cross;
   if (layout.host_count > 1) {
     if (config.launched_by_mpirun) {
-      cross = MpiTransport::connect_group(layout.local_rank, layout.host_index);
+      cross = static_cast<MpiTransport&>(*global).split(layout.local_rank, layout.host_index);
     } else {
-      GlooConnectOptions options = gloo_options(config, generation);
+      GlooConnectOptions options = gloo_options(config, scope);
       options.group.rank = layout.host_index;
       options.group.size = layout.host_count;
       options.group.key_prefix += "/cross" + std::to_string(layout.local_rank);
@@ -171,10 +190,22 @@ std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generati
       cross = connect_tcp(config, options, "host");
     }
   }
-  log().info("allreduce through shared memory among {} local ranks{}", layout.local_size,
+  log().info("{}allreduce through shared memory among {} local ranks{}",
+             scope.is_set() ? "process set " + scope.set_key + ": " : "", layout.local_size,
              cross ? ", then across " + std::to_string(layout.host_count) + " hosts" : "");
   return std::make_unique<HierarchicalTransport>(std::move(global), std::move(local), std::move(cross),
                                                  std::move(control));
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generation) {
+  return connect_scope(config, Scope{generation, {}, {}});
+}
+
+std::unique_ptr<Transport> connect_process_set_transport(RuntimeConfig& config, int generation, const std::string& key,
+                                                         const std::vector<int>& members) {
+  return connect_scope(config, Scope{generation, key, members});
 }
 
 }  // namespace dtrain::runtime

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "runtime/environment.h"
 #include "runtime/transport/transport.h"
@@ -14,5 +16,12 @@ namespace dtrain::runtime {
 // Collective over all ranks. Updates `config`'s local and cross ranks and sizes from the
 // host layout it discovers. `generation` counts this process's init() calls.
 std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generation);
+
+// A process set's engines: collective over its `members` (job ranks, ascending) alone, which
+// connect as a world of their own (`config`'s rank and size are the set's) under `key`, the
+// same on every member and unique among the job's sets. The same choice as the job's: MPI
+// under mpirun, else Gloo and the TCP mesh, shared memory among members on one host.
+std::unique_ptr<Transport> connect_process_set_transport(RuntimeConfig& config, int generation, const std::string& key,
+                                                         const std::vector<int>& members);
 
 }  // namespace dtrain::runtime

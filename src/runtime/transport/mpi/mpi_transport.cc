@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "runtime/reduction.h"
@@ -101,14 +102,19 @@ MPI_Op mpi_op(DataType dtype, ReduceOp op) {
   return MPI_SUM;
 }
 
-void ensure_mpi_initialised() {
+// The thread level MPI provides: MPI_THREAD_MULTIPLE is asked for, since each process set's
+// background thread calls MPI at the same time as the job's.
+int ensure_mpi_initialised() {
   static std::once_flag once;
+  static int provided = 0;
   std::call_once(once, [] {
     int initialised = 0;
     MPI_Initialized(&initialised);
-    if (initialised) return;  // the application did it
-    int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    if (initialised) {  // the application did it
+      MPI_Query_thread(&provided);
+      return;
+    }
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     if (provided < MPI_THREAD_SERIALIZED) {
       throw Error("dtrain: this MPI provides thread level " + std::to_string(provided) +
                   ", but dtrain's background thread needs MPI_THREAD_SERIALIZED");
@@ -119,6 +125,7 @@ void ensure_mpi_initialised() {
       if (!finalized) MPI_Finalize();
     });
   });
+  return provided;
 }
 
 }  // namespace
@@ -141,10 +148,31 @@ std::unique_ptr<MpiTransport> MpiTransport::connect() {
   return std::unique_ptr<MpiTransport>(new MpiTransport(std::move(communicator)));
 }
 
-std::unique_ptr<MpiTransport> MpiTransport::connect_group(int color, int key) {
-  ensure_mpi_initialised();
+std::unique_ptr<MpiTransport> MpiTransport::split(int color, int key) const {
   auto communicator = std::make_unique<Communicator>();
-  check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &communicator->comm), "MPI_Comm_split");
+  check(MPI_Comm_split(communicator_->comm, color, key, &communicator->comm), "MPI_Comm_split");
+  MPI_Comm_set_errhandler(communicator->comm, MPI_ERRORS_RETURN);
+  return std::unique_ptr<MpiTransport>(new MpiTransport(std::move(communicator)));
+}
+
+std::unique_ptr<MpiTransport> MpiTransport::connect_members(const std::vector<int>& members, const std::string& key) {
+  if (ensure_mpi_initialised() < MPI_THREAD_MULTIPLE) {
+    throw Error("dtrain: process set " + key + ": this MPI provides thread level " +
+                std::to_string(ensure_mpi_initialised()) +
+                ", but a process set's background thread calls MPI beside the job's: it needs MPI_THREAD_MULTIPLE");
+  }
+  MPI_Group world = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+  check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  const int included = MPI_Group_incl(world, static_cast<int>(members.size()), members.data(), &group);
+  MPI_Group_free(&world);
+  check(included, "MPI_Group_incl");
+  auto communicator = std::make_unique<Communicator>();
+  // Collective over the members only; the tag keeps apart sets that members create one after
+  // the other (they never create two at once).
+  const int tag = static_cast<int>(std::hash<std::string>{}(key) % 32768);
+  const int created = MPI_Comm_create_group(MPI_COMM_WORLD, group, tag, &communicator->comm);
+  MPI_Group_free(&group);
+  check(created, "MPI_Comm_create_group");
   MPI_Comm_set_errhandler(communicator->comm, MPI_ERRORS_RETURN);
   return std::unique_ptr<MpiTransport>(new MpiTransport(std::move(communicator)));
 }

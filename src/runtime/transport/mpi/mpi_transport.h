@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "runtime/transport/transport.h"
 
@@ -11,11 +13,15 @@ namespace dtrain::runtime {
 
 class MpiTransport final : public Transport {
  public:
-  // Initialises MPI on first use (thread level: serialized, since only the background
-  // thread calls MPI) and duplicates MPI_COMM_WORLD.
+  // Initialises MPI on first use (thread level: multiple where MPI offers it, for process
+  // sets; serialized at least, since one background thread calls MPI per world) and
+  // duplicates MPI_COMM_WORLD.
   static std::unique_ptr<MpiTransport> connect();
-  // The ranks of MPI_COMM_WORLD with the same `color`, ordered by `key`.
-  static std::unique_ptr<MpiTransport> connect_group(int color, int key);
+  // A process set's communicator: `members` (ranks of MPI_COMM_WORLD, ascending), collective
+  // over them alone. Throws where MPI lacks MPI_THREAD_MULTIPLE.
+  static std::unique_ptr<MpiTransport> connect_members(const std::vector<int>& members, const std::string& key);
+  // The ranks of this communicator with the same `color`, ordered by `key` (collective over it).
+  std::unique_ptr<MpiTransport> split(int color, int key) const;
   ~MpiTransport() override;
 
   int rank() const override { return rank_; }
