@@ -57,16 +57,21 @@ at::Device pin_device();
 // Collectives. Tensors usable in place (above) are reduced where they are; others are staged
 // through a contiguous copy on their reachable device and the result copied back. On CUDA tensors the result is
 // ordered on the current stream when the handle returns, as with PyTorch's collectives: work
-// queued there afterwards sees it; the CPU does not wait for the GPU.
-at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
-void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
-at::Tensor allgather(const at::Tensor& tensor, const std::string& name);
-at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name);
-void broadcast_(at::Tensor& tensor, int root, const std::string& name);
+// queued there afterwards sees it; the CPU does not wait for the GPU. `process_set`: the ranks
+// the collective runs over (dtrain::ProcessSet; roots are job ranks), every rank by default.
+at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {},
+                     const ProcessSet& process_set = {});
+void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {},
+                const ProcessSet& process_set = {});
+at::Tensor allgather(const at::Tensor& tensor, const std::string& name, const ProcessSet& process_set = {});
+at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name, const ProcessSet& process_set = {});
+void broadcast_(at::Tensor& tensor, int root, const std::string& name, const ProcessSet& process_set = {});
 // Returns the received tensor and how many rows came from each rank.
 std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tensor, const std::string& name,
-                                                          std::vector<std::int64_t> splits = {});
-at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+                                                          std::vector<std::int64_t> splits = {},
+                                                          const ProcessSet& process_set = {});
+at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {},
+                         const ProcessSet& process_set = {});
 
 // Collectives as differentiable operations, for models that compute across ranks:
 // synchronized batch normalisation, features gathered from every rank for a contrastive
@@ -98,18 +103,22 @@ class TensorHandle {
   std::vector<std::int64_t> received_splits() const;
 
  private:
-  friend TensorHandle allreduce_async(const at::Tensor&, const std::string&, const ReduceOptions&);
-  friend TensorHandle allreduce_async_(at::Tensor&, const std::string&, const ReduceOptions&);
-  friend TensorHandle allgather_async(const at::Tensor&, const std::string&);
-  friend TensorHandle broadcast_async_(at::Tensor&, int, const std::string&);
-  friend TensorHandle reducescatter_async(const at::Tensor&, const std::string&, const ReduceOptions&);
-  friend TensorHandle alltoall_async(const at::Tensor&, const std::string&, std::vector<std::int64_t>);
+  friend TensorHandle allreduce_async(const at::Tensor&, const std::string&, const ReduceOptions&, const ProcessSet&);
+  friend TensorHandle allreduce_async_(at::Tensor&, const std::string&, const ReduceOptions&, const ProcessSet&);
+  friend TensorHandle allgather_async(const at::Tensor&, const std::string&, const ProcessSet&);
+  friend TensorHandle broadcast_async_(at::Tensor&, int, const std::string&, const ProcessSet&);
+  friend TensorHandle reducescatter_async(const at::Tensor&, const std::string&, const ReduceOptions&,
+                                          const ProcessSet&);
+  friend TensorHandle alltoall_async(const at::Tensor&, const std::string&, std::vector<std::int64_t>,
+                                     const ProcessSet&);
   struct State;
   std::shared_ptr<State> state_;
 };
 
-TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
-TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
+TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {},
+                             const ProcessSet& process_set = {});
+TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {},
+                              const ProcessSet& process_set = {});
 
 // Several allreduces negotiated and executed as one (dtrain::grouped_allreduce): none of them
 // starts before every rank submitted all of them. One name per tensor; wait() returns the
@@ -123,24 +132,28 @@ class TensorGroupHandle {
 
  private:
   friend TensorGroupHandle grouped_allreduce_async(const std::vector<at::Tensor>&, const std::vector<std::string>&,
-                                                   const ReduceOptions&);
+                                                   const ReduceOptions&, const ProcessSet&);
   friend TensorGroupHandle grouped_allreduce_async_(const std::vector<at::Tensor>&, const std::vector<std::string>&,
-                                                    const ReduceOptions&);
+                                                    const ReduceOptions&, const ProcessSet&);
   // Stages the tensors and submits them as one grouped allreduce.
   static TensorGroupHandle start(const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
-                                 const ReduceOptions& options, bool in_place);
+                                 const ReduceOptions& options, bool in_place, const ProcessSet& process_set);
   struct State;
   std::shared_ptr<State> state_;
 };
 TensorGroupHandle grouped_allreduce_async(const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
-                                          const ReduceOptions& options = {});
+                                          const ReduceOptions& options = {}, const ProcessSet& process_set = {});
 // In place: each tensor receives its result.
 TensorGroupHandle grouped_allreduce_async_(const std::vector<at::Tensor>& tensors,
-                                           const std::vector<std::string>& names, const ReduceOptions& options = {});
-TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name);
-TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name);
-TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {});
-TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, std::vector<std::int64_t> splits = {});
+                                           const std::vector<std::string>& names, const ReduceOptions& options = {},
+                                           const ProcessSet& process_set = {});
+TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name, const ProcessSet& process_set = {});
+TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name,
+                              const ProcessSet& process_set = {});
+TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options = {},
+                                 const ProcessSet& process_set = {});
+TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, std::vector<std::int64_t> splits = {},
+                            const ProcessSet& process_set = {});
 
 // ---- training ----
 
@@ -212,6 +225,9 @@ struct DistributedOptimizerOptions {
   // has produced all its gradients (DDP's bucket_cap_mb, 25 MiB). Owners are assigned within
   // each bucket, so a smaller bucket spreads the work as evenly but moves more padding.
   std::int64_t sharding_bucket_bytes = std::int64_t{25} << 20;
+  // The ranks whose gradients are averaged (Horovod's process_set=): every rank by default.
+  // Only its members make the optimizer; not with sharding or PowerSGD (refused).
+  ProcessSet process_set;
 };
 
 // Wraps any torch::optim::Optimizer. A hook on each parameter's gradient accumulator starts

@@ -211,7 +211,7 @@ struct DistributedOptimizer::Impl {
     const TensorView view = view_of(slot.wire);
     reducing_bytes += static_cast<std::int64_t>(slot.wire.nbytes());
     try {
-      slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce_options());
+      slot.handle = dtrain::allreduce_async(slot.name, view, view, reduce_options(), options.process_set);
     } catch (const WorkersLostError&) {
       broken = true;
       throw;
@@ -330,6 +330,12 @@ DistributedOptimizer::DistributedOptimizer(torch::optim::Optimizer& optimizer, c
     throw Error(
         "dtrain::DistributedOptimizer: PowerSGD approximates the average of float gradients: it does not "
         "combine with compression, sharding, op Sum or a gradient_predivide_factor");
+  }
+  if (!options.process_set.is_global() &&
+      (options.sharding != Sharding::kNone || options.power_sgd.rank > 0 || !options.process_set.included())) {
+    throw Error("dtrain::DistributedOptimizer: " + options.process_set.describe() +
+                (options.process_set.included() ? ": process sets do not combine with sharding or PowerSGD"
+                                                : " does not include rank " + std::to_string(dtrain::rank())));
   }
   if (options.sharding_bucket_bytes < 1) {
     throw Error("dtrain::DistributedOptimizer: sharding_bucket_bytes must be positive, got " +

@@ -112,56 +112,60 @@ at::Tensor TensorHandle::wait() {
   return result.device() == state_->device ? result : result.to(state_->device);
 }
 
-TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+TensorHandle allreduce_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options,
+                             const ProcessSet& process_set) {
   TensorHandle h;
   h.state_ = std::make_shared<TensorHandle::State>();
   h.state_->input = staged(tensor);
   h.state_->work = at::empty_like(h.state_->input, at::MemoryFormat::Contiguous);
   h.state_->device = tensor.device();
-  h.state_->handle = dtrain::allreduce_async(name, view_of(h.state_->input), view_of(h.state_->work), options);
+  h.state_->handle =
+      dtrain::allreduce_async(name, view_of(h.state_->input), view_of(h.state_->work), options, process_set);
   return h;
 }
 
-TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+TensorHandle allreduce_async_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options,
+                              const ProcessSet& process_set) {
   TensorHandle h;
   h.state_ = std::make_shared<TensorHandle::State>();
   h.state_->work = staged(tensor);
   h.state_->copy_back_to = tensor;
   h.state_->device = tensor.device();
   const TensorView view = view_of(h.state_->work);
-  h.state_->handle = dtrain::allreduce_async(name, view, view, options);
+  h.state_->handle = dtrain::allreduce_async(name, view, view, options, process_set);
   return h;
 }
 
-TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name) {
+TensorHandle allgather_async(const at::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
   TensorHandle h;
   h.state_ = std::make_shared<TensorHandle::State>();
   h.state_->work = staged(tensor);
   h.state_->device = tensor.device();
   h.state_->output = std::make_shared<at::Tensor>();
-  h.state_->handle =
-      dtrain::allgather_async(name, view_of(h.state_->work), allocate_into(h.state_->output, h.state_->work));
+  h.state_->handle = dtrain::allgather_async(name, view_of(h.state_->work),
+                                             allocate_into(h.state_->output, h.state_->work), process_set);
   return h;
 }
 
-TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name) {
+TensorHandle broadcast_async_(at::Tensor& tensor, int root, const std::string& name, const ProcessSet& process_set) {
   TensorHandle h;
   h.state_ = std::make_shared<TensorHandle::State>();
   h.state_->work = staged(tensor);
   h.state_->copy_back_to = tensor;
   h.state_->device = tensor.device();
-  h.state_->handle = dtrain::broadcast_async(name, view_of(h.state_->work), root);
+  h.state_->handle = dtrain::broadcast_async(name, view_of(h.state_->work), root, process_set);
   return h;
 }
 
-TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
+TensorHandle reducescatter_async(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options,
+                                 const ProcessSet& process_set) {
   TensorHandle h;
   h.state_ = std::make_shared<TensorHandle::State>();
   h.state_->work = staged(tensor);
   h.state_->device = tensor.device();
   h.state_->output = std::make_shared<at::Tensor>();
   h.state_->handle = dtrain::reducescatter_async(name, view_of(h.state_->work), options,
-                                                 allocate_into(h.state_->output, h.state_->work));
+                                                 allocate_into(h.state_->output, h.state_->work), process_set);
   return h;
 }
 
@@ -198,7 +202,7 @@ std::vector<at::Tensor> TensorGroupHandle::wait() {
 
 TensorGroupHandle TensorGroupHandle::start(const std::vector<at::Tensor>& tensors,
                                            const std::vector<std::string>& names, const ReduceOptions& options,
-                                           bool in_place) {
+                                           bool in_place, const ProcessSet& process_set) {
   if (tensors.size() != names.size()) {
     throw Error("dtrain::grouped_allreduce: " + std::to_string(tensors.size()) + " tensors but " +
                 std::to_string(names.size()) + " names");
@@ -221,58 +225,68 @@ TensorGroupHandle TensorGroupHandle::start(const std::vector<at::Tensor>& tensor
       outputs.push_back(view_of(state.works.back()));
     }
   }
-  state.handle = dtrain::grouped_allreduce_async(names, inputs, outputs, options);
+  state.handle = dtrain::grouped_allreduce_async(names, inputs, outputs, options, process_set);
   return h;
 }
 
 TensorGroupHandle grouped_allreduce_async(const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
-                                          const ReduceOptions& options) {
-  return TensorGroupHandle::start(tensors, names, options, /*in_place=*/false);
+                                          const ReduceOptions& options, const ProcessSet& process_set) {
+  return TensorGroupHandle::start(tensors, names, options, /*in_place=*/false, process_set);
 }
 
 TensorGroupHandle grouped_allreduce_async_(const std::vector<at::Tensor>& tensors,
-                                           const std::vector<std::string>& names, const ReduceOptions& options) {
-  return TensorGroupHandle::start(tensors, names, options, /*in_place=*/true);
+                                           const std::vector<std::string>& names, const ReduceOptions& options,
+                                           const ProcessSet& process_set) {
+  return TensorGroupHandle::start(tensors, names, options, /*in_place=*/true, process_set);
 }
 
-at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
-  return allreduce_async(tensor, name, options).wait();
+at::Tensor allreduce(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options,
+                     const ProcessSet& process_set) {
+  return allreduce_async(tensor, name, options, process_set).wait();
 }
 
-void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
-  allreduce_async_(tensor, name, options).wait();
+void allreduce_(at::Tensor& tensor, const std::string& name, const ReduceOptions& options,
+                const ProcessSet& process_set) {
+  allreduce_async_(tensor, name, options, process_set).wait();
 }
 
-at::Tensor allgather(const at::Tensor& tensor, const std::string& name) { return allgather_async(tensor, name).wait(); }
+at::Tensor allgather(const at::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
+  return allgather_async(tensor, name, process_set).wait();
+}
 
-at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name) {
+at::Tensor broadcast(const at::Tensor& tensor, int root, const std::string& name, const ProcessSet& process_set) {
   at::Tensor copy = tensor.clone();
-  broadcast_(copy, root, name);
+  broadcast_(copy, root, name, process_set);
   return copy;
 }
 
-void broadcast_(at::Tensor& tensor, int root, const std::string& name) { broadcast_async_(tensor, root, name).wait(); }
+void broadcast_(at::Tensor& tensor, int root, const std::string& name, const ProcessSet& process_set) {
+  broadcast_async_(tensor, root, name, process_set).wait();
+}
 
-TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, std::vector<std::int64_t> splits) {
+TensorHandle alltoall_async(const at::Tensor& tensor, const std::string& name, std::vector<std::int64_t> splits,
+                            const ProcessSet& process_set) {
   TensorHandle h;
   h.state_ = std::make_shared<TensorHandle::State>();
   h.state_->work = staged(tensor);
   h.state_->device = tensor.device();
   h.state_->output = std::make_shared<at::Tensor>();
   h.state_->handle = dtrain::alltoall_async(name, view_of(h.state_->work), std::move(splits),
-                                            allocate_into(h.state_->output, h.state_->work));
+                                            allocate_into(h.state_->output, h.state_->work), process_set);
   return h;
 }
 
 std::pair<at::Tensor, std::vector<std::int64_t>> alltoall(const at::Tensor& tensor, const std::string& name,
-                                                          std::vector<std::int64_t> splits) {
-  TensorHandle h = alltoall_async(tensor, name, std::move(splits));
+                                                          std::vector<std::int64_t> splits,
+                                                          const ProcessSet& process_set) {
+  TensorHandle h = alltoall_async(tensor, name, std::move(splits), process_set);
   at::Tensor result = h.wait();
   return {result, h.received_splits()};
 }
 
-at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options) {
-  return reducescatter_async(tensor, name, options).wait();
+at::Tensor reducescatter(const at::Tensor& tensor, const std::string& name, const ReduceOptions& options,
+                         const ProcessSet& process_set) {
+  return reducescatter_async(tensor, name, options, process_set).wait();
 }
 
 }  // namespace dtrain::libtorch

@@ -75,6 +75,45 @@ TEST(DistributedOptimizer, AveragesGradientsAcrossRanks) {
   EXPECT_TRUE(layer->weight.grad().allclose(at::full({1, 5}, mean_of_ranks())));
 }
 
+// Two disjoint process sets, rank 0 alone and the others, each averaging its own members'
+// gradients, with tensors and names they share.
+TEST(ProcessSets, DistributedOptimizerAndCollectivesAverageOverTheSetOnly) {
+  std::vector<int> others;
+  for (int r = 1; r < size(); ++r) others.push_back(r);
+  const ProcessSet first = add_process_set({0}), rest = add_process_set(others);
+  const ProcessSet& mine = rank() == 0 ? first : rest;
+  double mean_in_set = 0;  // of rank + 1 over the set's members
+  for (int r : mine.ranks()) mean_in_set += (r + 1.0) / mine.size();
+
+  torch::nn::Linear layer(torch::nn::LinearOptions(5, 1).bias(false));
+  torch::optim::SGD sgd(layer->parameters(), 1.0);
+  DistributedOptimizerOptions options;
+  options.process_set = mine;
+  DistributedOptimizer optimizer(sgd, layer->named_parameters().pairs(), options);
+  optimizer.zero_grad();
+  layer->forward(rank_input(5)).sum().backward();
+  optimizer.synchronize();
+  EXPECT_TRUE(layer->weight.grad().allclose(at::full({1, 5}, mean_in_set)));
+
+  const at::Tensor summed = allreduce(at::full({2}, rank() + 1.0, at::kDouble), "ps.sum", {ReduceOp::kSum}, mine);
+  EXPECT_EQ(summed[1].item<double>(), mean_in_set * mine.size());
+  const at::Tensor gathered = allgather(at::full({1}, static_cast<float>(rank())), "ps.gather", mine);
+  EXPECT_EQ(gathered.size(0), mine.size());
+  at::Tensor from_last = at::full({2}, static_cast<double>(rank()));
+  broadcast_(from_last, mine.ranks().back(), "ps.bcast", mine);
+  EXPECT_EQ(from_last[0].item<double>(), mine.ranks().back());
+
+  // Not a member: refused where the optimizer is made.
+  DistributedOptimizerOptions elsewhere;
+  elsewhere.process_set = rank() == 0 ? rest : first;
+  EXPECT_NE(error_of([&] {
+              DistributedOptimizer(sgd, layer->named_parameters().pairs(), elsewhere);
+            }).find("does not include rank " + std::to_string(rank())),
+            std::string::npos);
+  remove_process_set(first);
+  remove_process_set(rest);
+}
+
 TEST(DistributedOptimizer, SumOpAndPredivideFactor) {
   torch::nn::Linear a(torch::nn::LinearOptions(3, 1).bias(false)), b(torch::nn::LinearOptions(3, 1).bias(false));
   torch::optim::SGD sgd_a(a->parameters(), 1.0), sgd_b(b->parameters(), 1.0);
