@@ -215,12 +215,25 @@ class DtrainWork final : public c10d::Work {
 
 }  // namespace
 
-DtrainProcessGroup::DtrainProcessGroup(int rank, int size, std::string group_id)
+DtrainProcessGroup::DtrainProcessGroup(int rank, int size, std::string group_id, ProcessSet set)
     : ProcessGroupBase(rank, size),
       group_id_(std::move(group_id)),
+      set_(std::move(set)),
+      members_(set_.is_global() ? std::vector<int>{} : set_.ranks()),
       completions_(std::make_shared<CompletionThread>()) {}
 
-DtrainProcessGroup::~DtrainProcessGroup() = default;
+// A group over part of the world ends its process set with it (destroy_process_group); after
+// dtrain's shutdown the set has ended already.
+DtrainProcessGroup::~DtrainProcessGroup() {
+  if (set_.is_global()) return;
+  try {
+    remove_process_set(set_);
+  } catch (const std::exception&) {}
+}
+
+int DtrainProcessGroup::job_rank(std::int64_t group_rank) const {
+  return members_.empty() ? static_cast<int>(group_rank) : members_.at(static_cast<std::size_t>(group_rank));
+}
 
 std::string DtrainProcessGroup::next_name() { return "torch.group" + group_id_ + "." + std::to_string(calls_++); }
 
@@ -246,7 +259,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce(std::vector<at::Ten
   const std::string name = next_name();
   at::Tensor tensor = single(tensors, "allreduce");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "allreduce");
-  auto handle = start_operation("allreduce", [&] { return libtorch::allreduce_async_(tensor, name, reduce); });
+  auto handle = start_operation("allreduce", [&] { return libtorch::allreduce_async_(tensor, name, reduce, set_); });
   return finish_later(c10d::OpType::ALLREDUCE, {tensor}, runtime_done(handle), [handle, tensor]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{tensor};
@@ -261,7 +274,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allreduce_coalesced(std::vect
   std::vector<std::string> names;
   for (std::size_t i = 0; i < tensors.size(); ++i) names.push_back(name + "." + std::to_string(i));
   auto handle = start_operation("allreduce_coalesced",
-                                [&] { return libtorch::grouped_allreduce_async_(tensors, names, reduce); });
+                                [&] { return libtorch::grouped_allreduce_async_(tensors, names, reduce, set_); });
   return finish_later(c10d::OpType::ALLREDUCE_COALESCED, tensors, runtime_done(handle), [handle, tensors]() mutable {
     handle.wait();
     return tensors;
@@ -273,8 +286,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::broadcast(std::vector<at::Ten
   const std::string name = next_name();
   at::Tensor tensor = single(tensors, "broadcast");
   check_root(options.rootRank, getSize(), "broadcast");
-  const int root = static_cast<int>(options.rootRank);
-  auto handle = start_operation("broadcast", [&] { return libtorch::broadcast_async_(tensor, root, name); });
+  const int root = job_rank(options.rootRank);
+  auto handle = start_operation("broadcast", [&] { return libtorch::broadcast_async_(tensor, root, name, set_); });
   return finish_later(c10d::OpType::BROADCAST, {tensor}, runtime_done(handle), [handle, tensor]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{tensor};
@@ -290,7 +303,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce(std::vector<at::Tensor
   check_root(options.rootRank, getSize(), "reduce");
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce");
   const bool root = options.rootRank == getRank();
-  auto handle = start_operation("reduce", [&] { return libtorch::allreduce_async(tensor, name, reduce); });
+  auto handle = start_operation("reduce", [&] { return libtorch::allreduce_async(tensor, name, reduce, set_); });
   return finish_later(c10d::OpType::REDUCE, {tensor}, runtime_done(handle), [handle, tensor, root]() mutable {
     at::Tensor result = handle.wait();
     if (root) tensor.copy_(result);
@@ -309,7 +322,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::allgather(std::vector<std::ve
   for (std::size_t r = 0; r < outputs[0].size(); ++r) {
     check_same_kind(outputs[0][r], input, "allgather", "output " + std::to_string(r));
   }
-  auto handle = start_operation("allgather", [&] { return libtorch::allgather_async(flat(input), name); });
+  auto handle = start_operation("allgather", [&] { return libtorch::allgather_async(flat(input), name, set_); });
   std::vector<at::Tensor> targets = outputs[0];
   return finish_later(c10d::OpType::ALLGATHER, targets, runtime_done(handle), [handle, targets]() mutable {
     scatter_pieces(handle.wait(), targets);
@@ -326,7 +339,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_allgather_base(at::Tensor& o
                                   ", it holds " + std::to_string(output.numel()) + " of " +
                                   c10::toString(output.scalar_type()));
   }
-  auto handle = start_operation("_allgather_base", [&] { return libtorch::allgather_async(flat(input), name); });
+  auto handle = start_operation("_allgather_base", [&] { return libtorch::allgather_async(flat(input), name, set_); });
   return finish_later(c10d::OpType::_ALLGATHER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -353,7 +366,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::gather(std::vector<std::vecto
   } else if (!outputs.empty()) {
     refuse("gather", "only the root rank takes output tensors");
   }
-  auto handle = start_operation("gather", [&] { return libtorch::allgather_async(flat(input), name); });
+  auto handle = start_operation("gather", [&] { return libtorch::allgather_async(flat(input), name, set_); });
   return finish_later(c10d::OpType::GATHER, targets, runtime_done(handle), [handle, targets]() mutable {
     at::Tensor gathered = handle.wait();
     if (!targets.empty()) scatter_pieces(gathered, targets);
@@ -384,8 +397,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::scatter(std::vector<at::Tenso
     if (!inputs.empty()) refuse("scatter", "only the root rank takes input tensors");
     all = at::empty({output.numel() * getSize()}, output.options());
   }
-  const int root_rank = static_cast<int>(options.rootRank);
-  auto handle = start_operation("scatter", [&] { return libtorch::broadcast_async_(all, root_rank, name); });
+  const int root_rank = job_rank(options.rootRank);
+  auto handle = start_operation("scatter", [&] { return libtorch::broadcast_async_(all, root_rank, name, set_); });
   const std::int64_t offset = output.numel() * getRank();
   return finish_later(c10d::OpType::SCATTER, {output}, runtime_done(handle), [handle, all, output, offset]() mutable {
     handle.wait();
@@ -409,7 +422,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::reduce_scatter(std::vector<at
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "reduce_scatter");
   const at::Tensor all = at::cat(pieces);
-  auto handle = start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, name, reduce); });
+  auto handle =
+      start_operation("reduce_scatter", [&] { return libtorch::reducescatter_async(all, name, reduce, set_); });
   return finish_later(c10d::OpType::REDUCE_SCATTER, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -426,8 +440,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::_reduce_scatter_base(at::Tens
                                        std::to_string(input.numel()) + " of " + c10::toString(input.scalar_type()));
   }
   const ReduceOptions reduce = runtime_reduce_options(options.reduceOp, "_reduce_scatter_base");
-  auto handle =
-      start_operation("_reduce_scatter_base", [&] { return libtorch::reducescatter_async(flat(input), name, reduce); });
+  auto handle = start_operation("_reduce_scatter_base",
+                                [&] { return libtorch::reducescatter_async(flat(input), name, reduce, set_); });
   return finish_later(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, runtime_done(handle), [handle, output]() mutable {
     output.copy_(handle.wait().view(output.sizes()));
     return std::vector<at::Tensor>{output};
@@ -463,7 +477,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall_base(at::Tensor& out
   const std::vector<std::int64_t> expected = output_splits;
   auto handle = start_operation("alltoall_base", [&] {
     return libtorch::alltoall_async(input.contiguous(), name,
-                                    std::vector<std::int64_t>(input_splits.begin(), input_splits.end()));
+                                    std::vector<std::int64_t>(input_splits.begin(), input_splits.end()), set_);
   });
   return finish_later(
       c10d::OpType::ALLTOALL_BASE, {output}, runtime_done(handle), [handle, output, expected]() mutable {
@@ -495,7 +509,7 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
     splits.push_back(inputs[r].numel());
   }
   const at::Tensor all = at::cat(pieces);
-  auto handle = start_operation("alltoall", [&] { return libtorch::alltoall_async(all, name, splits); });
+  auto handle = start_operation("alltoall", [&] { return libtorch::alltoall_async(all, name, splits, set_); });
   std::vector<at::Tensor> targets = outputs;
   return finish_later(c10d::OpType::ALLTOALL, targets, runtime_done(handle), [handle, targets]() mutable {
     at::Tensor received = handle.wait();
@@ -515,7 +529,8 @@ c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::alltoall(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> DtrainProcessGroup::barrier(const c10d::BarrierOptions&) {
   const std::string name = next_name();
   at::Tensor token = at::zeros({1}, at::kInt);
-  auto handle = start_operation("barrier", [&] { return libtorch::allreduce_async_(token, name, {ReduceOp::kSum}); });
+  auto handle =
+      start_operation("barrier", [&] { return libtorch::allreduce_async_(token, name, {ReduceOp::kSum}, set_); });
   return finish_later(c10d::OpType::BARRIER, {}, runtime_done(handle), [handle]() mutable {
     handle.wait();
     return std::vector<at::Tensor>{};

@@ -34,10 +34,11 @@ using ProcessGroupBase = c10d::ProcessGroup;
 
 class DtrainProcessGroup final : public ProcessGroupBase {
  public:
-  // `rank` and `size` as PyTorch numbers the group: the runtime's own (the runtime is
-  // initialised over the same world; groups over part of it are refused in Python). `group_id`
-  // keeps the names of different groups' operations apart.
-  DtrainProcessGroup(int rank, int size, std::string group_id);
+  // `rank` and `size` as PyTorch numbers the group. `set`: the runtime's process set of a group
+  // over part of the world (new_group(ranks=...)), whose ranks PyTorch numbers 0..size-1 in
+  // the same order; the global set for the whole world. `group_id` keeps the names of
+  // different groups' operations apart.
+  DtrainProcessGroup(int rank, int size, std::string group_id, ProcessSet set = {});
   ~DtrainProcessGroup() override;
 
   const std::string getBackendName() const override { return "dtrain"; }
@@ -90,7 +91,12 @@ class DtrainProcessGroup final : public ProcessGroupBase {
   c10::intrusive_ptr<c10d::Work> finish_later(c10d::OpType type, const std::vector<at::Tensor>& outputs,
                                               std::function<void()> await_runtime, Finish finish);
 
+  // A root as PyTorch numbers it in the group, as the runtime takes it: a job rank.
+  int job_rank(std::int64_t group_rank) const;
+
   std::string group_id_;
+  ProcessSet set_;
+  std::vector<int> members_;  // the set's job ranks (the group's ranks in order); empty: the world
   std::atomic<std::uint64_t> calls_{0};
   // Shared with the group's Works, which hand it their operations.
   std::shared_ptr<CompletionThread> completions_;

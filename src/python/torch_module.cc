@@ -163,40 +163,54 @@ PYBIND11_MODULE(_core, m) {
   m.def("cross_size", &dtrain::cross_size);
   m.def("cuda_built", &dtrain::cuda_built);
 
+  // Process sets (include/dtrain/dtrain.h): the runtime's sets, which python/dtrain/torch's
+  // ProcessSet objects hold once added. A default-made one is the global set.
+  py::class_<ProcessSet>(m, "ProcessSet")
+      .def(py::init<>())
+      .def("name", &ProcessSet::name)
+      .def("ranks", &ProcessSet::ranks)
+      .def("rank", &ProcessSet::rank)
+      .def("size", &ProcessSet::size)
+      .def("included", &ProcessSet::included)
+      .def("describe", &ProcessSet::describe);
+  m.def("add_process_set", &dtrain::add_process_set, no_gil);
+  m.def("remove_process_set", &dtrain::remove_process_set, no_gil);
+
   // Asynchronous tensor collectives: each returns a handle for poll() and wait(). `op` is
   // dtrain::ReduceOp's value (Sum 0, Average 1, Min 2, Max 3, Product 4).
-  m.def("allreduce_async",
-        [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
-          const ReduceOptions options = reduce_options(op, prescale, postscale);
-          return submit([&] { return libtorch::allreduce_async(tensor, name, options); });
-        });
-  m.def("allreduce_async_", [](at::Tensor tensor, const std::string& name, int op, double prescale, double postscale) {
+  m.def("allreduce_async", [](const at::Tensor& tensor, const std::string& name, int op, double prescale,
+                              double postscale, const ProcessSet& set) {
     const ReduceOptions options = reduce_options(op, prescale, postscale);
-    return submit([&] { return libtorch::allreduce_async_(tensor, name, options); });
+    return submit([&] { return libtorch::allreduce_async(tensor, name, options, set); });
+  });
+  m.def("allreduce_async_", [](at::Tensor tensor, const std::string& name, int op, double prescale, double postscale,
+                               const ProcessSet& set) {
+    const ReduceOptions options = reduce_options(op, prescale, postscale);
+    return submit([&] { return libtorch::allreduce_async_(tensor, name, options, set); });
   });
   m.def("grouped_allreduce_async", [](const std::vector<at::Tensor>& tensors, const std::vector<std::string>& names,
-                                      int op, double prescale, double postscale, bool in_place) {
+                                      int op, double prescale, double postscale, bool in_place, const ProcessSet& set) {
     const ReduceOptions options = reduce_options(op, prescale, postscale);
     return submit([&] {
-      return in_place ? libtorch::grouped_allreduce_async_(tensors, names, options)
-                      : libtorch::grouped_allreduce_async(tensors, names, options);
+      return in_place ? libtorch::grouped_allreduce_async_(tensors, names, options, set)
+                      : libtorch::grouped_allreduce_async(tensors, names, options, set);
     });
   });
-  m.def("allgather_async", [](const at::Tensor& tensor, const std::string& name) {
-    return submit([&] { return libtorch::allgather_async(tensor, name); });
+  m.def("allgather_async", [](const at::Tensor& tensor, const std::string& name, const ProcessSet& set) {
+    return submit([&] { return libtorch::allgather_async(tensor, name, set); });
   });
-  m.def("broadcast_async_", [](at::Tensor tensor, int root, const std::string& name) {
-    return submit([&] { return libtorch::broadcast_async_(tensor, root, name); });
+  m.def("broadcast_async_", [](at::Tensor tensor, int root, const std::string& name, const ProcessSet& set) {
+    return submit([&] { return libtorch::broadcast_async_(tensor, root, name, set); });
   });
-  m.def("alltoall_async",
-        [](const at::Tensor& tensor, const std::vector<std::int64_t>& splits, const std::string& name) {
-          return submit([&] { return libtorch::alltoall_async(tensor, name, splits); }, /*returns_splits=*/true);
-        });
-  m.def("reducescatter_async",
-        [](const at::Tensor& tensor, const std::string& name, int op, double prescale, double postscale) {
-          const ReduceOptions options = reduce_options(op, prescale, postscale);
-          return submit([&] { return libtorch::reducescatter_async(tensor, name, options); });
-        });
+  m.def("alltoall_async", [](const at::Tensor& tensor, const std::vector<std::int64_t>& splits, const std::string& name,
+                             const ProcessSet& set) {
+    return submit([&] { return libtorch::alltoall_async(tensor, name, splits, set); }, /*returns_splits=*/true);
+  });
+  m.def("reducescatter_async", [](const at::Tensor& tensor, const std::string& name, int op, double prescale,
+                                  double postscale, const ProcessSet& set) {
+    const ReduceOptions options = reduce_options(op, prescale, postscale);
+    return submit([&] { return libtorch::reducescatter_async(tensor, name, options, set); });
+  });
   m.def("poll", &dtrain::python::poll);
   m.def("wait", &dtrain::python::wait);
 
@@ -210,22 +224,22 @@ PYBIND11_MODULE(_core, m) {
       no_gil);
 
   // Without tensors.
-  m.def("barrier", &dtrain::barrier, no_gil);
+  m.def("barrier", &dtrain::barrier, py::arg("process_set") = ProcessSet(), no_gil);
   m.def("join", &dtrain::join, no_gil);
-  m.def("broadcast_object", [](const py::bytes& bytes, int root, const std::string& name) {
+  m.def("broadcast_object", [](const py::bytes& bytes, int root, const std::string& name, const ProcessSet& set) {
     std::string data = bytes;
     {
       py::gil_scoped_release release;
-      data = dtrain::broadcast_object(data, root, name);
+      data = dtrain::broadcast_object(data, root, name, set);
     }
     return py::bytes(data);
   });
-  m.def("allgather_object", [](const py::bytes& bytes, const std::string& name) {
+  m.def("allgather_object", [](const py::bytes& bytes, const std::string& name, const ProcessSet& set) {
     const std::string data = bytes;
     std::vector<std::string> gathered;
     {
       py::gil_scoped_release release;
-      gathered = dtrain::allgather_object(data, name);
+      gathered = dtrain::allgather_object(data, name, set);
     }
     py::list result;
     for (const std::string& item : gathered) result.append(py::bytes(item));
@@ -247,9 +261,10 @@ PYBIND11_MODULE(_core, m) {
     const Placement p = dtrain::placement_from_environment();
     return py::make_tuple(p.rank, p.size, p.local_rank, p.local_size);
   });
-  m.def("create_process_group", [](int rank, int size, const std::string& group_id) {
-    return c10::intrusive_ptr<ProcessGroupBase>(c10::make_intrusive<DtrainProcessGroup>(rank, size, group_id));
+  m.def("create_process_group", [](int rank, int size, const std::string& group_id, const ProcessSet& set) {
+    return c10::intrusive_ptr<ProcessGroupBase>(c10::make_intrusive<DtrainProcessGroup>(rank, size, group_id, set));
   });
+  m.def("connect_process_set", &dtrain::connect_process_set, no_gil);
 
   // Elastic training (include/dtrain/elastic.h).
   m.def("elastic_enabled", &elastic::enabled);

@@ -11,7 +11,7 @@ import os
 import pickle
 import threading
 import warnings
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -30,54 +30,108 @@ _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "P
 
 
 class ProcessSet:
-    """Horovod's process set. dtrain has the global one only: every rank of the job."""
+    """Horovod's process set: some of the job's ranks, whose collectives run among themselves.
 
-    def __init__(self, ranks: Optional[Sequence[int]] = None) -> None:
-        self.ranks = list(ranks) if ranks is not None else None
-        self.process_set_id = 0
+    Made from a list of ranks, it is registered on every rank by ``init(process_sets=[...])`` or
+    ``add_process_set()``, which give it its ``process_set_id``; then any collective takes it as
+    ``process_set=``. Each set negotiates, fuses and caches on its own, so operations on
+    different sets run at the same time. ``global_process_set``, every rank, is the default.
+    Roots (``root_rank``) are ranks of the job; ``rank()`` is this process's place in the set,
+    the order of allgather's rows.
+    """
 
-    def size(self) -> int:
-        return size()
+    def __init__(self, ranks: Sequence[int]) -> None:
+        self.ranks: List[int] = sorted(int(r) for r in ranks)
+        self.process_set_id: Optional[int] = None
+        self._runtime_set = None  # the runtime's set once added
 
-    def rank(self) -> int:
-        return rank()
+    def size(self) -> Optional[int]:
+        """The number of ranks in the set; None until it is added."""
+        if self.process_set_id is None:
+            return None
+        return self._runtime().size()
 
-    def included(self) -> bool:
-        return True
+    def rank(self) -> Optional[int]:
+        """This process's rank in the set (-1 if not a member); None until it is added."""
+        if self.process_set_id is None:
+            return None
+        return self._runtime().rank()
+
+    def included(self) -> Optional[bool]:
+        """Whether this process is one of the set's ranks."""
+        if self.process_set_id is None:
+            return None
+        return self._runtime().included()
+
+    def _runtime(self):
+        if self.process_set_id == 0:
+            return _GLOBAL_SET
+        if self._runtime_set is None:
+            raise ValueError(f"dtrain: {self} has not been added: pass it to init(process_sets=...) or "
+                             f"add_process_set() on every rank")
+        return self._runtime_set
 
     def __repr__(self) -> str:
-        return "ProcessSet(global)"
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
 
 
-global_process_set = ProcessSet()
+_GLOBAL_SET = _core.ProcessSet()  # the runtime's global set: every rank
+global_process_set = ProcessSet([])
+global_process_set.process_set_id = 0
+_added_sets: List[ProcessSet] = []  # since init(), in the order added
 
 
-def add_process_set(process_set) -> ProcessSet:
-    """Not supported: every collective spans all ranks."""
-    raise NotImplementedError("dtrain: process sets other than the global one are not supported "
-                              "(every collective spans all ranks)")
+def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet:
+    """Registers a process set and returns it; every rank calls it, in the same order, with the
+    same ranks (only the members connect).
+
+    Ranks that differ between ranks, are out of range or repeated, or those of a set added
+    already, raise ``HorovodInternalError`` on every rank.
+    """
+    _require_init()
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.process_set_id is not None:
+        raise ValueError(f"dtrain: {process_set} has been added already")
+    runtime_set = _core.add_process_set(process_set.ranks)
+    process_set._runtime_set = runtime_set
+    process_set.process_set_id = int(runtime_set.name())
+    _added_sets.append(process_set)
+    return process_set
 
 
-def remove_process_set(process_set) -> bool:
-    raise NotImplementedError("dtrain: process sets other than the global one are not supported "
-                              "(every collective spans all ranks)")
+def remove_process_set(process_set: ProcessSet) -> bool:
+    """Removes a set added before, on every rank (an operation a member still has in flight on
+    it fails); returns False for the global set or one that is not added."""
+    if process_set.process_set_id in (None, 0) or process_set not in _added_sets:
+        return False
+    _added_sets.remove(process_set)
+    runtime_set, process_set._runtime_set, process_set.process_set_id = process_set._runtime_set, None, None
+    _core.remove_process_set(runtime_set)
+    return True
+
 
 # ---- lifecycle and placement ----
 
 _state = threading.local()
 _names_lock = threading.Lock()
-_name_counters: Dict[str, int] = collections.defaultdict(int)
+_name_counters: Dict[Tuple[str, Optional[int]], int] = collections.defaultdict(int)
 _homogeneous: Optional[bool] = None
 
 
+def _runtime_set(process_set: ProcessSet):
+    """The runtime's set behind ``process_set``; raises ValueError if it has not been added."""
+    if not isinstance(process_set, ProcessSet):
+        raise TypeError(f"dtrain: process_set must be a ProcessSet, got {type(process_set).__name__}")
+    return process_set._runtime()
+
+
 def _check_process_set(process_set: ProcessSet) -> None:
-    if process_set is not global_process_set:
-        raise NotImplementedError(
-            "dtrain: process sets other than the global one are not supported (every collective spans all ranks)")
+    _runtime_set(process_set)
 
 
 def _reset_names() -> None:
-    """Unnamed operations are numbered per kind from 0 again: ranks of a new world agree."""
+    """Unnamed operations are numbered per kind and set from 0 again: ranks of a new world agree."""
     with _names_lock:
         _name_counters.clear()
 
@@ -87,23 +141,31 @@ def init(comm=None, process_sets=None) -> None:
 
     ``dtrain run``, ``dtrain run --slurm``, a bare ``srun``, ``mpirun`` and ``dtrain job run``
     all describe the world through the environment. Calling it again after ``shutdown()``
-    starts a new runtime.
+    starts a new runtime. ``process_sets``: ProcessSet objects to add, in order (sets may also be
+    added later; "dynamic" is accepted and changes nothing).
     """
     global _homogeneous
     if comm is not None:
         raise NotImplementedError("dtrain: init(comm=...): MPI communicators are not supported; "
                                   "start the ranks with dtrain run (or mpirun) and call init()")
-    if process_sets is not None:
-        raise NotImplementedError("dtrain: init(process_sets=...): process sets are not supported")
     _core.init()
     _reset_names()
+    _added_sets.clear()
+    global_process_set.ranks = list(range(_core.size()))
     local_sizes = allgather_object(_core.local_size(), name="dtrain.init.local_sizes")
     _homogeneous = len(set(local_sizes)) == 1
+    if process_sets is not None and process_sets != "dynamic":  # dtrain's sets are always dynamic
+        for process_set in process_sets:
+            add_process_set(process_set)
 
 
 def shutdown() -> None:
-    """Stops the runtime (after every operation in flight finished). ``init()`` may follow."""
+    """Stops the runtime (after every operation in flight finished) and ends the process sets.
+    ``init()`` may follow."""
     _core.shutdown()
+    for process_set in _added_sets:
+        process_set._runtime_set, process_set.process_set_id = None, None
+    _added_sets.clear()
 
 
 def is_initialized() -> bool:
@@ -236,13 +298,16 @@ _handle_lock = threading.Lock()
 _composite_handles = itertools.count(-1, -1)  # negative: never one of the runtime's
 
 
-def _auto_name(kind: str, name: Optional[str]) -> str:
+def _auto_name(kind: str, name: Optional[str], process_set: Optional[ProcessSet] = None) -> str:
+    """``name``, or the next number of ``kind`` in ``process_set``: only a set's members count
+    its operations, so each set is numbered apart."""
     if name is not None:
         return name
+    set_id = 0 if process_set is None else process_set.process_set_id
     with _names_lock:
-        number = _name_counters[kind]
-        _name_counters[kind] += 1
-    return f"{kind}.noname.{number}"
+        number = _name_counters[(kind, set_id)]
+        _name_counters[(kind, set_id)] += 1
+    return f"{kind}.noname.{number}" if set_id == 0 else f"{kind}.set{set_id}.noname.{number}"
 
 
 def _remember(handle: int, keep: tuple, finish: Optional[Callable] = None) -> int:
@@ -303,8 +368,8 @@ def _reduce_op(op: Optional[int], average: Optional[bool]) -> int:
     return op
 
 
-def _group_names(kind: str, name: Optional[str], count: int) -> List[str]:
-    base = _auto_name(kind, name)
+def _group_names(kind: str, name: Optional[str], count: int, process_set: Optional[ProcessSet] = None) -> List[str]:
+    base = _auto_name(kind, name, process_set)
     return [f"{base}.{i}" for i in range(count)]
 
 
@@ -318,23 +383,23 @@ def _check_rows(tensor: torch.Tensor, what: str) -> None:
 def _allreduce_async(tensor: torch.Tensor, average, name, op, prescale_factor, postscale_factor, process_set,
                      in_place: bool) -> int:
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     what = "allreduce_" if in_place else "allreduce"
     wire.check(tensor, what, reduce=True)
     op = _reduce_op(op, average)
     sent = wire.Wire(tensor, reduce=True, prescale_factor=prescale_factor, postscale_factor=postscale_factor)
-    name = _auto_name("allreduce", name)
+    name = _auto_name("allreduce", name, process_set)
     if in_place:
-        handle = _core.allreduce_async_(sent.sent, name, op, *sent.factors)
+        handle = _core.allreduce_async_(sent.sent, name, op, *sent.factors, runtime_set)
         return _remember(handle, (tensor, sent.sent), sent.into_place)
-    handle = _core.allreduce_async(sent.sent, name, op, *sent.factors)
+    handle = _core.allreduce_async(sent.sent, name, op, *sent.factors, runtime_set)
     return _remember(handle, (tensor, sent.sent), sent.result)
 
 
 def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                     process_set: ProcessSet = global_process_set) -> int:
-    """Starts reducing ``tensor`` over all ranks (Average by default) into a new tensor.
+    """Starts reducing ``tensor`` over the set's ranks (Average by default) into a new tensor.
 
     The operation is keyed by ``name``: every rank must submit it with the same shape and dtype.
     Returns a handle for poll() and synchronize(); the input is not modified.
@@ -353,16 +418,17 @@ class _AllreduceFunction(torch.autograd.Function):
     """allreduce as an autograd operation: the gradient is the same allreduce of the gradients."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
         ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        ctx.process_set = process_set
         return synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
-                                           postscale_factor=postscale_factor))
+                                           postscale_factor=postscale_factor, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
         grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
-                         postscale_factor=ctx.postscale_factor)
-        return grad, None, None, None, None
+                         postscale_factor=ctx.postscale_factor, process_set=ctx.process_set)
+        return grad, None, None, None, None, None
 
 
 def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
@@ -376,10 +442,10 @@ def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Option
     _check_process_set(process_set)
     compressed, ctx = compression.compress(tensor)
     if torch.is_grad_enabled() and compressed.requires_grad:
-        reduced = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor)
+        reduced = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor, process_set)
     else:
         reduced = synchronize(allreduce_async(compressed, name=name, op=op, prescale_factor=prescale_factor,
-                                              postscale_factor=postscale_factor))
+                                              postscale_factor=postscale_factor, process_set=process_set))
     return compression.decompress(reduced, ctx)
 
 
@@ -393,7 +459,7 @@ def allreduce_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optio
 def _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
                              in_place: bool) -> int:
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     tensors = list(tensors)
     if not tensors:
         raise ValueError("dtrain: grouped_allreduce needs at least one tensor")
@@ -406,8 +472,8 @@ def _grouped_allreduce_async(tensors, average, name, op, prescale_factor, postsc
     if len(factors) > 1:  # integer and floating-point tensors scaled in one group: scale each apart
         raise ValueError("dtrain: grouped_allreduce with scale factors takes tensors that are all integer or "
                          "all floating point")
-    names = _group_names("grouped_allreduce", name, len(tensors))
-    handle = _core.grouped_allreduce_async([w.sent for w in sent], names, op, *sent[0].factors, in_place)
+    names = _group_names("grouped_allreduce", name, len(tensors), process_set)
+    handle = _core.grouped_allreduce_async([w.sent for w in sent], names, op, *sent[0].factors, in_place, runtime_set)
 
     def finish(results: List[torch.Tensor]) -> List[torch.Tensor]:
         return [(w.into_place if in_place else w.result)(r) for w, r in zip(sent, results)]
@@ -434,16 +500,18 @@ def grouped_allreduce_async_(tensors: Sequence[torch.Tensor], average: Optional[
 
 class _GroupedAllreduceFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, op, prescale_factor, postscale_factor, *tensors):
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
         ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        ctx.process_set = process_set
         return tuple(synchronize(grouped_allreduce_async(tensors, name=name, op=op, prescale_factor=prescale_factor,
-                                                         postscale_factor=postscale_factor)))
+                                                         postscale_factor=postscale_factor,
+                                                         process_set=process_set)))
 
     @staticmethod
     def backward(ctx, *grad_outputs):
         grads = grouped_allreduce(list(grad_outputs), op=ctx.op, prescale_factor=ctx.prescale_factor,
-                                  postscale_factor=ctx.postscale_factor)
-        return (None, None, None, None, *grads)
+                                  postscale_factor=ctx.postscale_factor, process_set=ctx.process_set)
+        return (None, None, None, None, None, *grads)
 
 
 def grouped_allreduce(tensors: Sequence[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
@@ -456,10 +524,10 @@ def grouped_allreduce(tensors: Sequence[torch.Tensor], average: Optional[bool] =
     compressed = [compression.compress(t) for t in tensors]
     inputs = [c[0] for c in compressed]
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
-        outputs = _GroupedAllreduceFunction.apply(name, op, prescale_factor, postscale_factor, *inputs)
+        outputs = _GroupedAllreduceFunction.apply(name, op, prescale_factor, postscale_factor, process_set, *inputs)
     else:
         outputs = synchronize(grouped_allreduce_async(inputs, name=name, op=op, prescale_factor=prescale_factor,
-                                                      postscale_factor=postscale_factor))
+                                                      postscale_factor=postscale_factor, process_set=process_set))
     return [compression.decompress(out, c[1]) for out, c in zip(outputs, compressed)]
 
 
@@ -478,11 +546,11 @@ def allgather_async(tensor: torch.Tensor, name: Optional[str] = None,
     """Starts concatenating every rank's ``tensor`` along the first dimension (whose length may
     differ between ranks); returns a handle."""
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     wire.check(tensor, "allgather", reduce=False)
     _check_rows(tensor, "allgather")
     sent = wire.Wire(tensor, reduce=False)
-    handle = _core.allgather_async(sent.sent, _auto_name("allgather", name))
+    handle = _core.allgather_async(sent.sent, _auto_name("allgather", name, process_set), runtime_set)
     return _remember(handle, (tensor, sent.sent), sent.result)
 
 
@@ -491,16 +559,16 @@ class _AllgatherFunction(torch.autograd.Function):
     incoming gradients (Horovod's rule)."""
 
     @staticmethod
-    def forward(ctx, tensor, name):
-        ctx.rows = tensor.shape[0]
-        return synchronize(allgather_async(tensor, name=name))
+    def forward(ctx, tensor, name, process_set):
+        ctx.rows, ctx.process_set = tensor.shape[0], process_set
+        return synchronize(allgather_async(tensor, name=name, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        reduced = allreduce(grad_output, op=Average)
-        rows = allgather(torch.tensor([ctx.rows], dtype=torch.int64)).tolist()
-        offset = sum(rows[:rank()])
-        return reduced.narrow(0, offset, ctx.rows), None
+        reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        rows = allgather(torch.tensor([ctx.rows], dtype=torch.int64), process_set=ctx.process_set).tolist()
+        offset = sum(rows[:ctx.process_set._runtime().rank()])
+        return reduced.narrow(0, offset, ctx.rows), None, None
 
 
 def allgather(tensor: torch.Tensor, name: Optional[str] = None,
@@ -508,14 +576,14 @@ def allgather(tensor: torch.Tensor, name: Optional[str] = None,
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
     _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
-        return _AllgatherFunction.apply(tensor, name)
-    return synchronize(allgather_async(tensor, name=name))
+        return _AllgatherFunction.apply(tensor, name, process_set)
+    return synchronize(allgather_async(tensor, name=name, process_set=process_set))
 
 
 def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
                             process_set: ProcessSet = global_process_set) -> int:
     """Starts allgathers of several tensors together; synchronize() returns their results, a list."""
-    names = _group_names("grouped_allgather", name, len(tensors))
+    names = _group_names("grouped_allgather", name, len(tensors), process_set)
     return _remember_composite([allgather_async(t, name=n, process_set=process_set) for t, n in zip(tensors, names)])
 
 
@@ -523,10 +591,10 @@ def grouped_allgather(tensors: Sequence[torch.Tensor], name: Optional[str] = Non
                       process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
     """allgather of several tensors, submitted together; differentiable like allgather."""
     _check_process_set(process_set)
-    names = _group_names("grouped_allgather", name, len(tensors))
+    names = _group_names("grouped_allgather", name, len(tensors), process_set)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return [allgather(t, name=n) for t, n in zip(tensors, names)]
-    handles = [allgather_async(t, name=n) for t, n in zip(tensors, names)]
+        return [allgather(t, name=n, process_set=process_set) for t, n in zip(tensors, names)]
+    handles = [allgather_async(t, name=n, process_set=process_set) for t, n in zip(tensors, names)]
     return [synchronize(h) for h in handles]
 
 
@@ -542,10 +610,10 @@ def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: Optional[str] =
                      process_set: ProcessSet = global_process_set) -> int:
     """Starts copying root's ``tensor`` into every rank's ``tensor``; returns a handle."""
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     wire.check(tensor, "broadcast", reduce=False)
     sent = wire.Wire(tensor, reduce=False)
-    handle = _core.broadcast_async_(sent.sent, int(root_rank), _auto_name("broadcast", name))
+    handle = _core.broadcast_async_(sent.sent, int(root_rank), _auto_name("broadcast", name, process_set), runtime_set)
     return _remember(handle, (tensor, sent.sent), sent.into_place)
 
 
@@ -554,16 +622,16 @@ class _BroadcastFunction(torch.autograd.Function):
     incoming gradients, the others' zero (Horovod's rule)."""
 
     @staticmethod
-    def forward(ctx, tensor, root_rank, name):
-        ctx.root_rank = root_rank
-        return synchronize(broadcast_async(tensor, root_rank, name=name))
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name=name, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        reduced = allreduce(grad_output, op=Average)
+        reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         if rank() != ctx.root_rank:
             reduced = reduced * 0
-        return reduced, None, None
+        return reduced, None, None, None
 
 
 def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
@@ -571,8 +639,8 @@ def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
     """Root's ``tensor`` on every rank, as a new tensor; the input is not modified."""
     _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
-        return _BroadcastFunction.apply(tensor, root_rank, name)
-    return synchronize(broadcast_async(tensor, root_rank, name=name))
+        return _BroadcastFunction.apply(tensor, root_rank, name, process_set)
+    return synchronize(broadcast_async(tensor, root_rank, name=name, process_set=process_set))
 
 
 def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
@@ -596,11 +664,12 @@ def alltoall_async(tensor: torch.Tensor, splits=None, name: Optional[str] = None
     """Starts sending rows of ``tensor`` to every rank (``splits[i]`` rows to rank i; equal
     shares without splits); synchronize() returns (received tensor, received splits)."""
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     wire.check(tensor, "alltoall", reduce=False)
     _check_rows(tensor, "alltoall")
     sent = wire.Wire(tensor, reduce=False)
-    handle = _core.alltoall_async(sent.sent, _splits_list(splits), _auto_name("alltoall", name))
+    handle = _core.alltoall_async(sent.sent, _splits_list(splits), _auto_name("alltoall", name, process_set),
+                                  runtime_set)
 
     def finish(result) -> Tuple[torch.Tensor, torch.Tensor]:
         output, received = result
@@ -613,16 +682,16 @@ class _AlltoallFunction(torch.autograd.Function):
     """alltoall as an autograd operation: the gradients go back the way the rows came."""
 
     @staticmethod
-    def forward(ctx, tensor, splits, name):
-        output, received = synchronize(alltoall_async(tensor, splits, name=name))
-        ctx.received = received
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = synchronize(alltoall_async(tensor, splits, name=name, process_set=process_set))
+        ctx.received, ctx.process_set = received, process_set
         ctx.mark_non_differentiable(received)
         return output, received
 
     @staticmethod
     def backward(ctx, grad_output, grad_received):
-        grad, _ = alltoall(grad_output, splits=ctx.received)
-        return grad, None, None
+        grad, _ = alltoall(grad_output, splits=ctx.received, process_set=ctx.process_set)
+        return grad, None, None, None
 
 
 def alltoall(tensor: torch.Tensor, splits=None, name: Optional[str] = None,
@@ -634,9 +703,9 @@ def alltoall(tensor: torch.Tensor, splits=None, name: Optional[str] = None,
     """
     _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
-        output, received = _AlltoallFunction.apply(tensor, splits, name)
+        output, received = _AlltoallFunction.apply(tensor, splits, name, process_set)
     else:
-        output, received = synchronize(alltoall_async(tensor, splits, name=name))
+        output, received = synchronize(alltoall_async(tensor, splits, name=name, process_set=process_set))
     return output if splits is None else (output, received)
 
 
@@ -648,12 +717,13 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None, op: in
     """Starts reducing ``tensor`` over all ranks and scattering the result's rows: rank i keeps
     the i-th share of the first dimension (the first ranks one row more when it does not divide)."""
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     wire.check(tensor, "reducescatter", reduce=True)
     _check_rows(tensor, "reducescatter")
     op = _reduce_op(op, None)
     sent = wire.Wire(tensor, reduce=True, prescale_factor=prescale_factor, postscale_factor=postscale_factor)
-    handle = _core.reducescatter_async(sent.sent, _auto_name("reducescatter", name), op, *sent.factors)
+    handle = _core.reducescatter_async(sent.sent, _auto_name("reducescatter", name, process_set), op, *sent.factors,
+                                       runtime_set)
     return _remember(handle, (tensor, sent.sent), sent.result)
 
 
@@ -662,17 +732,17 @@ class _ReducescatterFunction(torch.autograd.Function):
     incoming gradients, times size() for Sum."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
-        ctx.op = op
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.op, ctx.process_set = op, process_set
         return synchronize(reducescatter_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
-                                               postscale_factor=postscale_factor))
+                                               postscale_factor=postscale_factor, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allgather(grad_output)
+        grad = allgather(grad_output, process_set=ctx.process_set)
         if ctx.op == Sum:
-            grad = grad * size()
-        return grad, None, None, None, None
+            grad = grad * ctx.process_set._runtime().size()
+        return grad, None, None, None, None, None
 
 
 def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression: Compressor = Compression.none,
@@ -682,10 +752,10 @@ def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression:
     _check_process_set(process_set)
     compressed, ctx = compression.compress(tensor)
     if torch.is_grad_enabled() and compressed.requires_grad:
-        output = _ReducescatterFunction.apply(compressed, name, op, prescale_factor, postscale_factor)
+        output = _ReducescatterFunction.apply(compressed, name, op, prescale_factor, postscale_factor, process_set)
     else:
         output = synchronize(reducescatter_async(compressed, name=name, op=op, prescale_factor=prescale_factor,
-                                                 postscale_factor=postscale_factor))
+                                                 postscale_factor=postscale_factor, process_set=process_set))
     return compression.decompress(output, ctx)
 
 
@@ -693,7 +763,7 @@ def grouped_reducescatter_async(tensors: Sequence[torch.Tensor], name: Optional[
                                 process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
                                 postscale_factor: float = 1.0) -> int:
     """Starts reducescatters of several tensors together; synchronize() returns their results, a list."""
-    names = _group_names("grouped_reducescatter", name, len(tensors))
+    names = _group_names("grouped_reducescatter", name, len(tensors), process_set)
     return _remember_composite([reducescatter_async(t, n, op, process_set, prescale_factor, postscale_factor)
                                 for t, n in zip(tensors, names)])
 
@@ -704,7 +774,7 @@ def grouped_reducescatter(tensors: Sequence[torch.Tensor], name: Optional[str] =
                           postscale_factor: float = 1.0) -> List[torch.Tensor]:
     """reducescatter of several tensors, submitted together; differentiable like reducescatter."""
     _check_process_set(process_set)
-    names = _group_names("grouped_reducescatter", name, len(tensors))
+    names = _group_names("grouped_reducescatter", name, len(tensors), process_set)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)
                 for t, n in zip(tensors, names)]
@@ -717,10 +787,9 @@ def grouped_reducescatter(tensors: Sequence[torch.Tensor], name: Optional[str] =
 # ---- without tensors ----
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:
-    """Returns once every rank has called it."""
+    """Returns once every rank of the set has called it."""
     _require_init()
-    _check_process_set(process_set)
-    _core.barrier()
+    _core.barrier(_runtime_set(process_set))
 
 
 def join(device: int = -1) -> int:
@@ -734,14 +803,16 @@ def broadcast_object(obj, root_rank: int = 0, name: Optional[str] = None,
                      process_set: ProcessSet = global_process_set):
     """Root's ``obj`` (anything picklable) on every rank."""
     _require_init()
-    _check_process_set(process_set)
+    runtime_set = _runtime_set(process_set)
     payload = pickle.dumps(obj) if rank() == root_rank else b""
-    return pickle.loads(_core.broadcast_object(payload, int(root_rank), _auto_name("broadcast_object", name)))
+    return pickle.loads(_core.broadcast_object(payload, int(root_rank),
+                                               _auto_name("broadcast_object", name, process_set), runtime_set))
 
 
 def allgather_object(obj, name: Optional[str] = None, process_set: ProcessSet = global_process_set) -> list:
     """Every rank's ``obj`` (anything picklable), as a list in rank order."""
     _require_init()
-    _check_process_set(process_set)
-    gathered = _core.allgather_object(pickle.dumps(obj), _auto_name("allgather_object", name))
+    runtime_set = _runtime_set(process_set)
+    gathered = _core.allgather_object(pickle.dumps(obj), _auto_name("allgather_object", name, process_set),
+                                      runtime_set)
     return [pickle.loads(item) for item in gathered]

@@ -94,13 +94,17 @@ def _create_process_group(options, pg_options=None):
     rank, size = options.group_rank, options.group_size
     timeout_s = _seconds(options.timeout)
     ranks = list(getattr(options, "global_ranks_in_group", []) or [])
+    group_id = str(getattr(options, "group_id", "0"))
     _start_runtime(options.store, rank, size, timeout_s)
     if ranks and ranks != list(range(_core.size())):
-        raise RuntimeError(
-            f"dtrain backend: a group over ranks {ranks} of {_core.size()}: groups over part of the world are "
-            f"not supported; use the whole world or a gloo group for this one")
+        # new_group(ranks=...): PyTorch asks only the members, which become a process set of
+        # their own; PyTorch's group ranks are their places in the sorted list.
+        if ranks != sorted(ranks):
+            raise RuntimeError(f"dtrain backend: a group's ranks must be ascending, got {ranks}")
+        process_set = _core.connect_process_set(f"torch.group{group_id}", ranks)
+        return _core.create_process_group(rank, size, group_id, process_set)
     _check_same_world(rank, size)
-    return _core.create_process_group(rank, size, str(getattr(options, "group_id", "0")))
+    return _core.create_process_group(rank, size, group_id, _core.ProcessSet())
 
 
 def _register() -> None:
@@ -151,7 +155,7 @@ def _store_from_runtime(timeout: datetime.timedelta) -> dist.Store:
     # Not waiting for the others to connect: they learn the port only after this returns.
     store = dist.TCPStore(host, 0, size, True, timeout, wait_for_workers=False) if rank == 0 else None
     address = f"{host} {store.port}".encode() if store is not None else b""
-    address = _core.broadcast_object(address, 0, f"dtrain.torch.store.{_store_bootstraps}").decode()
+    address = _core.broadcast_object(address, 0, f"dtrain.torch.store.{_store_bootstraps}", _core.ProcessSet()).decode()
     _store_bootstraps += 1
     if store is None:
         master, port = address.split(" ")

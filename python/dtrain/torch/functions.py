@@ -38,7 +38,7 @@ def broadcast_parameters(params: Parameters, root_rank: int, process_set: Proces
             if tensor is None:
                 continue
             label = f"broadcast_parameters.{prefix or ''}{name}"
-            handles.append(broadcast_async_(tensor, root_rank, name=label))
+            handles.append(broadcast_async_(tensor, root_rank, name=label, process_set=process_set))
         for handle in handles:
             synchronize(handle)
 
@@ -52,6 +52,6 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int,
     of that rank's parameters.
     """
     _check_process_set(process_set)
-    state = broadcast_object(optimizer.state_dict(), root_rank,
-                             name=f"broadcast_optimizer_state.{prefix or ''}")
+    state = broadcast_object(optimizer.state_dict(), root_rank, name=f"broadcast_optimizer_state.{prefix or ''}",
+                             process_set=process_set)
     optimizer.load_state_dict(state)

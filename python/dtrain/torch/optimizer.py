@@ -30,8 +30,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     """The methods mixed into the wrapped optimizer's class (see DistributedOptimizer)."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, sharding, sharding_bucket_bytes):
+                 gradient_predivide_factor, groups, sparse_as_dense, sharding, sharding_bucket_bytes, process_set):
         super(self.__class__, self).__init__(params)
+        self._process_set = process_set
         self._sharding = sharding
         self._sharding_bucket_bytes = sharding_bucket_bytes
         self._partition_of: Optional[Tuple[tuple, zero.Partition]] = None  # (world and parameters, owners)
@@ -167,7 +168,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             compressed, ctx = self._compression.compress(self._gradient(p))
             prescale, postscale = self._scale_factors()
             handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self._op,
-                                      prescale_factor=prescale, postscale_factor=postscale)
+                                      prescale_factor=prescale, postscale_factor=postscale,
+                                      process_set=self._process_set)
             self._handles[p] = (handle, (compressed, ctx))
             return
         ready = self._group_ready.setdefault(group, [])
@@ -181,7 +183,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         compressed = [self._compression.compress(self._gradient(p)) for p in members]
         prescale, postscale = self._scale_factors()
         handle = grouped_allreduce_async_([c[0] for c in compressed], name=f"allreduce.group.{group}", op=self._op,
-                                          prescale_factor=prescale, postscale_factor=postscale)
+                                          prescale_factor=prescale, postscale_factor=postscale,
+                                          process_set=self._process_set)
         self._group_handles[group] = (handle, list(zip(members, compressed)))
         self._group_ready.pop(group, None)
 
@@ -347,6 +350,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     operation; ``gradient_predivide_factor`` splits the averaging into a division before the sum
     and the rest after it.
 
+    ``process_set`` averages over that set's ranks only (each set's members train together);
+    only its members make the optimizer, and it does not combine with ``sharding``.
+
     ``sharding`` splits the optimizer's work among the ranks (ZeRO): each rank steps only the
     parameters it owns and keeps their optimizer state only, then every rank receives the
     owners' new values. ``"optimizer_state"`` (stage 1) allreduces gradients as without it;
@@ -357,6 +363,11 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     ``consolidate_state_dict(to)`` first makes it whole on rank ``to``.
     """
     _check_process_set(process_set)
+    if process_set is not global_process_set:
+        if sharding is not None:
+            raise ValueError("dtrain: DistributedOptimizer: sharding does not combine with a process_set")
+        if not process_set.included():
+            raise ValueError(f"dtrain: DistributedOptimizer: rank {rank()} is not in {process_set}")
     op = _reduce_op(op, None)
     _check_sharding(sharding, compression, op)
     if sharding == "gradients" and (groups or num_groups):
@@ -374,7 +385,7 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         groups = groups or num_groups
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                      gradient_predivide_factor, groups, sparse_as_dense, sharding, sharding_bucket_bytes)
+                      gradient_predivide_factor, groups, sparse_as_dense, sharding, sharding_bucket_bytes, process_set)
     if optimizer.state:
         distributed.load_state_dict(optimizer.state_dict())
     return distributed

@@ -218,6 +218,34 @@ def test_group_over_the_whole_world_is_a_second_dtrain_group():
     assert torch.equal(t, torch.full((3,), float(dist.get_world_size())))
 
 
+def test_a_group_over_part_of_the_world_matches_gloo(gloo):
+    """new_group(ranks=...) over "dtrain" (a process set of the members) against the same group
+    over gloo: every rank but 0, whose group ranks are their places in the list."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    members = list(range(1, size))
+    ours, theirs = dist.new_group(ranks=members, backend="dtrain"), dist.new_group(ranks=members, backend="gloo")
+    if rank in members:
+        for group in (ours, theirs):
+            assert dist.get_rank(group) == rank - 1 and dist.get_world_size(group) == len(members)
+        ours_sum, gloo_sum = rank_input(rank, (4, 2), torch.int64), rank_input(rank, (4, 2), torch.int64)
+        dist.all_reduce(ours_sum, group=ours)
+        dist.all_reduce(gloo_sum, group=theirs)
+        assert_same(ours_sum, gloo_sum)
+        assert torch.equal(ours_sum, sum(rank_input(r, (4, 2), torch.int64) for r in members))
+        sent = {g: torch.full((3,), float(rank)) for g in (ours, theirs)}
+        for group, t in sent.items():
+            dist.broadcast(t, src=size - 1, group=group)  # src is a rank of the world
+        assert_same(sent[ours], sent[theirs])
+        gathered = {g: [torch.empty(2) for _ in members] for g in (ours, theirs)}
+        for group, outputs in gathered.items():
+            dist.all_gather(outputs, torch.full((2,), float(rank)), group=group)
+        assert [t[0].item() for t in gathered[ours]] == [float(r) for r in members]
+        for a, b in zip(gathered[ours], gathered[theirs]):
+            assert_same(a, b)
+        dist.barrier(group=ours)
+    dist.barrier()
+
+
 def test_point_to_point_is_refused_naming_it():
     with pytest.raises(RuntimeError, match="dtrain backend: send: point-to-point"):
         dist.send(torch.ones(1), dst=(dist.get_rank() + 1) % dist.get_world_size())
