@@ -163,9 +163,17 @@ def shutdown() -> None:
     """Stops the runtime (after every operation in flight finished) and ends the process sets.
     ``init()`` may follow."""
     _core.shutdown()
+    _forget_process_sets()
+
+
+def _forget_process_sets() -> None:
+    """The runtime ended every set (shutdown, or an elastic world re-formed): they are not added
+    any more, and may be added again."""
     for process_set in _added_sets:
         process_set._runtime_set, process_set.process_set_id = None, None
     _added_sets.clear()
+    if _core.is_initialized():
+        global_process_set.ranks = list(range(_core.size()))
 
 
 def is_initialized() -> bool:

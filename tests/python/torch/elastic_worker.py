@@ -1,6 +1,7 @@
 """An elastic training loop in Horovod's shape for the elastic job tests: each step allreduces
-1 (so the running total counts the ranks of every step) and commits every few steps. Lines the
-tests read:
+1 (so the running total counts the ranks of every step) and commits every few steps. The count
+goes through a process set of every rank, added each time a world starts training (a world's
+sets end with it). Lines the tests read:
 
     worker W pid P                                     at start (stderr)
     rank R/S step N                                    every step
@@ -43,17 +44,19 @@ def main() -> int:
 
     @hvd.elastic.run
     def train(state: hvd.elastic.TorchState) -> None:
+        everyone = hvd.add_process_set(range(hvd.size()))
         while state.step < args.steps:
             while state.step == args.hold_at_step and not os.path.exists(args.hold_file):
                 time.sleep(0.02)
             sizes["last"] = hvd.size()
-            count = hvd.allreduce(torch.ones(1), name="elastic_worker.count", op=hvd.Sum)
+            count = hvd.allreduce(torch.ones(1), name="elastic_worker.count", op=hvd.Sum, process_set=everyone)
             state.total += count.item()
             print(f"rank {hvd.rank()}/{hvd.size()} step {state.step}", flush=True)
             time.sleep(args.step_ms / 1000)
             state.step += 1
             if state.step % args.commit_every == 0:
                 state.commit()
+        hvd.remove_process_set(everyone)
 
     train(state)
     if hvd.rank() == 0:

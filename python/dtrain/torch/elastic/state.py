@@ -26,8 +26,10 @@ class State(_core.State):
         self._reset_callbacks.extend(callbacks)
 
     def _world_changed(self, round: int, previous_size: int, size: int, restored: bool, reason: str) -> None:
-        # Ranks of the new world number their unnamed operations afresh, as new workers do.
+        # Ranks of the new world number their unnamed operations afresh, as new workers do. Its
+        # runtime has no process sets: a reset callback adds them again.
         collectives._reset_names()
+        collectives._forget_process_sets()
         collectives._homogeneous = None
         for callback in self._reset_callbacks:
             callback()
