@@ -22,6 +22,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
+#include "dtrain/dtrain.h"
 #include "python/completion_thread.h"
 
 namespace dtrain::python {

@@ -28,6 +28,10 @@ concurrency::Mutex registry_mutex;
 // The running init()'s sets, in the order they were added; ended ones leave it.
 std::vector<std::shared_ptr<detail::ProcessSetState>> registered DTRAIN_GUARDED_BY(registry_mutex);
 int numbered DTRAIN_GUARDED_BY(registry_mutex) = 0;  // add_process_set's sets so far
+// How often each name was connected under this init(): a key connected again after its removal
+// meets under a rendezvous key of its own, never the last one's stale addresses. Members
+// connect a name equally often, so they agree on the count.
+std::map<std::string, int> connections DTRAIN_GUARDED_BY(registry_mutex);
 
 // Every rank's `bytes` through the job's loop, under a name users cannot submit (api.cc
 // refuses names starting with "__dtrain"): the agreement before a set is added.
@@ -98,6 +102,11 @@ ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name,
   const auto place = std::find(members.begin(), members.end(), job.rank);
   state->rank = place == members.end() ? -1 : static_cast<int>(place - members.begin());
   state->ranks = std::move(members);
+  std::string rendezvous_key;
+  {
+    concurrency::MutexLock lock(registry_mutex);
+    rendezvous_key = name + "." + std::to_string(connections[name]++);
+  }
   if (state->rank >= 0) {
     runtime::RuntimeConfig config = job;
     config.rank = state->rank;
@@ -107,7 +116,7 @@ ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name,
     config.job_size = job.size;
     config.timeline_path.clear();  // the job's timeline is rank 0's file; a set's loop writes none
     config.autotune = false;       // the autotuner tunes the job's loop
-    auto transport = runtime::connect_process_set_transport(config, job.generation, name, state->ranks);
+    auto transport = runtime::connect_process_set_transport(config, job.generation, rendezvous_key, state->ranks);
     auto loop = std::make_shared<BackgroundLoop>(std::move(config), std::move(transport));
     concurrency::MutexLock lock(state->mutex);
     state->loop = std::move(loop);
@@ -226,6 +235,7 @@ void end_process_sets() {
     concurrency::MutexLock lock(registry_mutex);
     ending.swap(registered);
     numbered = 0;
+    connections.clear();
   }
   for (const auto& state : ending) {
     if (std::shared_ptr<BackgroundLoop> loop = end(*state, "ended with dtrain::shutdown()")) loop->stop();

@@ -247,6 +247,12 @@ TEST(ProcessSets, ASetOnlyItsMembersCreate) {
     allreduce("members.only", t.view, t.view, {ReduceOp::kSum}, pair);
     expect_sum(t, {0, 1}, "members only");
     remove_process_set(pair);
+    // The same key again, once removed: it meets afresh, not at the removed set's addresses.
+    const ProcessSet again = connect_process_set("pair", {0, 1});
+    Tensor u = filled(DataType::kFloat32, {3});
+    allreduce("members.again", u.view, u.view, {ReduceOp::kSum}, again);
+    expect_sum(u, {0, 1}, "the key again");
+    remove_process_set(again);
   } else {
     const std::string message = error_of([] { connect_process_set("pair", {0, 1}); });
     EXPECT_NE(message.find("only a set's members call connect_process_set"), std::string::npos) << message;

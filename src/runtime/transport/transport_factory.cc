@@ -62,9 +62,9 @@ std::unique_ptr<Transport> connect_tcp(const RuntimeConfig& config, const GlooCo
 
 // A process set's engines are those of the job, connected among its members alone.
 std::unique_ptr<Transport> connect_set(const RuntimeConfig& config, const Scope& scope) {
-  if (config.launched_by_mpirun) return MpiTransport::connect_members(scope.members, scope.set_key);
+  if (config.launched_by_mpirun) return MpiTransport::connect_members(scope.members, config.process_set, scope.set_key);
   if (config.size == 1) return std::make_unique<LocalTransport>();
-  return connect_tcp(config, gloo_options(config, scope), "process set " + scope.set_key + " member");
+  return connect_tcp(config, gloo_options(config, scope), "process set " + config.process_set + " member");
 }
 
 std::unique_ptr<Transport> connect_global(const RuntimeConfig& config, const Scope& scope) {
@@ -191,7 +191,7 @@ std::unique_ptr<Transport> connect_scope(RuntimeConfig& config, const Scope& sco
     }
   }
   log().info("{}allreduce through shared memory among {} local ranks{}",
-             scope.is_set() ? "process set " + scope.set_key + ": " : "", layout.local_size,
+             scope.is_set() ? "process set " + config.process_set + ": " : "", layout.local_size,
              cross ? ", then across " + std::to_string(layout.host_count) + " hosts" : "");
   return std::make_unique<HierarchicalTransport>(std::move(global), std::move(local), std::move(cross),
                                                  std::move(control));

@@ -18,9 +18,9 @@ namespace dtrain::runtime {
 std::unique_ptr<Transport> connect_transport(RuntimeConfig& config, int generation);
 
 // A process set's engines: collective over its `members` (job ranks, ascending) alone, which
-// connect as a world of their own (`config`'s rank and size are the set's) under `key`, the
-// same on every member and unique among the job's sets. The same choice as the job's: MPI
-// under mpirun, else Gloo and the TCP mesh, shared memory among members on one host.
+// connect as a world of their own (`config`'s rank and size are the set's, its process_set the
+// set's name for messages) under `key`, the same on every member and unique in this init(). The same choice as the
+// job's: MPI under mpirun, else Gloo and the TCP mesh, shared memory among members on one host.
 std::unique_ptr<Transport> connect_process_set_transport(RuntimeConfig& config, int generation, const std::string& key,
                                                          const std::vector<int>& members);
 

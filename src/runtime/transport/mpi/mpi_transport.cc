@@ -155,9 +155,10 @@ std::unique_ptr<MpiTransport> MpiTransport::split(int color, int key) const {
   return std::unique_ptr<MpiTransport>(new MpiTransport(std::move(communicator)));
 }
 
-std::unique_ptr<MpiTransport> MpiTransport::connect_members(const std::vector<int>& members, const std::string& key) {
+std::unique_ptr<MpiTransport> MpiTransport::connect_members(const std::vector<int>& members, const std::string& name,
+                                                            const std::string& key) {
   if (ensure_mpi_initialised() < MPI_THREAD_MULTIPLE) {
-    throw Error("dtrain: process set " + key + ": this MPI provides thread level " +
+    throw Error("dtrain: process set " + name + ": this MPI provides thread level " +
                 std::to_string(ensure_mpi_initialised()) +
                 ", but a process set's background thread calls MPI beside the job's: it needs MPI_THREAD_MULTIPLE");
   }

@@ -17,9 +17,11 @@ class MpiTransport final : public Transport {
   // sets; serialized at least, since one background thread calls MPI per world) and
   // duplicates MPI_COMM_WORLD.
   static std::unique_ptr<MpiTransport> connect();
-  // A process set's communicator: `members` (ranks of MPI_COMM_WORLD, ascending), collective
-  // over them alone. Throws where MPI lacks MPI_THREAD_MULTIPLE.
-  static std::unique_ptr<MpiTransport> connect_members(const std::vector<int>& members, const std::string& key);
+  // Process set `name`'s communicator: `members` (ranks of MPI_COMM_WORLD, ascending),
+  // collective over them alone; `key` tells this creation from the members' others. Throws
+  // where MPI lacks MPI_THREAD_MULTIPLE.
+  static std::unique_ptr<MpiTransport> connect_members(const std::vector<int>& members, const std::string& name,
+                                                       const std::string& key);
   // The ranks of this communicator with the same `color`, ordered by `key` (collective over it).
   std::unique_ptr<MpiTransport> split(int color, int key) const;
   ~MpiTransport() override;
