@@ -197,10 +197,18 @@ bool BackgroundLoop::run_cycle() {
       } catch (const std::exception&) {
         // A peer that already went away changes nothing for this rank's shutdown.
       }
-      ended.emplace(config_.process_set.empty()
-                        ? "dtrain: the runtime was shut down before this operation completed"
-                        : "dtrain: process set " + config_.process_set + " was removed before this operation completed",
-                    false);
+      if (config_.process_set.empty()) {
+        ended.emplace("dtrain: the runtime was shut down before this operation completed", false);
+      } else if (config_.elastic_worker >= 0 && !stop_requested_) {
+        // Another member shut its runtime down: in an elastic job, because its world is being
+        // formed anew. This rank's world is going too; it recovers as from a lost worker.
+        ended.emplace(
+            "dtrain: process set " + config_.process_set + " was ended by another member (an elastic world re-forming)",
+            true);
+      } else {
+        ended.emplace("dtrain: process set " + config_.process_set + " was removed before this operation completed",
+                      false);
+      }
     }
   } catch (const WorkersLostError& e) {
     log().error("{}", e.what());

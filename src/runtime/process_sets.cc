@@ -10,6 +10,7 @@
 #include "runtime/process_set_state.h"
 #include "runtime/process_sets.h"
 #include "runtime/tensor_entry.h"
+#include "runtime/transport/mpi/mpi_transport.h"
 #include "runtime/transport/transport_factory.h"
 
 namespace dtrain {
@@ -28,9 +29,9 @@ concurrency::Mutex registry_mutex;
 // The running init()'s sets, in the order they were added; ended ones leave it.
 std::vector<std::shared_ptr<detail::ProcessSetState>> registered DTRAIN_GUARDED_BY(registry_mutex);
 int numbered DTRAIN_GUARDED_BY(registry_mutex) = 0;  // add_process_set's sets so far
-// How often each name was connected under this init(): a key connected again after its removal
-// meets under a rendezvous key of its own, never the last one's stale addresses. Members
-// connect a name equally often, so they agree on the count.
+// How often each set (name and members) was connected under this init(): a set connected again
+// after its removal meets under a rendezvous key of its own, never the last one's stale
+// addresses. Its members connect it equally often, so they agree on the count.
 std::map<std::string, int> connections DTRAIN_GUARDED_BY(registry_mutex);
 
 // Every rank's `bytes` through the job's loop, under a name users cannot submit (api.cc
@@ -105,7 +106,7 @@ ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name,
   std::string rendezvous_key;
   {
     concurrency::MutexLock lock(registry_mutex);
-    rendezvous_key = name + "." + std::to_string(connections[name]++);
+    rendezvous_key = name + "." + std::to_string(connections[name + "/" + rank_list(state->ranks)]++);
   }
   if (state->rank >= 0) {
     runtime::RuntimeConfig config = job;
@@ -116,7 +117,14 @@ ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name,
     config.job_size = job.size;
     config.timeline_path.clear();  // the job's timeline is rank 0's file; a set's loop writes none
     config.autotune = false;       // the autotuner tunes the job's loop
-    auto transport = runtime::connect_process_set_transport(config, job.generation, rendezvous_key, state->ranks);
+    std::unique_ptr<runtime::Transport> transport;
+    try {
+      transport = runtime::connect_process_set_transport(config, job.generation, rendezvous_key, state->ranks);
+    } catch (const Error& e) {
+      // As for the job's world: a member lost while an elastic world's set forms is a lost worker.
+      if (job.elastic_worker >= 0) throw WorkersLostError(e.what());
+      throw;
+    }
     auto loop = std::make_shared<BackgroundLoop>(std::move(config), std::move(transport));
     concurrency::MutexLock lock(state->mutex);
     state->loop = std::move(loop);
@@ -162,16 +170,26 @@ ProcessSet add_process_set(std::vector<int> ranks) {
   const std::shared_ptr<BackgroundLoop> job = runtime::job_loop("add_process_set");
   // The ranks are compared before they are checked, so that whatever a rank passed, every
   // rank raises the same error instead of some waiting for the others.
+  std::sort(ranks.begin(), ranks.end());  // in any order
   const std::string passed = rank_list(ranks);
   if (std::string differ = disagreement(allgather_reserved(job, passed, "__dtrain.add_process_set")); !differ.empty()) {
     throw Error(what + ": the ranks differ across ranks: " + differ);
   }
   std::vector<int> members = checked_members(std::move(ranks), job->config().size, what);
+  if (job->config().launched_by_mpirun && !runtime::MpiTransport::threads_multiple()) {
+    throw Error(what +
+                ": this MPI does not provide MPI_THREAD_MULTIPLE, which a process set's background thread "
+                "needs beside the job's (start the ranks with dtrain run instead of mpirun)");
+  }
   std::string name;
   {
     concurrency::MutexLock lock(registry_mutex);
+    // Only add_process_set's sets are on every rank's list (connect_process_set's are on their
+    // members' only), so only they decide alike everywhere.
     for (const auto& set : registered) {
-      if (set->ranks == members) throw Error(what + ": " + ProcessSet(set).describe() + " has these ranks already");
+      if (all_digits(set->name) && set->ranks == members) {
+        throw Error(what + ": " + ProcessSet(set).describe() + " has these ranks already");
+      }
     }
     name = std::to_string(++numbered);
   }

@@ -228,7 +228,7 @@ TEST(ProcessSets, AddingIsCheckedAndFailsOnEveryRankAlike) {
             std::string::npos)
       << message;
   EXPECT_NE(error_of([] { add_process_set({1, 1}); }).find("rank 1 is listed twice"), std::string::npos);
-  const ProcessSet set = add_process_set({1, 0});
+  const ProcessSet set = add_process_set(rank() == 0 ? std::vector<int>{1, 0} : std::vector<int>{0, 1});  // any order
   EXPECT_EQ(set.ranks(), (std::vector<int>{0, 1}));
   message = error_of([] { add_process_set({0, 1}); });
   EXPECT_NE(message.find(set.describe() + " has these ranks already"), std::string::npos) << message;
@@ -252,8 +252,14 @@ TEST(ProcessSets, ASetOnlyItsMembersCreate) {
     Tensor u = filled(DataType::kFloat32, {3});
     allreduce("members.again", u.view, u.view, {ReduceOp::kSum}, again);
     expect_sum(u, {0, 1}, "the key again");
+    // add_process_set over the same ranks meanwhile: the pair is its members' own, so every
+    // rank, member or not, adds the new set alike.
+    const ProcessSet everyones = add_process_set({0, 1});
+    allreduce("members.everyones", u.view, u.view, {ReduceOp::kSum}, everyones);
+    remove_process_set(everyones);
     remove_process_set(again);
   } else {
+    remove_process_set(add_process_set({1, 0}));
     const std::string message = error_of([] { connect_process_set("pair", {0, 1}); });
     EXPECT_NE(message.find("only a set's members call connect_process_set"), std::string::npos) << message;
   }

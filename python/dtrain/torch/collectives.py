@@ -41,7 +41,7 @@ class ProcessSet:
     """
 
     def __init__(self, ranks: Sequence[int]) -> None:
-        self.ranks: List[int] = sorted(int(r) for r in ranks)
+        self.ranks: List[int] = sorted(int(r) for r in ranks)  # in any order, as Horovod
         self.process_set_id: Optional[int] = None
         self._runtime_set = None  # the runtime's set once added
 
@@ -120,10 +120,14 @@ _homogeneous: Optional[bool] = None
 
 
 def _runtime_set(process_set: ProcessSet):
-    """The runtime's set behind ``process_set``; raises ValueError if it has not been added."""
+    """The runtime's set behind ``process_set``; raises ValueError if it has not been added or
+    this rank is not one of its members."""
     if not isinstance(process_set, ProcessSet):
         raise TypeError(f"dtrain: process_set must be a ProcessSet, got {type(process_set).__name__}")
-    return process_set._runtime()
+    runtime_set = process_set._runtime()
+    if not runtime_set.included():
+        raise ValueError(f"dtrain: rank {_core.rank()} is not in {process_set}")
+    return runtime_set
 
 
 def _check_process_set(process_set: ProcessSet) -> None:
@@ -150,7 +154,6 @@ def init(comm=None, process_sets=None) -> None:
                                   "start the ranks with dtrain run (or mpirun) and call init()")
     _core.init()
     _reset_names()
-    _added_sets.clear()
     global_process_set.ranks = list(range(_core.size()))
     local_sizes = allgather_object(_core.local_size(), name="dtrain.init.local_sizes")
     _homogeneous = len(set(local_sizes)) == 1

@@ -95,14 +95,20 @@ def _create_process_group(options, pg_options=None):
     timeout_s = _seconds(options.timeout)
     ranks = list(getattr(options, "global_ranks_in_group", []) or [])
     group_id = str(getattr(options, "group_id", "0"))
-    _start_runtime(options.store, rank, size, timeout_s)
-    if ranks and ranks != list(range(_core.size())):
+    world_size = dist.get_world_size() if dist.is_initialized() else size
+    if ranks and ranks != list(range(world_size)):
         # new_group(ranks=...): PyTorch asks only the members, which become a process set of
         # their own; PyTorch's group ranks are their places in the sorted list.
+        if not _core.is_initialized():
+            raise RuntimeError(
+                f"dtrain backend: a group over ranks {ranks} needs dtrain's runtime over the whole world, which only "
+                f"a group of every rank starts: use backend 'dtrain' for init_process_group (or make a whole-world "
+                f"'dtrain' group first)")
         if ranks != sorted(ranks):
             raise RuntimeError(f"dtrain backend: a group's ranks must be ascending, got {ranks}")
         process_set = _core.connect_process_set(f"torch.group{group_id}", ranks)
         return _core.create_process_group(rank, size, group_id, process_set)
+    _start_runtime(options.store, rank, size, timeout_s)
     _check_same_world(rank, size)
     return _core.create_process_group(rank, size, group_id, _core.ProcessSet())
 

@@ -62,8 +62,8 @@ std::unique_ptr<Transport> connect_tcp(const RuntimeConfig& config, const GlooCo
 
 // A process set's engines are those of the job, connected among its members alone.
 std::unique_ptr<Transport> connect_set(const RuntimeConfig& config, const Scope& scope) {
-  if (config.launched_by_mpirun) return MpiTransport::connect_members(scope.members, config.process_set, scope.set_key);
   if (config.size == 1) return std::make_unique<LocalTransport>();
+  if (config.launched_by_mpirun) return MpiTransport::connect_members(scope.members, config.process_set, scope.set_key);
   return connect_tcp(config, gloo_options(config, scope), "process set " + config.process_set + " member");
 }
 

@@ -81,23 +81,40 @@ def test_every_collective_over_a_set():
         assert hvd.allgather_object(hvd.rank(), process_set=ps) == ps.ranks
     else:
         assert ps.rank() == -1
-        with pytest.raises(ValueError, match=f"rank 0 is not in process set {ps.process_set_id}"):
-            hvd.allreduce(torch.ones(1), process_set=ps)
+        for call in (lambda: hvd.allreduce(torch.ones(1), process_set=ps), lambda: hvd.barrier(process_set=ps),
+                     lambda: hvd.allgather_object(0, process_set=ps)):
+            with pytest.raises(ValueError, match=rf"rank 0 is not in ProcessSet\(process_set_id={ps.process_set_id}"):
+                call()
     hvd.remove_process_set(ps)
 
 
 def test_gradients_flow_back_through_the_set():
-    ps = hvd.add_process_set([0, 1])
+    """Every rank but 0, upstream gradients that differ by rank and by row: a backward pass that
+    numbered the members by their job ranks would take the wrong rows."""
+    ps = hvd.add_process_set(range(1, hvd.size()))
     if ps.included():
-        x = torch.full((3,), float(hvd.rank() + 1), requires_grad=True)
+        weight = float(hvd.rank() + 1)
+        x = torch.full((3,), weight, requires_grad=True)
         y = hvd.allreduce(x, op=hvd.Sum, process_set=ps)
-        (y * (hvd.rank() + 1)).sum().backward()
-        assert_tensor(x.grad, torch.full((3,), 3.0))  # the Sum of the members' upstream gradients, 1 + 2
-        rows = torch.ones(hvd.rank() + 1, 2, requires_grad=True)
+        (y * weight).sum().backward()
+        assert_tensor(x.grad, torch.full((3,), float(sum(r + 1 for r in ps.ranks))))  # Sum of the members' upstream
+        me = ps.rank()
+        rows = torch.ones(me + 1, 2, requires_grad=True)
         gathered = hvd.allgather(rows, process_set=ps)
-        assert gathered.shape == (3, 2)
-        gathered.sum().backward()
-        assert_tensor(rows.grad, torch.ones(hvd.rank() + 1, 2))  # Horovod's rule: the average of the members'
+        total_rows = sum(m + 1 for m in range(ps.size()))
+        assert gathered.shape == (total_rows, 2)
+        row_weights = torch.arange(total_rows, dtype=torch.float32).unsqueeze(1) * weight
+        (gathered * row_weights).sum().backward()
+        # Horovod's rule: this rank's rows of the members' averaged upstream gradients.
+        mean_weight = sum(r + 1 for r in ps.ranks) / ps.size()
+        offset = sum(m + 1 for m in range(me))
+        expected = torch.arange(offset, offset + me + 1, dtype=torch.float32).unsqueeze(1).expand(me + 1, 2)
+        assert_tensor(rows.grad, expected * mean_weight)
+        sent = torch.full((2,), weight, requires_grad=True)
+        received = hvd.broadcast(sent, root_rank=ps.ranks[-1], process_set=ps)
+        (received * weight).sum().backward()
+        root_grad = torch.full((2,), mean_weight) if hvd.rank() == ps.ranks[-1] else torch.zeros(2)
+        assert_tensor(sent.grad, root_grad)
     hvd.remove_process_set(ps)
 
 

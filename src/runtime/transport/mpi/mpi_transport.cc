@@ -155,6 +155,8 @@ std::unique_ptr<MpiTransport> MpiTransport::split(int color, int key) const {
   return std::unique_ptr<MpiTransport>(new MpiTransport(std::move(communicator)));
 }
 
+bool MpiTransport::threads_multiple() { return ensure_mpi_initialised() >= MPI_THREAD_MULTIPLE; }
+
 std::unique_ptr<MpiTransport> MpiTransport::connect_members(const std::vector<int>& members, const std::string& name,
                                                             const std::string& key) {
   if (ensure_mpi_initialised() < MPI_THREAD_MULTIPLE) {

@@ -22,6 +22,8 @@ class MpiTransport final : public Transport {
   // where MPI lacks MPI_THREAD_MULTIPLE.
   static std::unique_ptr<MpiTransport> connect_members(const std::vector<int>& members, const std::string& name,
                                                        const std::string& key);
+  // Whether MPI runs with MPI_THREAD_MULTIPLE, which process sets need (initialises MPI).
+  static bool threads_multiple();
   // The ranks of this communicator with the same `color`, ordered by `key` (collective over it).
   std::unique_ptr<MpiTransport> split(int color, int key) const;
   ~MpiTransport() override;
