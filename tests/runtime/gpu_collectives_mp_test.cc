@@ -260,6 +260,35 @@ TEST(GpuReducescatter, EvenAndUnevenFirstDimensionsWithScaling) {
   EXPECT_EQ(DeviceTensor::copy_to_host(scattered.output()).get(0), 1.5 * sum);
 }
 
+// A process set's CUDA collectives go through a device engine of its own (a second NCCL
+// communicator, or the staged path over the set's transport), at the same time as the job's.
+TEST(GpuProcessSets, ASetOfEveryRankBesideTheJobAndASetOfOne) {
+  REQUIRE_GPU();
+  std::vector<int> everyone(static_cast<std::size_t>(size()));
+  for (int r = 0; r < size(); ++r) everyone[static_cast<std::size_t>(r)] = r;
+  const ProcessSet all = add_process_set(everyone), first = add_process_set({0});
+  Tensor host(DataType::kFloat32, {1000});
+  for (std::size_t i = 0; i < host.size(); ++i) host.set(i, contribution(rank(), i));
+  DeviceTensor in_set(host), in_job(host);
+  Handle through_set = allreduce_async("gpu.sets.all", in_set.view, in_set.view, {ReduceOp::kSum}, all);
+  Handle through_job = allreduce_async("gpu.sets.all", in_job.view, in_job.view, {ReduceOp::kSum});
+  through_set.wait();
+  through_job.wait();
+  const Tensor s = in_set.to_host(), j = in_job.to_host();
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    ASSERT_EQ(s.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32)) << "set, element " << i;
+    ASSERT_EQ(j.get(i), expected_reduction(ReduceOp::kSum, size(), i, DataType::kFloat32)) << "job, element " << i;
+  }
+  if (first.included()) {
+    DeviceTensor solo(host);
+    allreduce("gpu.sets.one", solo.view, solo.view, {ReduceOp::kSum}, first);
+    const Tensor alone = solo.to_host();
+    for (std::size_t i = 0; i < host.size(); ++i) ASSERT_EQ(alone.get(i), contribution(0, i)) << "element " << i;
+  }
+  remove_process_set(all);
+  remove_process_set(first);
+}
+
 TEST(GpuMismatch, CpuOnOneRankAndCudaOnTheOthersFailsOnEveryRank) {
   REQUIRE_GPU();
   Tensor host(DataType::kFloat32, {4});
