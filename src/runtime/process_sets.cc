@@ -33,6 +33,7 @@ int numbered DTRAIN_GUARDED_BY(registry_mutex) = 0;  // add_process_set's sets s
 // after its removal meets under a rendezvous key of its own, never the last one's stale
 // addresses. Its members connect it equally often, so they agree on the count.
 std::map<std::string, int> connections DTRAIN_GUARDED_BY(registry_mutex);
+int shutdowns DTRAIN_GUARDED_BY(registry_mutex) = 0;  // end_process_sets() calls: a set connected across one is stale
 
 // Every rank's `bytes` through the job's loop, under a name users cannot submit (api.cc
 // refuses names starting with "__dtrain"): the agreement before a set is added.
@@ -95,6 +96,26 @@ std::vector<int> checked_members(std::vector<int> ranks, int job_size, const std
   return ranks;
 }
 
+// Marks `state` ended with `why` and returns its loop (null for a non-member) to be stopped.
+std::shared_ptr<BackgroundLoop> end(detail::ProcessSetState& state, const std::string& why) {
+  concurrency::MutexLock lock(state.mutex);
+  state.ended = why;
+  return std::move(state.loop);
+}
+
+// A member's loop's configuration: the job's, with the set's world in place of the job's.
+runtime::RuntimeConfig member_config(const runtime::RuntimeConfig& job, const detail::ProcessSetState& state) {
+  runtime::RuntimeConfig config = job;
+  config.rank = state.rank;
+  config.size = static_cast<int>(state.ranks.size());
+  config.process_set = state.name;
+  config.members = state.ranks;
+  config.job_size = job.size;
+  config.timeline_path.clear();  // the job's timeline is rank 0's file; a set's loop writes none
+  config.autotune = false;       // the autotuner tunes the job's loop
+  return config;
+}
+
 // Connects the members (collective over them) and registers the set.
 ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name, std::vector<int> members) {
   auto state = std::make_shared<detail::ProcessSetState>();
@@ -104,19 +125,14 @@ ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name,
   state->rank = place == members.end() ? -1 : static_cast<int>(place - members.begin());
   state->ranks = std::move(members);
   std::string rendezvous_key;
+  int shutdowns_before = 0;
   {
     concurrency::MutexLock lock(registry_mutex);
+    shutdowns_before = shutdowns;
     rendezvous_key = name + "." + std::to_string(connections[name + "/" + rank_list(state->ranks)]++);
   }
   if (state->rank >= 0) {
-    runtime::RuntimeConfig config = job;
-    config.rank = state->rank;
-    config.size = static_cast<int>(state->ranks.size());
-    config.process_set = name;
-    config.members = state->ranks;
-    config.job_size = job.size;
-    config.timeline_path.clear();  // the job's timeline is rank 0's file; a set's loop writes none
-    config.autotune = false;       // the autotuner tunes the job's loop
+    runtime::RuntimeConfig config = member_config(job, *state);
     std::unique_ptr<runtime::Transport> transport;
     try {
       transport = runtime::connect_process_set_transport(config, job.generation, rendezvous_key, state->ranks);
@@ -129,16 +145,18 @@ ProcessSet start_set(const runtime::RuntimeConfig& job, const std::string& name,
     concurrency::MutexLock lock(state->mutex);
     state->loop = std::move(loop);
   }
-  concurrency::MutexLock lock(registry_mutex);
-  registered.push_back(state);
-  return ProcessSet(state);
-}
-
-// Marks `state` ended with `why` and returns its loop (null for a non-member) to be stopped.
-std::shared_ptr<BackgroundLoop> end(detail::ProcessSetState& state, const std::string& why) {
-  concurrency::MutexLock lock(state.mutex);
-  state.ended = why;
-  return std::move(state.loop);
+  std::shared_ptr<BackgroundLoop> stale;
+  {
+    concurrency::MutexLock lock(registry_mutex);
+    if (shutdowns == shutdowns_before) {
+      registered.push_back(state);
+      return ProcessSet(state);
+    }
+    stale = end(*state, "ended with dtrain::shutdown()");
+  }
+  // shutdown() ran on another thread while the members connected: the set belongs to no init().
+  if (stale) stale->stop();
+  throw Error("dtrain: process set " + name + ": dtrain was shut down while the set was being added");
 }
 
 bool all_digits(const std::string& text) {
@@ -254,6 +272,7 @@ void end_process_sets() {
     ending.swap(registered);
     numbered = 0;
     connections.clear();
+    ++shutdowns;
   }
   for (const auto& state : ending) {
     if (std::shared_ptr<BackgroundLoop> loop = end(*state, "ended with dtrain::shutdown()")) loop->stop();
