@@ -122,6 +122,8 @@ _homogeneous: Optional[bool] = None
 def _runtime_set(process_set: ProcessSet):
     """The runtime's set behind ``process_set``; raises ValueError if it has not been added or
     this rank is not one of its members."""
+    if process_set is global_process_set:  # every operation's default: nothing to look up
+        return _GLOBAL_SET
     if not isinstance(process_set, ProcessSet):
         raise TypeError(f"dtrain: process_set must be a ProcessSet, got {type(process_set).__name__}")
     runtime_set = process_set._runtime()
@@ -450,7 +452,6 @@ def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Option
     Differentiable: the gradient flowing back is reduced the same way.
     """
     op = _reduce_op(op, average)
-    _check_process_set(process_set)
     compressed, ctx = compression.compress(tensor)
     if torch.is_grad_enabled() and compressed.requires_grad:
         reduced = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor, process_set)
@@ -531,7 +532,6 @@ def grouped_allreduce(tensors: Sequence[torch.Tensor], average: Optional[bool] =
                       process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
     """Several tensors reduced as one operation; differentiable like allreduce."""
     op = _reduce_op(op, average)
-    _check_process_set(process_set)
     compressed = [compression.compress(t) for t in tensors]
     inputs = [c[0] for c in compressed]
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
@@ -585,7 +585,6 @@ class _AllgatherFunction(torch.autograd.Function):
 def allgather(tensor: torch.Tensor, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> torch.Tensor:
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
-    _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
         return _AllgatherFunction.apply(tensor, name, process_set)
     return synchronize(allgather_async(tensor, name=name, process_set=process_set))
@@ -601,7 +600,6 @@ def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: Optional[str]
 def grouped_allgather(tensors: Sequence[torch.Tensor], name: Optional[str] = None,
                       process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
     """allgather of several tensors, submitted together; differentiable like allgather."""
-    _check_process_set(process_set)
     names = _group_names("grouped_allgather", name, len(tensors), process_set)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return [allgather(t, name=n, process_set=process_set) for t, n in zip(tensors, names)]
@@ -648,7 +646,6 @@ class _BroadcastFunction(torch.autograd.Function):
 def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> torch.Tensor:
     """Root's ``tensor`` on every rank, as a new tensor; the input is not modified."""
-    _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
         return _BroadcastFunction.apply(tensor, root_rank, name, process_set)
     return synchronize(broadcast_async(tensor, root_rank, name=name, process_set=process_set))
@@ -712,7 +709,6 @@ def alltoall(tensor: torch.Tensor, splits=None, name: Optional[str] = None,
     Returns the received tensor; with ``splits`` also the rows received from each rank (an
     int32 tensor), as Horovod does.
     """
-    _check_process_set(process_set)
     if torch.is_grad_enabled() and tensor.requires_grad:
         output, received = _AlltoallFunction.apply(tensor, splits, name, process_set)
     else:
@@ -760,7 +756,6 @@ def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression:
                   op: int = Average, process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
                   postscale_factor: float = 1.0) -> torch.Tensor:
     """This rank's share of ``tensor`` reduced over all ranks (Average by default)."""
-    _check_process_set(process_set)
     compressed, ctx = compression.compress(tensor)
     if torch.is_grad_enabled() and compressed.requires_grad:
         output = _ReducescatterFunction.apply(compressed, name, op, prescale_factor, postscale_factor, process_set)
@@ -784,7 +779,6 @@ def grouped_reducescatter(tensors: Sequence[torch.Tensor], name: Optional[str] =
                           process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
                           postscale_factor: float = 1.0) -> List[torch.Tensor]:
     """reducescatter of several tensors, submitted together; differentiable like reducescatter."""
-    _check_process_set(process_set)
     names = _group_names("grouped_reducescatter", name, len(tensors), process_set)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)

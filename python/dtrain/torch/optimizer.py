@@ -362,12 +362,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     within those buckets. ``state_dict()`` is then this rank's shard:
     ``consolidate_state_dict(to)`` first makes it whole on rank ``to``.
     """
-    _check_process_set(process_set)
-    if process_set is not global_process_set:
-        if sharding is not None:
-            raise ValueError("dtrain: DistributedOptimizer: sharding does not combine with a process_set")
-        if not process_set.included():
-            raise ValueError(f"dtrain: DistributedOptimizer: rank {rank()} is not in {process_set}")
+    _check_process_set(process_set)  # added, and this rank one of its members
+    if process_set is not global_process_set and sharding is not None:
+        raise ValueError("dtrain: DistributedOptimizer: sharding does not combine with a process_set")
     op = _reduce_op(op, None)
     _check_sharding(sharding, compression, op)
     if sharding == "gradients" and (groups or num_groups):
