@@ -517,6 +517,14 @@ CollectiveResult reducescatter(const std::string& name, const TensorView& input,
       submit_one(target, reducescatter_entry(target, name, input, options, std::move(allocate)), kBlocking));
 }
 
+namespace runtime {
+CollectiveResult allgather_reserved(const std::string& name, const TensorView& input) {
+  const Target target = target_of(ProcessSet(), OpType::kAllgather, name);
+  return CollectiveResult(submit_one(
+      target, make_entry(target, OpType::kAllgather, name, input, {}, std::make_shared<detail::OpState>()), kBlocking));
+}
+}  // namespace runtime
+
 void barrier(const ProcessSet& process_set) {
   const Target target = target_of(process_set, OpType::kBarrier, runtime::kBarrierName);
   submit_one(target,

@@ -3,13 +3,10 @@
 // and its own BackgroundLoop, so its negotiation, fusion, cache and stall inspection are
 // separate from the job's and from other sets', and its operations run beside theirs.
 #include <algorithm>
-#include <chrono>
 #include <map>
 
-#include "runtime/op_state.h"
 #include "runtime/process_set_state.h"
 #include "runtime/process_sets.h"
-#include "runtime/tensor_entry.h"
 #include "runtime/transport/mpi/mpi_transport.h"
 #include "runtime/transport/transport_factory.h"
 
@@ -35,28 +32,14 @@ int numbered DTRAIN_GUARDED_BY(registry_mutex) = 0;  // add_process_set's sets s
 std::map<std::string, int> connections DTRAIN_GUARDED_BY(registry_mutex);
 int shutdowns DTRAIN_GUARDED_BY(registry_mutex) = 0;  // end_process_sets() calls: a set connected across one is stale
 
-// Every rank's `bytes` through the job's loop, under a name users cannot submit (api.cc
-// refuses names starting with "__dtrain"): the agreement before a set is added.
-std::vector<std::string> allgather_reserved(const std::shared_ptr<BackgroundLoop>& loop, const std::string& bytes,
-                                            const std::string& name) {
-  auto state = std::make_shared<detail::OpState>();
-  state->loop = loop;
-  runtime::TensorEntry entry;
-  entry.request.rank = loop->config().rank;
-  entry.request.type = runtime::OpType::kAllgather;
-  entry.request.name = name;
-  entry.request.dtype = DataType::kUInt8;
-  entry.request.shape = {static_cast<std::int64_t>(bytes.size())};
-  entry.input = TensorView{const_cast<char*>(bytes.data()), DataType::kUInt8, entry.request.shape};
-  entry.state = state;
-  entry.submitted = std::chrono::steady_clock::now();
-  std::vector<runtime::TensorEntry> entries;
-  entries.push_back(std::move(entry));
-  loop->submit(std::move(entries), true);
-  Handle(state).wait();
+// Every rank's `bytes`, in rank order, under a name users cannot submit: the agreement before
+// a set is added.
+std::vector<std::string> allgather_reserved(const std::string& bytes, const std::string& name) {
+  const CollectiveResult gathered = runtime::allgather_reserved(
+      name, TensorView{const_cast<char*>(bytes.data()), DataType::kUInt8, {static_cast<std::int64_t>(bytes.size())}});
   std::vector<std::string> everyone;
-  const char* data = static_cast<const char*>(state->output.data);
-  for (std::int64_t length : state->received_splits) {
+  const char* data = static_cast<const char*>(gathered.output().data);
+  for (std::int64_t length : gathered.received_splits()) {
     everyone.emplace_back(data, static_cast<std::size_t>(length));
     data += length;
   }
@@ -190,7 +173,7 @@ ProcessSet add_process_set(std::vector<int> ranks) {
   // rank raises the same error instead of some waiting for the others.
   std::sort(ranks.begin(), ranks.end());  // in any order
   const std::string passed = rank_list(ranks);
-  if (std::string differ = disagreement(allgather_reserved(job, passed, "__dtrain.add_process_set")); !differ.empty()) {
+  if (std::string differ = disagreement(allgather_reserved(passed, "__dtrain.add_process_set")); !differ.empty()) {
     throw Error(what + ": the ranks differ across ranks: " + differ);
   }
   std::vector<int> members = checked_members(std::move(ranks), job->config().size, what);

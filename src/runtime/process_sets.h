@@ -20,4 +20,8 @@ void end_process_sets();
 // api.cc's: the job's loop. Throws when dtrain is not initialised.
 std::shared_ptr<BackgroundLoop> job_loop(const char* what);
 
+// api.cc's: a blocking allgather over the job under `name`, which may be one users cannot
+// submit (starting with "__dtrain"): the runtime's own agreements.
+CollectiveResult allgather_reserved(const std::string& name, const TensorView& input);
+
 }  // namespace dtrain::runtime
