@@ -2,6 +2,7 @@
 // rendezvous store served here: each collective's results on every rank, which path a size
 // takes, and how a peer that sends the wrong thing, goes silent or goes away is reported.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,10 +14,12 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dtrain/dtrain.h"
@@ -334,6 +337,59 @@ TEST_F(MeshTest, AStrayConnectionIsIgnored) {
   EXPECT_EQ(value, 5);
   rank0.join();
   ::close(stray);
+}
+
+// A mesh of two whose peer is this test: rank 0's end of a socket pair is the mesh's, the
+// other end is returned to write what a peer would.
+std::pair<std::unique_ptr<TcpMesh>, int> mesh_with_a_hand_written_peer() {
+  int ends[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  EXPECT_EQ(::fcntl(ends[0], F_SETFL, O_NONBLOCK), 0);
+  return {TcpMesh::over(0, {-1, ends[0]}, "rank", std::chrono::seconds(60)), ends[1]};
+}
+
+void write_message(int fd, std::uint64_t length, const std::vector<char>& bytes) {
+  ASSERT_EQ(::write(fd, &length, sizeof(length)), static_cast<ssize_t>(sizeof(length)));
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    ASSERT_GT(n, 0);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+TEST(MeshFraming, AMessageOfAnyLengthArrivesWholeThroughAGrowingBuffer) {
+  auto [mesh, peer] = mesh_with_a_hand_written_peer();
+  std::vector<char> sent((std::size_t{1} << 20) + 3);
+  for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>(i * 7);
+  std::thread writer([&, peer = peer] {
+    write_message(peer, sent.size(), sent);
+    write_message(peer, 5, {'s', 'm', 'a', 'l', 'l'});
+  });
+  std::vector<char> received;
+  TcpMesh::Receive receive{.peer = 1, .resizable = &received};
+  mesh->step({}, {&receive, 1});
+  EXPECT_EQ(received, sent);
+  mesh->step({}, {&receive, 1});
+  EXPECT_EQ(std::string(received.begin(), received.end()), "small");
+  writer.join();
+  ::close(peer);
+}
+
+TEST(MeshFraming, ALengthTheBytesDoNotBackAllocatesOnlyWhatArrives) {
+  // A damaged or hostile peer announces half a terabyte and sends ten bytes: the receive ends
+  // naming the peer when the connection closes, having allocated for what arrived.
+  auto [mesh, peer] = mesh_with_a_hand_written_peer();
+  write_message(peer, std::uint64_t{1} << 39, std::vector<char>(10, 'x'));
+  ::close(peer);
+  std::vector<char> received;
+  TcpMesh::Receive receive{.peer = 1, .resizable = &received};
+  try {
+    mesh->step({}, {&receive, 1});
+    ADD_FAILURE() << "a message cut short was taken";
+  } catch (const WorkersLostError& e) {
+    EXPECT_NE(std::string(e.what()).find("TCP connection to rank 1 broke"), std::string::npos) << e.what();
+  }
+  EXPECT_LE(received.capacity(), std::size_t{64} << 10);
 }
 
 }  // namespace

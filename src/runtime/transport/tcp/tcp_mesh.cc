@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -42,6 +43,11 @@ constexpr auto kHelloWithin = std::chrono::seconds(10);
 // No negotiation message or small collective comes near this; a length beyond it is garbage.
 constexpr std::uint64_t kLongestMessage = std::uint64_t{1} << 40;
 
+// A message of any length is received into a buffer that grows with the bytes that arrive,
+// from this size, doubling: the length is the peer's word, and a damaged one must not
+// allocate what no bytes back. Negotiation messages fit the first piece.
+constexpr std::size_t kFirstPiece = std::size_t{64} << 10;
+
 std::uint64_t fingerprint(const std::string& token, const std::string& key_prefix) {
   std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
   for (const std::string* text : {&token, &key_prefix}) {
@@ -52,6 +58,14 @@ std::uint64_t fingerprint(const std::string& token, const std::string& key_prefi
 }
 
 std::string errno_text() { return std::strerror(errno); }
+
+// Room in `buffer` for more of a message of `length` bytes of which `received` have arrived.
+std::size_t room_for_more(std::vector<char>& buffer, std::size_t received, std::uint64_t length) {
+  if (buffer.size() == received) {
+    buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(length, std::max(2 * buffer.size(), kFirstPiece))));
+  }
+  return buffer.size() - received;
+}
 
 int milliseconds_until(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -181,6 +195,13 @@ struct TcpMesh::Incoming {
 
 TcpMesh::TcpMesh(int rank, int size, std::string peer_noun, std::chrono::milliseconds timeout)
     : rank_(rank), sockets_(size, -1), peer_noun_(std::move(peer_noun)), timeout_(timeout) {}
+
+std::unique_ptr<TcpMesh> TcpMesh::over(int rank, std::vector<int> sockets, std::string peer_noun,
+                                       std::chrono::milliseconds timeout) {
+  std::unique_ptr<TcpMesh> mesh(new TcpMesh(rank, static_cast<int>(sockets.size()), std::move(peer_noun), timeout));
+  mesh->sockets_ = std::move(sockets);
+  return mesh;
+}
 
 TcpMesh::~TcpMesh() {
   for (int fd : sockets_) {
@@ -313,8 +334,7 @@ bool TcpMesh::advance(Incoming& message) {
                     std::to_string(message.length) + " bytes: not a message of this protocol");
       }
       if (receive.resizable) {
-        receive.resizable->resize(message.length);
-        message.data = receive.resizable->data();
+        receive.resizable->clear();
       } else if (message.length != receive.bytes) {
         throw Error("dtrain: " + peer_noun_ + " " + std::to_string(receive.peer) + " sent " +
                     std::to_string(message.length) + " bytes where this " + peer_noun_ + " expected " +
@@ -323,7 +343,12 @@ bool TcpMesh::advance(Incoming& message) {
     }
   } else {
     const std::size_t received = message.done - sizeof(message.length);
-    n = ::recv(fd, message.data + received, message.length - received, MSG_DONTWAIT);
+    std::size_t room = message.length - received;
+    if (receive.resizable) {
+      room = room_for_more(*receive.resizable, received, message.length);
+      message.data = receive.resizable->data();
+    }
+    n = ::recv(fd, message.data + received, room, MSG_DONTWAIT);
   }
   if (n == 0) lost(receive.peer, "it closed the connection");
   if (n < 0) {

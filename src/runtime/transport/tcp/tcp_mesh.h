@@ -49,6 +49,10 @@ class TcpMesh {
   // Collective over the group: every rank listens, publishes its address in the store and
   // connects to the ranks below it; the ranks above connect to it.
   static std::unique_ptr<TcpMesh> connect(const TcpMeshOptions& options);
+  // A mesh over connections made elsewhere (nonblocking stream sockets by peer, -1 for this
+  // rank), which it takes over: how tests and the fuzz target feed it bytes of their own.
+  static std::unique_ptr<TcpMesh> over(int rank, std::vector<int> sockets, std::string peer_noun,
+                                       std::chrono::milliseconds timeout);
   ~TcpMesh();
   TcpMesh(const TcpMesh&) = delete;
   TcpMesh& operator=(const TcpMesh&) = delete;
