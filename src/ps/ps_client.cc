@@ -10,6 +10,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include "ps/grpc_lifetime.h"
 #include "ps/parameter_server.grpc.pb.h"
 #include "ps/ps_error.h"
 #include "ps/ps_service.h"
@@ -91,6 +92,7 @@ PsClient::PsClient(PsClientOptions options, ShardPlan plan) : options_(std::move
     throw PsError(fmt::format("parameter servers: the plan is for {} servers, {} addresses given", plan_.servers(),
                               options_.servers.size()));
   }
+  hold_grpc_until_exit();
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(INT_MAX);
   arguments.SetMaxSendMessageSize(INT_MAX);

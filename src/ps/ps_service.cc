@@ -7,6 +7,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include "ps/grpc_lifetime.h"
 #include "ps/ps_error.h"
 
 namespace dtrain::ps {
@@ -131,6 +132,7 @@ grpc::ServerUnaryReactor* ParameterService::Heartbeat(grpc::CallbackServerContex
 
 ParameterServer::ParameterServer(ParameterStoreOptions options, std::string token, const std::string& listen)
     : store_(options), service_(store_, std::move(token)) {
+  hold_grpc_until_exit();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(INT_MAX);

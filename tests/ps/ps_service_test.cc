@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include <grpc/grpc.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
@@ -124,6 +125,21 @@ TEST(ParameterService, AServerThatIsGoneIsNamedInTheWorkersError) {
   server.reset();
   auto [error, value] = push_and_wait(chief, 0, 0, 0.1, {1, 1});
   EXPECT_NE(error.find("pushing 'w#0' to parameter server 0 (127.0.0.1:"), std::string::npos) << error;
+}
+
+TEST(ParameterService, GrpcIsNotTornDownAfterTheLastClientAndServerSoItsCleanupCannotRaceTheExit) {
+  // The last push completes on one of gRPC's threads, which may drop gRPC's last user there:
+  // gRPC would then free its globals from a detached thread while main returns (a double free
+  // at exit). Held until the exit, gRPC is still up when everything of dtrain's is gone.
+  {
+    ParameterServer server({}, "secret", "127.0.0.1:0");
+    PsClient chief(client_options(0, 1, server.port()), one_parameter(2));
+    const std::vector<float> initial = {0, 0};
+    chief.register_worker(
+        {}, [&](const Piece&) { return initial.data(); }, 0);
+    EXPECT_EQ(push_and_wait(chief, 0, 0, 0.1, {1, 1}).first, "");
+  }
+  EXPECT_TRUE(grpc_is_initialized());
 }
 
 }  // namespace
