@@ -24,7 +24,7 @@ BatchFeeder::BatchFeeder(vision::DataLoader& loader, FeederOptions options)
 
 BatchFeeder::~BatchFeeder() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();
@@ -50,20 +50,21 @@ void BatchFeeder::prefetch() {
   try {
     for (;;) {
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [&] { return stopping_ || ready_.size() < kAhead; });
+        concurrency::MutexLock lock(mutex_);
+        // The predicates run with mutex_ held (a wait takes it back first).
+        changed_.wait(lock, [&]() DTRAIN_REQUIRES(mutex_) { return stopping_ || ready_.size() < kAhead; });
         if (stopping_) return;
       }
       HostBatch batch = collate_next();
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        concurrency::MutexLock lock(mutex_);
         ready_.push_back(std::move(batch));
       }
       changed_.notify_all();
     }
   } catch (...) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      concurrency::MutexLock lock(mutex_);
       error_ = std::current_exception();
     }
     changed_.notify_all();
@@ -86,9 +87,9 @@ ModelInputs BatchFeeder::to_device(HostBatch batch) const {
 
 ModelInputs BatchFeeder::next() {
   if (!ahead_) return to_device(collate_next());
-  std::unique_lock<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   // Batches collated before an error are still handed out, in order.
-  changed_.wait(lock, [&] { return !ready_.empty() || error_; });
+  changed_.wait(lock, [&]() DTRAIN_REQUIRES(mutex_) { return !ready_.empty() || error_; });
   if (ready_.empty()) std::rethrow_exception(error_);
   HostBatch batch = std::move(ready_.front());
   ready_.pop_front();

@@ -8,15 +8,14 @@
 // them there and moves them (MaskRcnnImpl::batch_losses).
 #include <ATen/ATen.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "concurrency/mutex.h"
 #include "vision/data/batch_collate.h"
 #include "vision/data/data_loader.h"
 #include "vision/modeling/image_transform.h"
@@ -74,11 +73,11 @@ class BatchFeeder {
   // Between prefetch() and next(): at most kAhead collated batches, or the error that ended
   // the thread.
   static constexpr size_t kAhead = 2;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<HostBatch> ready_;
-  std::exception_ptr error_;
-  bool stopping_ = false;
+  concurrency::Mutex mutex_;
+  concurrency::ConditionVariable changed_;
+  std::deque<HostBatch> ready_ DTRAIN_GUARDED_BY(mutex_);
+  std::exception_ptr error_ DTRAIN_GUARDED_BY(mutex_);
+  bool stopping_ DTRAIN_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "concurrency/mutex.h"
 
 namespace dtrain::concurrency {
 
@@ -22,9 +23,12 @@ void parallel_for(size_t count, int threads, const std::function<void(size_t)>& 
   }
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  size_t error_index = count;
-  std::exception_ptr error;
+  // The exception of the lowest failing index, whichever thread met it.
+  struct FirstError {
+    Mutex mutex;
+    size_t index DTRAIN_GUARDED_BY(mutex);
+    std::exception_ptr error DTRAIN_GUARDED_BY(mutex);
+  } first_error{{}, count, {}};
 
   auto work = [&] {
     for (;;) {
@@ -33,10 +37,10 @@ void parallel_for(size_t count, int threads, const std::function<void(size_t)>& 
       try {
         task(i);
       } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (i < error_index) {
-          error_index = i;
-          error = std::current_exception();
+        MutexLock lock(first_error.mutex);
+        if (i < first_error.index) {
+          first_error.index = i;
+          first_error.error = std::current_exception();
         }
         failed.store(true, std::memory_order_relaxed);
       }
@@ -47,7 +51,8 @@ void parallel_for(size_t count, int threads, const std::function<void(size_t)>& 
   for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
   work();
   for (auto& thread : pool) thread.join();
-  if (error) std::rethrow_exception(error);
+  MutexLock lock(first_error.mutex);  // no other thread is left: taken for the analysis alone
+  if (first_error.error) std::rethrow_exception(first_error.error);
 }
 
 }  // namespace dtrain::concurrency

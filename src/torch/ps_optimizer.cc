@@ -9,11 +9,10 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <unordered_set>
 
+#include "concurrency/mutex.h"
 #include "dtrain/torch.h"
 #include "torch/gradient_ready_hook.h"
 #include "ps/ps_client.h"
@@ -69,11 +68,13 @@ struct PSOptimizer::Impl {
   std::int64_t steps = 0;
   bool finished = false;
 
-  std::mutex mutex;
-  std::condition_variable replies_done;
-  int outstanding = 0;
-  std::string first_error;
-  std::vector<std::string> fresh_values;  // by piece, filled by the replies
+  concurrency::Mutex mutex;
+  concurrency::ConditionVariable replies_done;
+  int outstanding DTRAIN_GUARDED_BY(mutex) = 0;
+  std::string first_error DTRAIN_GUARDED_BY(mutex);
+  // By piece, filled by the replies with `mutex` held; step() reads and clears it without, once
+  // no reply is outstanding: not DTRAIN_GUARDED_BY, which cannot say that.
+  std::vector<std::string> fresh_values;
 
   double learning_rate() const { return optimizer->param_groups().front().options().get_lr(); }
 
@@ -86,14 +87,14 @@ struct PSOptimizer::Impl {
     const double lr = learning_rate();
     for (int piece : client->plan().pieces_of_parameter(static_cast<int>(index))) {
       {
-        std::lock_guard lock(mutex);
+        concurrency::MutexLock lock(mutex);
         ++outstanding;
       }
       const ps::Piece& p = client->plan().pieces()[static_cast<std::size_t>(piece)];
       // The request copies the bytes before push() returns: `wire` may go after this.
       client->push(piece, start_step + steps, lr, data + p.offset,
                    [this, piece](const std::string& error, std::string&& value) {
-                     std::lock_guard lock(mutex);
+                     concurrency::MutexLock lock(mutex);
                      if (!error.empty() && first_error.empty()) first_error = error;
                      if (error.empty()) fresh_values[static_cast<std::size_t>(piece)] = std::move(value);
                      if (--outstanding == 0) replies_done.notify_all();
@@ -111,8 +112,9 @@ struct PSOptimizer::Impl {
   }
 
   void wait_for_replies() {
-    std::unique_lock lock(mutex);
-    replies_done.wait(lock, [this] { return outstanding == 0; });
+    concurrency::MutexLock lock(mutex);
+    // The predicate runs with the mutex held (the wait takes it back first).
+    replies_done.wait(lock, [this]() DTRAIN_REQUIRES(mutex) { return outstanding == 0; });
   }
 
   // Copies `values` (bytes by piece) into the parameters.
@@ -197,7 +199,7 @@ void PSOptimizer::step() {
   for (auto& slot : impl_->slots) slot.pushed = false;
   std::string error;
   {
-    std::lock_guard lock(impl_->mutex);
+    concurrency::MutexLock lock(impl_->mutex);
     error = std::move(impl_->first_error);
     impl_->first_error.clear();
   }

@@ -28,7 +28,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) DTRAIN_ALLOCATE_CO
       bytes < min_block_bytes_ ? std::max(bytes, kAlignment) : (bytes + kGranule - 1) / kGranule * kGranule;
   void* data = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     auto it = idle_.find(rounded);
     if (it != idle_.end() && !it->second.empty()) {
       data = it->second.back();
@@ -38,7 +38,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) DTRAIN_ALLOCATE_CO
   }
   if (!data) data = aligned_alloc_or_throw(rounded);
   if (rounded >= min_block_bytes_) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     live_[data] = rounded;
   }
   return {data, data, &ReusingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
@@ -49,7 +49,7 @@ void ReusingCpuAllocator::release(void* data) { instance->put(data); }
 void ReusingCpuAllocator::put(void* data) const {
   if (!data) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     auto it = live_.find(data);
     if (it != live_.end()) {
       const std::size_t bytes = it->second;
@@ -65,7 +65,7 @@ void ReusingCpuAllocator::put(void* data) const {
 }
 
 std::size_t ReusingCpuAllocator::cached_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   return idle_bytes_;
 }
 

@@ -12,9 +12,10 @@
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "concurrency/mutex.h"
 
 // LibTorch 2.3 made c10::Allocator::allocate non-const and added copy_data.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
@@ -52,10 +53,11 @@ class ReusingCpuAllocator final : public c10::Allocator {
 
   std::size_t min_block_bytes_;
   std::size_t max_cached_bytes_;
-  mutable std::mutex mutex_;
-  mutable std::unordered_map<void*, std::size_t> live_;     // cached-size blocks in use -> rounded size
-  mutable std::map<std::size_t, std::vector<void*>> idle_;  // rounded size -> idle blocks
-  mutable std::size_t idle_bytes_ = 0;
+  mutable concurrency::Mutex mutex_;
+  // Cached-size blocks in use -> rounded size.
+  mutable std::unordered_map<void*, std::size_t> live_ DTRAIN_GUARDED_BY(mutex_);
+  mutable std::map<std::size_t, std::vector<void*>> idle_ DTRAIN_GUARDED_BY(mutex_);  // rounded size -> idle blocks
+  mutable std::size_t idle_bytes_ DTRAIN_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace dtrain::libtorch

@@ -34,7 +34,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"dashboard", {"launch", "concurrency"}},  // launch/job_identity.h: the token
     {"ps", {"error", "rendezvous", "settings", "concurrency"}},
     {"torch_threads", {}},
-    {"torch", {"error", "runtime", "ps", "settings", "torch_threads"}},
+    {"torch", {"error", "runtime", "ps", "settings", "torch_threads", "concurrency"}},
     {"python", {"error", "runtime", "torch", "concurrency"}},
     {"metrics", {}},
     {"training", {"metrics", "torch", "vision/solver"}},  // the metrics log; the steps and the divergence watch

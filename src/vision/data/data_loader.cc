@@ -42,16 +42,18 @@ DataLoader::DataLoader(const CocoDataset& dataset, LoaderOptions options)
 
 DataLoader::~DataLoader() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    concurrency::MutexLock lock(mutex_);
     stopping_ = true;
   }
   work_ready_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void DataLoader::stop_current_epoch(std::unique_lock<std::mutex>& lock) {
+void DataLoader::stop_current_epoch(concurrency::MutexLock& lock) {
   next_task_ = tasks_.size();
-  batch_ready_.wait(lock, [this] { return in_flight_ == 0; });
+  // The wait predicates here and in work() and next() run with mutex_ held (a wait takes it
+  // back first).
+  batch_ready_.wait(lock, [this]() DTRAIN_REQUIRES(mutex_) { return in_flight_ == 0; });
 }
 
 void DataLoader::start_epoch(uint64_t epoch, size_t first_batch) {
@@ -61,7 +63,7 @@ void DataLoader::start_epoch(uint64_t epoch, size_t first_batch) {
                    const DatasetImage& image = dataset_.images()[i];
                    return !(image.width > image.height);
                  });
-  std::unique_lock<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   stop_current_epoch(lock);
   epoch_ = epoch;
   plan_ = std::move(plan);
@@ -81,9 +83,9 @@ void DataLoader::start_epoch(uint64_t epoch, size_t first_batch) {
 }
 
 void DataLoader::work() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   for (;;) {
-    work_ready_.wait(lock, [this] {
+    work_ready_.wait(lock, [this]() DTRAIN_REQUIRES(mutex_) {
       return stopping_ ||
              (next_task_ < tasks_.size() && tasks_[next_task_].batch < consumed_ + options_.prefetch_batches);
     });
@@ -110,10 +112,10 @@ void DataLoader::work() {
 }
 
 std::optional<SampleBatch> DataLoader::next() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  concurrency::MutexLock lock(mutex_);
   while (consumed_ < plan_.size()) {
     const size_t b = consumed_;
-    batch_ready_.wait(lock, [&] { return slots_[b].remaining == 0; });
+    batch_ready_.wait(lock, [&]() DTRAIN_REQUIRES(mutex_) { return slots_[b].remaining == 0; });
     Slot slot = std::move(slots_[b]);
     ++consumed_;
     lock.unlock();

@@ -1,13 +1,12 @@
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "concurrency/mutex.h"
 #include "vision/data/bad_input_policy.h"
 #include "vision/data/coco_dataset.h"
 #include "vision/data/instance_targets.h"
@@ -96,23 +95,26 @@ class DataLoader {
   };
 
   void work();
-  void stop_current_epoch(std::unique_lock<std::mutex>& lock);
+  void stop_current_epoch(concurrency::MutexLock& lock) DTRAIN_REQUIRES(mutex_);
 
   const CocoDataset& dataset_;
   LoaderOptions options_;
   std::vector<uint32_t> items_;
-  uint64_t epoch_ = 0;
+  uint64_t epoch_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  // Written by start_epoch() with mutex_ held and read by the workers with it held, but also
+  // read without it by the consumer's thread (plan(), the thread that calls start_epoch()):
+  // not DTRAIN_GUARDED_BY, which cannot say that.
   std::vector<std::vector<uint32_t>> plan_;
 
-  std::mutex mutex_;
-  std::condition_variable work_ready_;
-  std::condition_variable batch_ready_;
-  std::vector<Task> tasks_;
-  std::vector<Slot> slots_;
-  size_t next_task_ = 0;
-  size_t consumed_ = 0;
-  size_t in_flight_ = 0;
-  bool stopping_ = false;
+  concurrency::Mutex mutex_;
+  concurrency::ConditionVariable work_ready_;
+  concurrency::ConditionVariable batch_ready_;
+  std::vector<Task> tasks_ DTRAIN_GUARDED_BY(mutex_);
+  std::vector<Slot> slots_ DTRAIN_GUARDED_BY(mutex_);
+  size_t next_task_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  size_t consumed_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  size_t in_flight_ DTRAIN_GUARDED_BY(mutex_) = 0;
+  bool stopping_ DTRAIN_GUARDED_BY(mutex_) = false;
   std::vector<std::thread> workers_;
 };
 

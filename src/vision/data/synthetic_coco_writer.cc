@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include "vision/data/image_codec.h"
 #include "vision/data/transforms.h"
 #include "vision/coco/coco_error.h"
+#include "concurrency/mutex.h"
 #include "concurrency/parallel_for.h"
 
 namespace dtrain::vision {
@@ -46,8 +46,11 @@ void write_split(const SyntheticSpec& spec, const std::string& split, size_t cou
     std::vector<SyntheticInstance> instances;
   };
   std::vector<Written> written(count);
-  std::mutex progress_mutex;
-  size_t done = 0;
+  // Images written so far, counted and reported with the mutex held.
+  struct Progress {
+    concurrency::Mutex mutex;
+    size_t done DTRAIN_GUARDED_BY(mutex) = 0;
+  } progress;
   const size_t step = std::max<size_t>(1, std::min<size_t>(100, (count + 9) / 10));
   const uint32_t low = spec.min_size == 0 ? spec.size : std::min(spec.min_size, spec.size);
   const uint64_t split_key = split == "train" ? 1 : 2;
@@ -59,10 +62,10 @@ void write_split(const SyntheticSpec& spec, const std::string& split, size_t cou
     const std::string name = fmt::format("{:012d}.png", i + 1);
     write_file_bytes((image_dir / name).string(), encode_png(image.image));
     written[i] = {image.image.height, image.image.width, std::move(image.instances)};
-    std::lock_guard<std::mutex> lock(progress_mutex);
-    ++done;
-    if (spec.progress && (done % step == 0 || done == count)) {
-      spec.progress(fmt::format("wrote {}/{} {} images", done, count, split));
+    concurrency::MutexLock lock(progress.mutex);
+    ++progress.done;
+    if (spec.progress && (progress.done % step == 0 || progress.done == count)) {
+      spec.progress(fmt::format("wrote {}/{} {} images", progress.done, count, split));
     }
   });
 
