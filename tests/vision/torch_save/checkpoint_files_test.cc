@@ -2,18 +2,21 @@
 // archive layout, atomic replacement, and damaged files of every kind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "tests/vision/torch_save/archive_builder.h"
 #include "tests/support/command_runner.h"
 #include "tests/support/temp_dir.h"
 #include "vision/torch_save/checkpoint_error.h"
 #include "vision/torch_save/torch_checkpoint.h"
+#include "vision/torch_save/zip_directory.h"
 
 namespace dtrain::vision::torch_save {
 namespace {
@@ -191,6 +194,52 @@ TEST(CheckpointFiles, EveryTruncationIsANamedError) {
     const std::string message = load_error(dir / "t.pt");
     ASSERT_NE(message.find(dir / "t.pt"), std::string::npos) << "truncated to " << n << ": " << message;
   }
+}
+
+// The directory entry of the record whose name ends with `name` in a zip archive's bytes.
+std::size_t directory_entry(const std::string& archive, const std::string& name) {
+  for (std::size_t at = archive.find("PK\x01\x02"); at != std::string::npos; at = archive.find("PK\x01\x02", at + 1)) {
+    const std::size_t name_bytes =
+        static_cast<unsigned char>(archive[at + 28]) | static_cast<unsigned char>(archive[at + 29]) << 8;
+    if (archive.compare(at + 46, name_bytes, "archive/" + name) == 0) return at;
+  }
+  ADD_FAILURE() << "no directory entry for " << name;
+  return 0;
+}
+
+TEST(CheckpointFiles, TheZipDirectoryOfWhatTorchSaveWritesIsReadBack) {
+  TempDir dir;
+  save_state_dict(dir / "s.pt", sample_state());
+  const std::string bytes = dtrain::testing::read_file(dir / "s.pt");
+  const std::vector<ZipRecord> records =
+      read_zip_directory(bytes.size(), [&](std::uint64_t offset, std::size_t n) { return bytes.substr(offset, n); });
+  const Records written = testing::read_archive(dir / "s.pt");
+  ASSERT_EQ(records.size(), written.size() + 1);  // and "version"
+  for (const auto& [name, contents] : written) {
+    const auto record =
+        std::find_if(records.begin(), records.end(), [&](const ZipRecord& r) { return r.name == "archive/" + name; });
+    ASSERT_NE(record, records.end()) << name;
+    EXPECT_EQ(record->method, 0);
+    EXPECT_EQ(record->uncompressed_bytes, contents.size()) << name;
+    EXPECT_EQ(bytes.compare(record->local_header_offset, 4, "PK\x03\x04"), 0) << name;
+  }
+  EXPECT_NO_THROW(check_record_sizes(records, bytes.size()));
+}
+
+TEST(CheckpointFiles, ARecordClaimingMoreThanTheFileHoldsIsNamedBeforeAnythingIsAllocated) {
+  // LibTorch's reader would allocate a record's claimed size (here 2.8 GB of a file of a few
+  // kilobytes) before finding the bytes missing; the directory is checked first.
+  TempDir dir;
+  save_state_dict(dir / "s.pt", sample_state());
+  std::string bytes = dtrain::testing::read_file(dir / "s.pt");
+  const std::size_t entry = directory_entry(bytes, "data.pkl");
+  bytes.replace(entry + 24, 4, std::string("\x02\x00\x00\xa8", 4));  // uncompressed size 0xa8000002
+  write_bytes(dir / "big.pt", bytes);
+  const std::string message = load_error(dir / "big.pt");
+  EXPECT_NE(message.find("'" + (dir / "big.pt") +
+                         "': damaged zip archive: record 'archive/data.pkl' claims 2818572290 bytes"),
+            std::string::npos)
+      << message;
 }
 
 // LibTorch's zip reader does not check CRC-32s (torch.load does not either),

@@ -1,0 +1,38 @@
+// What a zip archive's central directory claims of each record, read by dtrain itself before
+// LibTorch's archive reader (miniz inside PyTorchStreamReader) is asked for a record: that
+// reader allocates a record's claimed size whole before it reads a byte, so a damaged or
+// hostile .pth of a kilobyte could ask for gigabytes. Only the directory is read (the end of
+// the file and the directory itself), not the records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dtrain::vision::torch_save {
+
+struct ZipRecord {
+  std::string name;
+  std::uint16_t method = 0;  // 0 stored, 8 deflated: the two LibTorch's reader can read
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t uncompressed_bytes = 0;
+  std::uint64_t local_header_offset = 0;
+};
+
+// Returns `bytes` bytes of the archive from `offset` (never past its end).
+using ArchiveRead = std::function<std::string(std::uint64_t offset, std::size_t bytes)>;
+
+// The records of the archive of `archive_bytes` bytes, in the directory's order; zip64
+// archives (which torch.save writes) included. Throws CheckpointError, one line saying what
+// is damaged (without the file's name, which the caller adds).
+std::vector<ZipRecord> read_zip_directory(std::uint64_t archive_bytes, const ArchiveRead& read);
+
+// Throws CheckpointError naming the first record that claims more than the archive can hold:
+// a compression method LibTorch cannot read, compressed bytes beyond the archive's end, or
+// more uncompressed bytes than its compressed ones can expand to (equal when stored; deflate
+// expands at most 1032 times).
+void check_record_sizes(const std::vector<ZipRecord>& records, std::uint64_t archive_bytes);
+
+}  // namespace dtrain::vision::torch_save
