@@ -23,6 +23,12 @@ ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;
 ReusingCpuAllocator::ReusingCpuAllocator(std::size_t min_block_bytes, std::size_t max_cached_bytes)
     : min_block_bytes_(min_block_bytes), max_cached_bytes_(max_cached_bytes) {}
 
+ReusingCpuAllocator::~ReusingCpuAllocator() {
+  for (auto& [bytes, blocks] : idle_) {
+    for (void* block : blocks) std::free(block);
+  }
+}
+
 c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) DTRAIN_ALLOCATE_CONST {
   const std::size_t rounded =
       bytes < min_block_bytes_ ? std::max(bytes, kAlignment) : (bytes + kGranule - 1) / kGranule * kGranule;

@@ -33,6 +33,9 @@ class ReusingCpuAllocator final : public c10::Allocator {
   // Blocks of at least min_block_bytes are cached, up to max_cached_bytes
   // idle in total; smaller ones go to malloc, which already reuses them.
   ReusingCpuAllocator(std::size_t min_block_bytes, std::size_t max_cached_bytes);
+  // Frees the idle blocks. The installed allocator lives as long as the process; one made
+  // for a test must outlive the blocks it handed out.
+  ~ReusingCpuAllocator() override;
   c10::DataPtr allocate(std::size_t bytes) DTRAIN_ALLOCATE_CONST override;
 #if DTRAIN_ALLOCATOR_COPIES_DATA
   void copy_data(void* destination, const void* source, std::size_t bytes) const override {
