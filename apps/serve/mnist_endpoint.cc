@@ -7,6 +7,8 @@
 #include "mnist/mnist_net.h"
 #include "apps/serve/mnist_payload.h"
 #include "serving/model_error.h"
+#include "vision/torch_save/checkpoint_error.h"
+#include "vision/torch_save/zip_directory.h"
 
 namespace dtrain::serve {
 namespace {
@@ -14,6 +16,12 @@ namespace {
 class MnistEndpoint : public serving::Endpoint {
  public:
   MnistEndpoint(const serving::ModelMetadata& model, const std::string& device) : device_(device) {
+    try {
+      // LibTorch's reader allocates what each record of the archive claims.
+      vision::torch_save::check_archive_sizes(model.weights.string());
+    } catch (const vision::torch_save::CheckpointError& e) {
+      throw serving::ModelError(e.what());
+    }
     try {
       // Loaded on the CPU, where dtrain-mnist saved them, then moved.
       torch::load(net_, model.weights.string(), torch::Device(torch::kCPU));

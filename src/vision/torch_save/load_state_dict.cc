@@ -2,16 +2,13 @@
 // the storages its tensors view.
 #include <caffe2/serialize/inline_container.h>
 
-#include <algorithm>
 #include <array>
-#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <unordered_map>
 
 #include "vision/torch_save/checkpoint_error.h"
@@ -45,28 +42,6 @@ void check_is_zip(const std::string& path) {
   }
   fail_checkpoint(
       path, in.gcount() == 0 ? "empty file, not a zip archive" : "not a zip archive (torch.save >= 1.6 writes one)");
-}
-
-// LibTorch's reader allocates each record's claimed size before reading it; the directory's
-// claims are checked against the file first (zip_directory.h).
-void check_zip_directory(const std::string& path) {
-  std::error_code error;
-  const std::uint64_t file_bytes = std::filesystem::file_size(path, error);
-  if (error) fail_checkpoint(path, "cannot read its size: " + error.message());
-  std::ifstream in(path, std::ios::binary);
-  const ArchiveRead read = [&in](std::uint64_t offset, std::size_t bytes) {
-    std::string part(bytes, '\0');
-    in.clear();
-    in.seekg(static_cast<std::streamoff>(offset));
-    in.read(part.data(), static_cast<std::streamsize>(bytes));
-    part.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-    return part;
-  };
-  try {
-    check_record_sizes(read_zip_directory(file_bytes, read), file_bytes);
-  } catch (const CheckpointError& e) {
-    fail_checkpoint(path, e.what());
-  }
 }
 
 // The directory inside the archive that holds data.pkl, relative to the
@@ -173,7 +148,7 @@ const PickleContainer& locate_state_dict(const std::string& path, const PickleGr
 
 StateDict load_state_dict(const std::string& path) {
   check_is_zip(path);
-  check_zip_directory(path);
+  check_archive_sizes(path);  // LibTorch's reader allocates what each record claims
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
   try {
     reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);

@@ -15,7 +15,7 @@ namespace dtrain::vision::torch_save {
 
 struct ZipRecord {
   std::string name;
-  std::uint16_t method = 0;  // 0 stored, 8 deflated: the two LibTorch's reader can read
+  std::uint16_t method = 0;  // 0: stored, as torch.save and torch::save write every record
   std::uint64_t compressed_bytes = 0;
   std::uint64_t uncompressed_bytes = 0;
   std::uint64_t local_header_offset = 0;
@@ -30,9 +30,13 @@ using ArchiveRead = std::function<std::string(std::uint64_t offset, std::size_t 
 std::vector<ZipRecord> read_zip_directory(std::uint64_t archive_bytes, const ArchiveRead& read);
 
 // Throws CheckpointError naming the first record that claims more than the archive can hold:
-// a compression method LibTorch cannot read, compressed bytes beyond the archive's end, or
-// more uncompressed bytes than its compressed ones can expand to (equal when stored; deflate
-// expands at most 1032 times).
+// one that is compressed (a deflated record may expand 1032 times, and PyTorch never writes
+// one), whose size differs from its stored bytes, or whose bytes run into the next record or
+// past the end. So all records together claim at most the file's size.
 void check_record_sizes(const std::vector<ZipRecord>& records, std::uint64_t archive_bytes);
+
+// Both of the above for the file at `path` (torch.save's archives, and torch::save's that
+// torch::load reads); the CheckpointError names the file.
+void check_archive_sizes(const std::string& path);
 
 }  // namespace dtrain::vision::torch_save

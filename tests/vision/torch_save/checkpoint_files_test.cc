@@ -237,9 +237,22 @@ TEST(CheckpointFiles, ARecordClaimingMoreThanTheFileHoldsIsNamedBeforeAnythingIs
   write_bytes(dir / "big.pt", bytes);
   const std::string message = load_error(dir / "big.pt");
   EXPECT_NE(message.find("'" + (dir / "big.pt") +
-                         "': damaged zip archive: record 'archive/data.pkl' claims 2818572290 bytes"),
+                         "': damaged zip archive: record 'archive/data.pkl' is stored, but claims 2818572290 bytes"),
             std::string::npos)
       << message;
+}
+
+TEST(CheckpointFiles, RecordsThatShareTheirBytesAreRefused) {
+  // Thousands of entries pointing at one record's bytes would each be read and kept whole.
+  TempDir dir;
+  save_state_dict(dir / "s.pt", sample_state());
+  std::string bytes = dtrain::testing::read_file(dir / "s.pt");
+  const std::size_t first = directory_entry(bytes, "data/0");
+  const std::size_t second = directory_entry(bytes, "data/1");
+  bytes.replace(second + 42, 4, bytes.substr(first + 42, 4));  // data/1's local header offset := data/0's
+  write_bytes(dir / "shared.pt", bytes);
+  const std::string message = load_error(dir / "shared.pt");
+  EXPECT_NE(message.find("more than lie between it and the next record"), std::string::npos) << message;
 }
 
 // LibTorch's zip reader does not check CRC-32s (torch.load does not either),
