@@ -7,7 +7,7 @@
 // search, without libFuzzer's coverage guidance, best run in the sanitizer build. The input in
 // flight is written to ./mutant-in-flight first, so a crash leaves it behind.
 #include <algorithm>
-#include <cstdlib>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -37,7 +37,7 @@ std::vector<std::filesystem::path> inputs_named(const std::vector<std::string>& 
   return files;
 }
 
-std::vector<std::uint8_t> damaged(std::vector<std::uint8_t> bytes, std::mt19937& random) {
+std::vector<std::uint8_t> mutated(std::vector<std::uint8_t> bytes, std::mt19937& random) {
   const int edits = 1 + static_cast<int>(random() % 4);
   for (int edit = 0; edit < edits && !bytes.empty(); ++edit) {
     const std::size_t at = random() % bytes.size();
@@ -58,7 +58,7 @@ std::vector<std::uint8_t> damaged(std::vector<std::uint8_t> bytes, std::mt19937&
 void run_mutants(const std::vector<std::uint8_t>& bytes, int count, unsigned seed) {
   std::mt19937 random(seed);
   for (int i = 0; i < count; ++i) {
-    const std::vector<std::uint8_t> mutant = damaged(bytes, random);
+    const std::vector<std::uint8_t> mutant = mutated(bytes, random);
     std::ofstream("mutant-in-flight", std::ios::binary)
         .write(reinterpret_cast<const char*>(mutant.data()), static_cast<std::streamsize>(mutant.size()));
     LLVMFuzzerTestOneInput(mutant.data(), mutant.size());
@@ -71,7 +71,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> names(argv + 1, argv + argc);
   int mutants = 0;
   if (names.size() >= 2 && names[0] == "--mutate") {
-    mutants = std::atoi(names[1].c_str());
+    const std::string& count = names[1];
+    if (std::from_chars(count.data(), count.data() + count.size(), mutants).ptr != count.data() + count.size()) {
+      mutants = -1;
+    }
     names.erase(names.begin(), names.begin() + 2);
   }
   if (names.empty() || mutants < 0) {
