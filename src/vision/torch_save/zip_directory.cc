@@ -38,6 +38,8 @@ constexpr std::uint32_t kInZip64Extra = 0xffffffff;  // a 32-bit field whose val
 }  // namespace entry
 constexpr std::size_t kLocalHeaderBytes = 30;  // before the record's name, extra field and bytes
 constexpr std::uint16_t kStored = 0;
+constexpr std::uint16_t kDeflated = 8;
+constexpr std::uint64_t kDeflateLargestExpansion = 1032;
 
 [[noreturn]] void damaged(const std::string& what) { throw CheckpointError("damaged zip archive: " + what); }
 
@@ -163,13 +165,18 @@ std::vector<ZipRecord> read_zip_directory(std::uint64_t archive_bytes, const Arc
 void check_record_sizes(const std::vector<ZipRecord>& records, std::uint64_t archive_bytes) {
   std::vector<const ZipRecord*> in_file_order;
   for (const ZipRecord& record : records) {
-    if (record.method != kStored) {
-      damaged("record '" + record.name + "' is compressed (method " + std::to_string(record.method) +
-              "); torch.save stores records uncompressed: save the checkpoint again with torch.save");
+    if (record.method != kStored && record.method != kDeflated) {
+      damaged("record '" + record.name + "' is compressed with method " + std::to_string(record.method) +
+              " (LibTorch reads stored and deflated records only)");
     }
-    if (record.uncompressed_bytes != record.compressed_bytes) {
-      damaged("record '" + record.name + "' is stored, but claims " + std::to_string(record.uncompressed_bytes) +
-              " bytes from " + std::to_string(record.compressed_bytes));
+    const bool stored = record.method == kStored;
+    // Both sizes are at most the file's once the loop below has passed the record, so the
+    // product cannot overflow for any file that exists.
+    const std::uint64_t most =
+        stored ? record.compressed_bytes : std::min(record.compressed_bytes, archive_bytes) * kDeflateLargestExpansion;
+    if (record.uncompressed_bytes > most) {
+      damaged("record '" + record.name + "' claims " + std::to_string(record.uncompressed_bytes) + " bytes from " +
+              std::to_string(record.compressed_bytes) + (stored ? " stored" : " deflated"));
     }
     in_file_order.push_back(&record);
   }

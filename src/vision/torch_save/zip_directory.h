@@ -15,7 +15,7 @@ namespace dtrain::vision::torch_save {
 
 struct ZipRecord {
   std::string name;
-  std::uint16_t method = 0;  // 0: stored, as torch.save and torch::save write every record
+  std::uint16_t method = 0;  // 0 stored (torch.save's records), 8 deflated (torch::save's code)
   std::uint64_t compressed_bytes = 0;
   std::uint64_t uncompressed_bytes = 0;
   std::uint64_t local_header_offset = 0;
@@ -30,9 +30,10 @@ using ArchiveRead = std::function<std::string(std::uint64_t offset, std::size_t 
 std::vector<ZipRecord> read_zip_directory(std::uint64_t archive_bytes, const ArchiveRead& read);
 
 // Throws CheckpointError naming the first record that claims more than the archive can hold:
-// one that is compressed (a deflated record may expand 1032 times, and PyTorch never writes
-// one), whose size differs from its stored bytes, or whose bytes run into the next record or
-// past the end. So all records together claim at most the file's size.
+// compressed by a method LibTorch cannot read, claiming more than its bytes can hold (as many
+// when stored; deflate expands at most 1032 times), or whose bytes run into the next record
+// or past the end. So the stored records together claim at most the file's size, and the
+// deflated ones (torch::save's code records, small) at most 1032 times their bytes.
 void check_record_sizes(const std::vector<ZipRecord>& records, std::uint64_t archive_bytes);
 
 // Both of the above for the file at `path` (torch.save's archives, and torch::save's that
