@@ -170,7 +170,7 @@ void check_record_sizes(const std::vector<ZipRecord>& records, std::uint64_t arc
               " (LibTorch reads stored and deflated records only)");
     }
     const bool stored = record.method == kStored;
-    // Both sizes are at most the file's once the loop below has passed the record, so the
+    // Compressed bytes beyond the file are refused below; capped at its size here, the
     // product cannot overflow for any file that exists.
     const std::uint64_t most =
         stored ? record.compressed_bytes : std::min(record.compressed_bytes, archive_bytes) * kDeflateLargestExpansion;
