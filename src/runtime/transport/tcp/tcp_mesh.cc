@@ -44,8 +44,9 @@ constexpr auto kHelloWithin = std::chrono::seconds(10);
 constexpr std::uint64_t kLongestMessage = std::uint64_t{1} << 40;
 
 // A message of any length is received into a buffer that grows with the bytes that arrive,
-// from this size, doubling: the length is the peer's word, and a damaged one must not
-// allocate what no bytes back. Negotiation messages fit the first piece.
+// from what it held for the last message or this size, doubling: the length is the peer's
+// word, and a damaged one must not allocate what no bytes back. Negotiation messages fit the
+// first piece.
 constexpr std::size_t kFirstPiece = std::size_t{64} << 10;
 
 std::uint64_t fingerprint(const std::string& token, const std::string& key_prefix) {
@@ -334,7 +335,11 @@ bool TcpMesh::advance(Incoming& message) {
                     std::to_string(message.length) + " bytes: not a message of this protocol");
       }
       if (receive.resizable) {
-        receive.resizable->clear();
+        // A message no longer than the last one reuses its bytes without filling them again
+        // (the negotiation's, every cycle).
+        std::vector<char>& buffer = *receive.resizable;
+        buffer.resize(
+            static_cast<std::size_t>(std::min<std::uint64_t>(message.length, std::max(buffer.size(), kFirstPiece))));
       } else if (message.length != receive.bytes) {
         throw Error("dtrain: " + peer_noun_ + " " + std::to_string(receive.peer) + " sent " +
                     std::to_string(message.length) + " bytes where this " + peer_noun_ + " expected " +
