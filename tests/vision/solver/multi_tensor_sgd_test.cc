@@ -15,8 +15,10 @@ namespace {
 // Two groups of parameters of several shapes, the same values for every call.
 std::vector<torch::optim::OptimizerParamGroup> make_groups(const torch::optim::SGDOptions& options) {
   torch::manual_seed(7);
+  // Small ones, and ones of many vector widths plus a tail, one longer than a parallel chunk.
   std::vector<at::Tensor> first{torch::randn({3, 4}).requires_grad_(), torch::randn({5}).requires_grad_(),
-                                torch::randn({2, 3, 3, 3}).requires_grad_()};
+                                torch::randn({2, 3, 3, 3}).requires_grad_(), torch::randn({33, 65}).requires_grad_(),
+                                torch::randn({70001}).requires_grad_()};
   std::vector<at::Tensor> second{torch::randn({6}).requires_grad_(), torch::randn({1}).requires_grad_()};
   auto second_options = std::make_unique<torch::optim::SGDOptions>(options);
   second_options->lr(options.lr() * 0.5).weight_decay(0);
@@ -87,6 +89,36 @@ TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithoutMomentum) {
 TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithNesterovAndWithDampening) {
   expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
   expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.8).dampening(0.3).weight_decay(1e-3));
+}
+
+// What the fused CPU kernel does not take (a strided gradient, float64, bfloat16) steps through
+// the multi-tensor kernels, beside float32 tensors that it does take, to the same bits.
+TEST(MultiTensorSgd, StepsTensorsTheFusedKernelDoesNotTakeAsLibTorchsSgd) {
+  const torch::optim::SGDOptions options = torch::optim::SGDOptions(0.03).momentum(0.9).weight_decay(1e-4);
+  auto make = [] {
+    torch::manual_seed(11);
+    return std::vector<at::Tensor>{
+        torch::randn({40, 30}).requires_grad_(), torch::randn({50}, torch::kFloat64).requires_grad_(),
+        torch::randn({64}).to(torch::kBFloat16).requires_grad_(), torch::randn({100}).requires_grad_()};
+  };
+  std::vector<at::Tensor> expected = make(), actual = make();
+  torch::optim::SGD reference(expected, options);
+  MultiTensorSgd multi(actual, options);
+  for (int step = 0; step < 3; ++step) {
+    torch::manual_seed(200 + step);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      // The first parameter's gradient is a transposed view: not one dense block in its order.
+      at::Tensor grad = i == 0 ? torch::randn({30, 40}).t() : torch::randn(expected[i].sizes()).to(expected[i].dtype());
+      expected[i].mutable_grad() = grad.clone();
+      actual[i].mutable_grad() = grad.clone();  // a clone keeps the transposed strides
+    }
+    reference.step();
+    multi.step();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(actual[i].equal(expected[i])) << "step " << step << ", parameter " << i;
+    }
+  }
+  EXPECT_FALSE(actual[0].grad().is_contiguous());
 }
 
 TEST(MultiTensorSgd, LeavesParametersWithoutGradientsAndEmptyGroupsAlone) {
