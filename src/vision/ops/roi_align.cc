@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vision/ops/roi_align_sampling.h"
+#include "vision/vectorized_loop.h"
 
 #if DTRAIN_TORCH_CUDA
 #include "vision/ops/cuda/current_stream.h"
@@ -197,6 +198,21 @@ class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
 // same terms in the same order, so both layouts give identical results.
 constexpr int64_t kChannelsLastFrom = 16;
 
+// One bin of one roi: acc[c] (C channels) summed over the bin's samples `s`, each the
+// weighted sum of its four neighbours' channel vectors in `image` ([H, W, C]).
+template <typename T>
+DTRAIN_VECTORIZED_LOOP void sum_bin_samples(T* __restrict acc, const T* __restrict image, const BilinearSample<T>* s,
+                                            int64_t per_bin, int64_t channels) {
+  for (int64_t i = 0; i < per_bin; ++i, ++s) {
+    const T* p0 = image + s->offsets[0] * channels;
+    const T* p1 = image + s->offsets[1] * channels;
+    const T* p2 = image + s->offsets[2] * channels;
+    const T* p3 = image + s->offsets[3] * channels;
+    const T w0 = s->weights[0], w1 = s->weights[1], w2 = s->weights[2], w3 = s->weights[3];
+    for (int64_t c = 0; c < channels; ++c) acc[c] += w0 * p0[c] + w1 * p1[c] + w2 * p2[c] + w3 * p3[c];
+  }
+}
+
 template <typename T>
 void forward_kernel_channels_last(const at::Tensor& input_cl, const RoiSamples<T>& plan, at::Tensor& output,
                                   int64_t channels, int64_t height, int64_t width, int64_t bins) {
@@ -213,18 +229,30 @@ void forward_kernel_channels_last(const at::Tensor& input_cl, const RoiSamples<T
       T* out_roi = out + k * channels * bins;
       for (int64_t bin = 0; bin < bins; ++bin) {
         std::fill(acc.begin(), acc.end(), static_cast<T>(0));
-        for (int64_t i = 0; i < per_bin; ++i, ++s) {
-          const T* p0 = image + s->offsets[0] * channels;
-          const T* p1 = image + s->offsets[1] * channels;
-          const T* p2 = image + s->offsets[2] * channels;
-          const T* p3 = image + s->offsets[3] * channels;
-          const T w0 = s->weights[0], w1 = s->weights[1], w2 = s->weights[2], w3 = s->weights[3];
-          for (int64_t c = 0; c < channels; ++c) acc[c] += w0 * p0[c] + w1 * p1[c] + w2 * p2[c] + w3 * p3[c];
-        }
+        sum_bin_samples<T>(acc.data(), image, s, per_bin, channels);
+        s += per_bin;
         for (int64_t c = 0; c < channels; ++c) out_roi[c * bins + bin] = acc[c] / g.count;
       }
     }
   });
+}
+
+// Channels [c0, c1) of one roi's gradient `grad` ([bins, C]) scattered into its image's
+// gradient ([H, W, C]) at the roi's samples `s`. Each term is torchvision's grad * w / count,
+// a division between the product and the sum, so every instruction set adds the same bits.
+template <typename T>
+DTRAIN_VECTORIZED_LOOP void scatter_roi_gradient(T* __restrict image, const T* __restrict grad,
+                                                 const BilinearSample<T>* s, int64_t bins, int64_t per_bin,
+                                                 int64_t channels, int64_t c0, int64_t c1, T count) {
+  for (int64_t bin = 0; bin < bins; ++bin, grad += channels) {
+    for (int64_t i = 0; i < per_bin; ++i, ++s) {
+      for (int q = 0; q < 4; ++q) {
+        T* p = image + s->offsets[q] * channels;
+        const T w = s->weights[q];
+        for (int64_t c = c0; c < c1; ++c) p[c] += grad[c] * w / count;
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -237,19 +265,9 @@ void backward_kernel_channels_last(const at::Tensor& grad_kbc, const RoiSamples<
   at::parallel_for(0, channels, 16, [&](int64_t c0, int64_t c1) {
     for (int64_t k = 0; k < num_rois; ++k) {
       const RoiGeometry<T>& g = plan.geometry[k];
-      const int64_t per_bin = g.grid_h * g.grid_w;
-      T* image = gi + g.batch_index * height * width * channels;
-      const BilinearSample<T>* s = plan.samples.data() + plan.first[k];
-      for (int64_t bin = 0; bin < bins; ++bin) {
-        const T* grad = go + (k * bins + bin) * channels;
-        for (int64_t i = 0; i < per_bin; ++i, ++s) {
-          for (int q = 0; q < 4; ++q) {
-            T* p = image + s->offsets[q] * channels;
-            const T w = s->weights[q];
-            for (int64_t c = c0; c < c1; ++c) p[c] += grad[c] * w / g.count;
-          }
-        }
-      }
+      scatter_roi_gradient<T>(gi + g.batch_index * height * width * channels, go + k * bins * channels,
+                              plan.samples.data() + plan.first[k], bins, g.grid_h * g.grid_w, channels, c0, c1,
+                              g.count);
     }
   });
 }

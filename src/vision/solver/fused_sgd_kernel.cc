@@ -2,18 +2,10 @@
 
 #include <cmath>
 
+#include "vision/vectorized_loop.h"
+
 namespace dtrain::vision::solver {
 namespace {
-
-// Compiled once per instruction set and chosen at load time, so the loop runs in AVX-512 or
-// AVX2 registers with hardware fused multiply-adds where the CPU has them; GCC's -O2 cost
-// model would leave it scalar, hence the dynamic one.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DTRAIN_VECTORIZED_LOOP \
-  __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"), optimize("vect-cost-model=dynamic")))
-#else
-#define DTRAIN_VECTORIZED_LOOP
-#endif
 
 // What the gradient asks of a parameter: the gradient plus the weight decay's share (LibTorch
 // adds no share, not a zero one, when the decay is 0: that keeps the sign of a zero gradient).
