@@ -3,7 +3,11 @@
 #include <ATen/Dispatch.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
+
+#include "vision/vectorized_loop.h"
 
 #if DTRAIN_TORCH_CUDA
 #include "vision/ops/cuda/current_stream.h"
@@ -13,6 +17,38 @@
 namespace dtrain::vision::ops {
 namespace {
 
+// The largest T not above `threshold`: `iou > threshold` (T against double, as torchvision
+// compares) is then `iou > it` in T, a comparison a vector register can make.
+template <typename T>
+T largest_not_above(double threshold) {
+  T t = static_cast<T>(threshold);
+  if (static_cast<double>(t) > threshold) t = std::nextafter(t, -std::numeric_limits<T>::infinity());
+  return t;
+}
+
+// Boxes in score order, one array per coordinate.
+template <typename T>
+struct SortedBoxes {
+  std::vector<T> x1, y1, x2, y2, area;
+};
+
+// Marks every box in [begin, end) whose IoU with box `k` is above `threshold` (a box already
+// marked stays marked: marking it again changes nothing, and testing first would keep the loop
+// from vectorizing). Two zero-area boxes give 0 / 0 = NaN, which compares false.
+template <typename T>
+DTRAIN_VECTORIZED_LOOP void mark_overlaps(const T* __restrict x1, const T* __restrict y1, const T* __restrict x2,
+                                          const T* __restrict y2, const T* __restrict area, T* __restrict suppressed,
+                                          int64_t k, int64_t begin, int64_t end, T threshold) {
+  const T kx1 = x1[k], ky1 = y1[k], kx2 = x2[k], ky2 = y2[k], karea = area[k];
+  for (int64_t s = begin; s < end; ++s) {
+    const T w = std::max(static_cast<T>(0), std::min(kx2, x2[s]) - std::max(kx1, x1[s]));
+    const T h = std::max(static_cast<T>(0), std::min(ky2, y2[s]) - std::max(ky1, y1[s]));
+    const T inter = w * h;
+    const T iou = inter / (karea + area[s] - inter);
+    suppressed[s] = iou > threshold ? static_cast<T>(1) : suppressed[s];
+  }
+}
+
 template <typename T>
 at::Tensor greedy_suppression(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
   const int64_t n = boxes.size(0);
@@ -21,28 +57,25 @@ at::Tensor greedy_suppression(const at::Tensor& boxes, const at::Tensor& scores,
   const T* box = b.data_ptr<T>();
   const int64_t* ord = order.data_ptr<int64_t>();
 
-  std::vector<T> area(n);
-  for (int64_t i = 0; i < n; ++i) {
-    area[i] = (box[4 * i + 2] - box[4 * i]) * (box[4 * i + 3] - box[4 * i + 1]);
-  }
-  std::vector<char> suppressed(n, 0);
-  std::vector<int64_t> kept;
+  SortedBoxes<T> sorted{std::vector<T>(n), std::vector<T>(n), std::vector<T>(n), std::vector<T>(n), std::vector<T>(n)};
   for (int64_t r = 0; r < n; ++r) {
-    const int64_t i = ord[r];
-    if (suppressed[i]) continue;
-    kept.push_back(i);
-    const T* bi = box + 4 * i;
-    for (int64_t s = r + 1; s < n; ++s) {
-      const int64_t j = ord[s];
-      if (suppressed[j]) continue;
-      const T* bj = box + 4 * j;
-      const T w = std::max(static_cast<T>(0), std::min(bi[2], bj[2]) - std::max(bi[0], bj[0]));
-      const T h = std::max(static_cast<T>(0), std::min(bi[3], bj[3]) - std::max(bi[1], bj[1]));
-      const T inter = w * h;
-      // Two zero-area boxes give 0 / 0 = NaN, which compares false: not suppressed.
-      const T iou = inter / (area[i] + area[j] - inter);
-      if (iou > iou_threshold) suppressed[j] = 1;
-    }
+    const T* bi = box + 4 * ord[r];
+    sorted.x1[r] = bi[0];
+    sorted.y1[r] = bi[1];
+    sorted.x2[r] = bi[2];
+    sorted.y2[r] = bi[3];
+    sorted.area[r] = (bi[2] - bi[0]) * (bi[3] - bi[1]);
+  }
+  const T threshold = largest_not_above<T>(iou_threshold);
+  std::vector<T> suppressed(n, 0);
+  std::vector<int64_t> kept;
+  // Each box not suppressed by a higher-scoring kept box is kept, and suppresses the boxes
+  // after it that overlap it more than the threshold.
+  for (int64_t r = 0; r < n; ++r) {
+    if (suppressed[r] != 0) continue;
+    kept.push_back(ord[r]);
+    mark_overlaps<T>(sorted.x1.data(), sorted.y1.data(), sorted.x2.data(), sorted.y2.data(), sorted.area.data(),
+                     suppressed.data(), r, r + 1, n, threshold);
   }
   at::Tensor result = at::empty({static_cast<int64_t>(kept.size())}, at::kLong);
   std::copy(kept.begin(), kept.end(), result.data_ptr<int64_t>());

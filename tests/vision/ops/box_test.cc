@@ -1,6 +1,7 @@
 // Box arithmetic, the box coder and NMS against hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -147,6 +148,53 @@ TEST(Nms, IouEqualToThresholdIsKept) {
   const at::Tensor scores = floats({0.9f, 0.8f});
   EXPECT_EQ(indices(nms(boxes, scores, 0.5)), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(indices(nms(boxes, scores, 0.49)), (std::vector<int64_t>{0}));
+}
+
+TEST(Nms, ComparesTheFloatIouWithTheThresholdAsADouble) {
+  // IoU 30 / 100 in float is 0.30000001 (float(0.3) lies above 0.3): above a threshold of
+  // 0.3, as torchvision's float-against-double comparison has it. 70 / 100 is 0.69999999
+  // (float(0.7) lies below 0.7): not above 0.7.
+  const at::Tensor scores = floats({0.9f, 0.8f});
+  EXPECT_EQ(indices(nms(boxes_of({{0, 0, 10, 10}, {0, 0, 10, 3}}), scores, 0.3)), (std::vector<int64_t>{0}));
+  EXPECT_EQ(indices(nms(boxes_of({{0, 0, 10, 10}, {0, 0, 10, 7}}), scores, 0.7)), (std::vector<int64_t>{0, 1}));
+}
+
+// NMS by its definition, one pair at a time: in descending score order (ties in input order),
+// a box is kept unless a kept box before it overlaps it by more than the threshold.
+template <typename T>
+std::vector<int64_t> greedy_nms(const at::Tensor& boxes, const at::Tensor& scores, double threshold) {
+  const at::Tensor order = std::get<1>(scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  const auto b = boxes.accessor<T, 2>();
+  std::vector<int64_t> kept;
+  for (int64_t r = 0; r < order.size(0); ++r) {
+    const int64_t j = order[r].item<int64_t>();
+    bool suppressed = false;
+    for (const int64_t i : kept) {
+      const T w = std::max(static_cast<T>(0), std::min(b[i][2], b[j][2]) - std::max(b[i][0], b[j][0]));
+      const T h = std::max(static_cast<T>(0), std::min(b[i][3], b[j][3]) - std::max(b[i][1], b[j][1]));
+      const T inter = w * h;
+      const T area_i = (b[i][2] - b[i][0]) * (b[i][3] - b[i][1]);
+      const T area_j = (b[j][2] - b[j][0]) * (b[j][3] - b[j][1]);
+      suppressed = suppressed || inter / (area_i + area_j - inter) > threshold;
+    }
+    if (!suppressed) kept.push_back(j);
+  }
+  return kept;
+}
+
+TEST(Nms, ManyBoxesAgreeWithTheDefinition) {
+  // Clusters of boxes as a detector proposes them, scores with ties, in float and double.
+  at::manual_seed(5);
+  const at::Tensor centres = at::rand({1200, 2}) * 40 + (at::randint(0, 6, {1200, 1}) * 30).to(at::kFloat);
+  const at::Tensor sizes = at::rand({1200, 2}) * 12 + 1;
+  const at::Tensor boxes = at::cat({centres - sizes / 2, centres + sizes / 2}, 1);
+  const at::Tensor scores = (at::rand({1200}) * 50).round() / 50;
+  for (const double threshold : {0.3, 0.5, 0.7}) {
+    EXPECT_EQ(indices(nms(boxes, scores, threshold)), greedy_nms<float>(boxes, scores, threshold)) << threshold;
+    const at::Tensor boxes64 = boxes.to(at::kDouble), scores64 = scores.to(at::kDouble);
+    EXPECT_EQ(indices(nms(boxes64, scores64, threshold)), greedy_nms<double>(boxes64, scores64, threshold))
+        << threshold;
+  }
 }
 
 TEST(Nms, EqualScoresKeepInputOrder) {
