@@ -26,12 +26,6 @@ T largest_not_above(double threshold) {
   return t;
 }
 
-// Boxes in score order, one array per coordinate.
-template <typename T>
-struct SortedBoxes {
-  std::vector<T> x1, y1, x2, y2, area;
-};
-
 // Marks every box in [begin, end) whose IoU with box `k` is above `threshold` (a box already
 // marked stays marked: marking it again changes nothing, and testing first would keep the loop
 // from vectorizing). Two zero-area boxes give 0 / 0 = NaN, which compares false.
@@ -57,14 +51,15 @@ at::Tensor greedy_suppression(const at::Tensor& boxes, const at::Tensor& scores,
   const T* box = b.data_ptr<T>();
   const int64_t* ord = order.data_ptr<int64_t>();
 
-  SortedBoxes<T> sorted{std::vector<T>(n), std::vector<T>(n), std::vector<T>(n), std::vector<T>(n), std::vector<T>(n)};
+  // The boxes in score order, one array per coordinate.
+  std::vector<T> x1(n), y1(n), x2(n), y2(n), area(n);
   for (int64_t r = 0; r < n; ++r) {
     const T* bi = box + 4 * ord[r];
-    sorted.x1[r] = bi[0];
-    sorted.y1[r] = bi[1];
-    sorted.x2[r] = bi[2];
-    sorted.y2[r] = bi[3];
-    sorted.area[r] = (bi[2] - bi[0]) * (bi[3] - bi[1]);
+    x1[r] = bi[0];
+    y1[r] = bi[1];
+    x2[r] = bi[2];
+    y2[r] = bi[3];
+    area[r] = (bi[2] - bi[0]) * (bi[3] - bi[1]);
   }
   const T threshold = largest_not_above<T>(iou_threshold);
   std::vector<T> suppressed(n, 0);
@@ -74,8 +69,8 @@ at::Tensor greedy_suppression(const at::Tensor& boxes, const at::Tensor& scores,
   for (int64_t r = 0; r < n; ++r) {
     if (suppressed[r] != 0) continue;
     kept.push_back(ord[r]);
-    mark_overlaps<T>(sorted.x1.data(), sorted.y1.data(), sorted.x2.data(), sorted.y2.data(), sorted.area.data(),
-                     suppressed.data(), r, r + 1, n, threshold);
+    mark_overlaps<T>(x1.data(), y1.data(), x2.data(), y2.data(), area.data(), suppressed.data(), r, r + 1, n,
+                     threshold);
   }
   at::Tensor result = at::empty({static_cast<int64_t>(kept.size())}, at::kLong);
   std::copy(kept.begin(), kept.end(), result.data_ptr<int64_t>());
