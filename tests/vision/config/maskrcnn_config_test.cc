@@ -252,8 +252,8 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   EXPECT_EQ(o.transform.max_size_test, 192);
   EXPECT_EQ(c.get<int64_t>("SOLVER.IMS_PER_BATCH"), 4);
   EXPECT_EQ(c.get<double>("SOLVER.BASE_LR"), 0.04);
-  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 2000);
-  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(1600, 1850));
+  EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 3000);
+  EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(2400, 2775));
   EXPECT_EQ(c.get<std::string>("SOLVER.LR_SCHEDULER_NAME"), "WarmupMultiStepLR");
   EXPECT_TRUE(c.get<bool>("SOLVER.AMP.ENABLED"));
   EXPECT_EQ(c.get<std::string>("SOLVER.AMP.DTYPE"), "bfloat16");
