@@ -26,7 +26,6 @@ void step_without_momentum(float* __restrict parameter, const float* __restrict 
 DTRAIN_VECTORIZED_LOOP
 void step_with_momentum(float* __restrict parameter, const float* __restrict gradient, float* __restrict buffer,
                         int64_t count, SgdCoefficients c, bool first_step) {
-  const float kept = 1 - c.dampening;
   // A float, not the bool: GCC vectorizes a select on a float comparison, not on a bool.
   const float nesterov_momentum = c.nesterov ? c.momentum : 0;
   // Two loops, so that the first step never reads the buffer it is starting.
@@ -41,7 +40,7 @@ void step_with_momentum(float* __restrict parameter, const float* __restrict gra
   }
   for (int64_t i = 0; i < count; ++i) {
     const float direction = direction_of(parameter[i], gradient[i], c.weight_decay);
-    const float velocity = std::fma(direction, kept, buffer[i] * c.momentum);
+    const float velocity = std::fma(direction, c.kept, buffer[i] * c.momentum);
     buffer[i] = velocity;
     const float update = nesterov_momentum != 0 ? std::fma(velocity, nesterov_momentum, direction) : velocity;
     parameter[i] = std::fma(update, -c.lr, parameter[i]);
@@ -52,7 +51,7 @@ void step_with_momentum(float* __restrict parameter, const float* __restrict gra
 
 void fused_sgd_step(float* parameter, const float* gradient, float* buffer, int64_t count,
                     const SgdCoefficients& coefficients, bool first_step) {
-  if (coefficients.momentum == 0) {
+  if (buffer == nullptr) {
     step_without_momentum(parameter, gradient, count, coefficients.lr, coefficients.weight_decay);
   } else {
     step_with_momentum(parameter, gradient, buffer, count, coefficients, first_step);

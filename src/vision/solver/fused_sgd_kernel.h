@@ -10,18 +10,19 @@
 
 namespace dtrain::vision::solver {
 
+// The options as the LibTorch operations see them: each rounded once from double to float.
 struct SgdCoefficients {
   float lr = 0;
-  float momentum = 0;  // 0: no buffer (`buffer` is ignored)
-  float dampening = 0;
+  float momentum = 0;
+  float kept = 1;  // 1 - dampening, computed in double (LibTorch's alpha of the buffer's add_)
   float weight_decay = 0;
   bool nesterov = false;
 };
 
 // parameter[i] -= lr * direction for i < count, where direction is the gradient plus the
-// weight decay's share of the parameter, folded into the momentum buffer when there is one.
-// `first_step`: the buffer starts at the direction (LibTorch's first step clones it).
-// Parameter, gradient and buffer must not overlap.
+// weight decay's share of the parameter, folded into the momentum buffer when there is one
+// (`buffer` null: SGD without momentum). `first_step`: the buffer starts at the direction
+// (LibTorch's first step clones it). Parameter, gradient and buffer must not overlap.
 void fused_sgd_step(float* parameter, const float* gradient, float* buffer, int64_t count,
                     const SgdCoefficients& coefficients, bool first_step);
 

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -19,10 +20,23 @@ bool fusable(const at::Tensor& tensor) {
 
 SgdCoefficients coefficients_of(const torch::optim::SGDOptions& options) {
   return {static_cast<float>(options.lr()), static_cast<float>(options.momentum()),
-          static_cast<float>(options.dampening()), static_cast<float>(options.weight_decay()), options.nesterov()};
+          static_cast<float>(1 - options.dampening()), static_cast<float>(options.weight_decay()), options.nesterov()};
 }
 
 }  // namespace
+
+bool aten_fuses_multiply_add() {
+  static const bool fused = [] {
+    const float factor = 1 + std::ldexp(1.0f, -12);
+    const float start = -(1 + std::ldexp(1.0f, -11));
+    for (const int64_t n : {64, 1}) {
+      const at::Tensor sum = at::full({n}, start).add(at::full({n}, factor), factor);
+      if (!sum.eq(std::ldexp(1.0f, -24)).all().item<bool>()) return false;
+    }
+    return true;
+  }();
+  return fused;
+}
 
 at::Tensor MultiTensorSgd::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
@@ -47,7 +61,7 @@ at::Tensor MultiTensorSgd::step(LossClosure closure) {
 
 bool MultiTensorSgd::step_fused(const torch::optim::SGDOptions& options, const at::Tensor& p) {
   const at::Tensor& grad = p.grad();
-  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes()) return false;
+  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes() || !aten_fuses_multiply_add()) return false;
   at::Tensor buffer;
   bool first_step = false;
   if (options.momentum() != 0) {

@@ -30,6 +30,13 @@ class MultiTensorSgd : public torch::optim::SGD {
                          const std::vector<at::Tensor>& grads);
 };
 
+// Whether ATen fuses the multiply-add of `a.add(b, alpha)` in this process (its AVX2 and AVX-512
+// kernels do, its baseline kernels round twice): then, and only then, the fused CPU kernel's
+// std::fma gives LibTorch's bits and MultiTensorSgd uses it. Read off ATen itself, once:
+// -(1 + 2^-11) + (1 + 2^-12)^2 is 2^-24 fused and 0 rounded twice, for a vector's worth of
+// elements and for one.
+bool aten_fuses_multiply_add();
+
 // A parameter's key in a LibTorch optimizer's state: its TensorImpl's address, as text before
 // LibTorch 2.0 and the pointer itself since.
 #if TORCH_VERSION_MAJOR >= 2

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "vision/solver/fused_sgd_kernel.h"
 #include "vision/solver/multi_tensor_sgd.h"
 
 namespace dtrain::vision::solver {
@@ -89,6 +90,44 @@ TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithoutMomentum) {
 TEST(MultiTensorSgd, StepsAsLibTorchsSgdWithNesterovAndWithDampening) {
   expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
   expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.8).dampening(0.3).weight_decay(1e-3));
+  // 1 - 0.9 in double, rounded to float, is not 1 - 0.9f: the kernel must use the former.
+  expect_same_steps(torch::optim::SGDOptions(0.05).momentum(0.9).dampening(0.9).weight_decay(1e-4));
+}
+
+// The fused kernel on its own, against the operations torch::optim::SGD performs, for lengths
+// around the vector widths and every option; where ATen itself rounds its multiply-adds twice
+// (no AVX2), the kernel is not used and this comparison does not apply.
+TEST(FusedSgdKernel, StepsAsLibTorchsOperations) {
+  if (!aten_fuses_multiply_add()) GTEST_SKIP() << "ATen rounds a.add(b, alpha) twice here; MultiTensorSgd falls back";
+  struct Case {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov;
+  };
+  for (const Case c : {Case{0.1, 0, 0, 0, false}, Case{0.1, 0, 0, 1e-4, false}, Case{0.02, 0.9, 0, 1e-4, false},
+                       Case{0.05, 0.9, 0.9, 0, false}, Case{0.05, 0.9, 0, 1e-3, true}}) {
+    for (const int64_t n : {1, 15, 16, 17, 31, 33, 100, 1000}) {
+      torch::manual_seed(n);
+      at::Tensor p = torch::randn({n}), expected = p.clone(), buffer = torch::empty({n}), expected_buffer;
+      for (int step = 0; step < 3; ++step) {
+        const at::Tensor g = torch::randn({n});
+        at::Tensor d = c.weight_decay != 0 ? g.add(expected, c.weight_decay) : g;
+        if (c.momentum != 0) {
+          expected_buffer = step == 0 ? d.clone() : expected_buffer.mul_(c.momentum).add_(d, 1 - c.dampening);
+          d = c.nesterov ? d.add(expected_buffer, c.momentum) : expected_buffer;
+        }
+        expected.add_(d, -c.lr);
+        const SgdCoefficients k{static_cast<float>(c.lr), static_cast<float>(c.momentum),
+                                static_cast<float>(1 - c.dampening), static_cast<float>(c.weight_decay), c.nesterov};
+        fused_sgd_step(p.data_ptr<float>(), g.data_ptr<float>(), c.momentum != 0 ? buffer.data_ptr<float>() : nullptr,
+                       n, k, step == 0);
+        EXPECT_TRUE(p.equal(expected)) << "length " << n << ", step " << step << ", momentum " << c.momentum
+                                       << ", dampening " << c.dampening << ", nesterov " << c.nesterov;
+        if (c.momentum != 0) {
+          EXPECT_TRUE(buffer.equal(expected_buffer)) << "buffer, length " << n << ", step " << step;
+        }
+      }
+    }
+  }
 }
 
 // What the fused CPU kernel does not take (a strided gradient, float64, bfloat16) steps through
@@ -116,6 +155,12 @@ TEST(MultiTensorSgd, StepsTensorsTheFusedKernelDoesNotTakeAsLibTorchsSgd) {
     multi.step();
     for (size_t i = 0; i < expected.size(); ++i) {
       EXPECT_TRUE(actual[i].equal(expected[i])) << "step " << step << ", parameter " << i;
+      const auto& expected_state = reference.state().at(optimizer_state_key(expected[i]));
+      const auto& actual_state = multi.state().at(optimizer_state_key(actual[i]));
+      EXPECT_TRUE(static_cast<torch::optim::SGDParamState&>(*actual_state)
+                      .momentum_buffer()
+                      .equal(static_cast<torch::optim::SGDParamState&>(*expected_state).momentum_buffer()))
+          << "momentum buffer, step " << step << ", parameter " << i;
     }
   }
   EXPECT_FALSE(actual[0].grad().is_contiguous());
