@@ -87,7 +87,9 @@ at::Tensor greedy_suppression_cuda(const at::Tensor& boxes, const at::Tensor& sc
   at::Tensor mask = at::empty({n * cuda::nms_mask_words(n)}, boxes.options().dtype(at::kLong));
   at::Tensor keep = at::empty({n}, boxes.options().dtype(at::kByte));
   AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "dtrain_nms_cuda", [&] {
-    cuda::nms_keep<scalar_t>(sorted.data_ptr<scalar_t>(), n, iou_threshold,
+    // The kernel compares in scalar_t with the threshold it is given: this one, exact in
+    // scalar_t, makes that the CPU's comparison.
+    cuda::nms_keep<scalar_t>(sorted.data_ptr<scalar_t>(), n, largest_not_above<scalar_t>(iou_threshold),
                              reinterpret_cast<unsigned long long*>(mask.data_ptr<int64_t>()), keep.data_ptr<uint8_t>(),
                              cuda::current_stream());
   });
