@@ -26,6 +26,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"concurrency", {}},
     {"settings", {}},
     {"flight_record", {}},
+    {"vectorize", {}},  // a header: loops compiled per instruction set
     {"rendezvous", {"error", "concurrency"}},
     {"slurm", {}},
     {"runtime", {"error", "rendezvous", "slurm", "concurrency", "flight_record"}},
@@ -45,11 +46,11 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"vision/report", {"vision/evaluation", "vision/coco"}},
     {"vision/data", {"vision/coco", "mnist", "concurrency"}},
     {"vision/config", {"vision/modeling"}},  // only the plain-value mask_rcnn_options.h
-    {"vision/ops", {}},
+    {"vision/ops", {"vectorize"}},
     {"vision/structures", {}},
     {"vision/torch_save", {}},
     {"vision/modeling", {"vision/ops", "vision/structures", "vision/torch_save"}},
-    {"vision/solver", {}},
+    {"vision/solver", {"vectorize"}},
     {"vision/inference", {"vision/coco", "vision/data", "vision/modeling", "torch_threads"}},
 };
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "vision/vectorized_loop.h"
+#include "vectorize/vectorized_loop.h"
 
 #if DTRAIN_TORCH_CUDA
 #include "vision/ops/cuda/current_stream.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "vision/ops/roi_align_sampling.h"
-#include "vision/vectorized_loop.h"
+#include "vectorize/vectorized_loop.h"
 
 #if DTRAIN_TORCH_CUDA
 #include "vision/ops/cuda/current_stream.h"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "vision/vectorized_loop.h"
+#include "vectorize/vectorized_loop.h"
 
 namespace dtrain::vision::solver {
 namespace {
