@@ -45,12 +45,13 @@ at::Tensor MultiTensorSgd::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  const bool fuse = aten_fuses_multiply_add();
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const torch::optim::SGDOptions&>(group.options());
     std::vector<at::Tensor> params, grads;  // what the multi-tensor kernels step
     for (const at::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
-      if (step_fused(options, p)) continue;
+      if (fuse && step_fused(options, p)) continue;
       params.push_back(p);
       grads.push_back(p.grad());
     }
@@ -61,7 +62,7 @@ at::Tensor MultiTensorSgd::step(LossClosure closure) {
 
 bool MultiTensorSgd::step_fused(const torch::optim::SGDOptions& options, const at::Tensor& p) {
   const at::Tensor& grad = p.grad();
-  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes() || !aten_fuses_multiply_add()) return false;
+  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes()) return false;
   at::Tensor buffer;
   bool first_step = false;
   if (options.momentum() != 0) {

@@ -24,7 +24,8 @@ class MultiTensorSgd : public torch::optim::SGD {
   at::Tensor step(LossClosure closure = nullptr) override;
 
  private:
-  // Steps `p` with the fused CPU kernel if it is one the kernel takes; whether it did.
+  // Steps `p` with the fused CPU kernel if it is one the kernel takes; whether it did. Only
+  // where aten_fuses_multiply_add().
   bool step_fused(const torch::optim::SGDOptions& options, const at::Tensor& p);
   void step_multi_tensor(const torch::optim::SGDOptions& options, const std::vector<at::Tensor>& params,
                          const std::vector<at::Tensor>& grads);
