@@ -1,8 +1,8 @@
 // dtrain-bench-rendezvous: the rendezvous store (the launcher's, src/rendezvous/) as N ranks
 // meet at init(), on loopback in one process: N threads, each with its own client and
 // connection, do what a rank's init does against the store, all at once. Two patterns:
-//   world (the default): report ready, publish a TCP-mesh address and read those of the ranks
-//     below in one batched wait, publish a second address and read every rank's in one wait
+//   world (the default): report ready, publish a TCP-mesh address and read every other rank's
+//     in one batched wait, publish a second address and read every rank's in one wait
 //     (what forming a world needs of the store: N requests of each kind);
 //   gloo: the same, but the second exchange as Gloo's full mesh reads it, one wait per peer
 //     (N^2 requests in all).
@@ -62,8 +62,10 @@ void meet(int rank, int ranks, int port, const std::string& job, bool gloo_patte
   dtrain::rendezvous::RendezvousClient store("127.0.0.1", port, "load-test");
   store.report_ready(rank);
   const std::string address = "10.0.0." + std::to_string(rank % 250) + ":" + std::to_string(20000 + rank);
-  store.set(job + "mesh/" + std::to_string(rank), address);  // tcp_mesh: publish, then read the ranks below
-  if (rank > 0) store.wait_get_all(keys(job + "mesh/", 0, rank), timeout);
+  store.set(job + "mesh/" + std::to_string(rank), address);  // tcp_mesh: publish, then read every other rank's
+  std::vector<std::string> others = keys(job + "mesh/", 0, ranks);
+  others.erase(others.begin() + rank);
+  if (!others.empty()) store.wait_get_all(others, timeout);
   store.set(job + "all/" + std::to_string(rank), address);
   if (!gloo_pattern) {
     store.wait_get_all(keys(job + "all/", 0, ranks), timeout);

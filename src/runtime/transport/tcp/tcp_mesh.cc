@@ -195,18 +195,20 @@ struct TcpMesh::Incoming {
 };
 
 TcpMesh::TcpMesh(int rank, int size, std::string peer_noun, std::chrono::milliseconds timeout)
-    : rank_(rank), sockets_(size, -1), peer_noun_(std::move(peer_noun)), timeout_(timeout) {}
+    : rank_(rank), to_peer_(size, -1), from_peer_(size, -1), peer_noun_(std::move(peer_noun)), timeout_(timeout) {}
 
 std::unique_ptr<TcpMesh> TcpMesh::over(int rank, std::vector<int> sockets, std::string peer_noun,
                                        std::chrono::milliseconds timeout) {
   std::unique_ptr<TcpMesh> mesh(new TcpMesh(rank, static_cast<int>(sockets.size()), std::move(peer_noun), timeout));
-  mesh->sockets_ = std::move(sockets);
+  mesh->from_peer_ = sockets;
+  mesh->to_peer_ = std::move(sockets);
   return mesh;
 }
 
 TcpMesh::~TcpMesh() {
-  for (int fd : sockets_) {
-    if (fd >= 0) ::close(fd);
+  for (std::size_t peer = 0; peer < to_peer_.size(); ++peer) {
+    if (to_peer_[peer] >= 0) ::close(to_peer_[peer]);
+    if (from_peer_[peer] >= 0 && from_peer_[peer] != to_peer_[peer]) ::close(from_peer_[peer]);
   }
 }
 
@@ -227,22 +229,27 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
   store.set(key(group.rank), {here.begin(), here.end()});
 
   const Hello mine{kMagic, fingerprint(group.token, group.key_prefix), group.rank, group.size};
-  std::vector<std::string> below;  // the ranks this one connects to, read in one request
-  for (int peer = 0; peer < group.rank; ++peer) below.push_back(key(peer));
-  const std::vector<std::string> addresses = below.empty() ? below : store.get_all(below);
-  for (int peer = 0; peer < group.rank; ++peer) {
-    const int fd = connect_to(addresses[static_cast<std::size_t>(peer)], deadline);
-    mesh->sockets_[peer] = fd;
+  std::vector<std::string> peers;  // every other rank's address, read in one request
+  for (int peer = 0; peer < group.size; ++peer) {
+    if (peer != group.rank) peers.push_back(key(peer));
+  }
+  const std::vector<std::string> addresses = store.get_all(peers);
+  // The connections are made before any is accepted: the kernel completes them meanwhile
+  // (the listener's backlog holds the whole group), so no order among the ranks is needed.
+  for (int peer = 0, index = 0; peer < group.size; ++peer) {
+    if (peer == group.rank) continue;
+    const int fd = connect_to(addresses[static_cast<std::size_t>(index++)], deadline);
+    mesh->to_peer_[peer] = fd;
     if (!write_all(fd, &mine, sizeof(mine), deadline)) {
       throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
                              " closed the TCP mesh connection while it was made");
     }
   }
-  for (int waiting = group.size - 1 - group.rank; waiting > 0;) {
+  for (int waiting = group.size - 1; waiting > 0;) {
     if (!wait_for(listener, POLLIN, deadline)) {
-      throw WorkersLostError("dtrain: " + std::to_string(waiting) + " " + options.peer_noun +
-                             "(s) above this one did not connect the TCP mesh within " +
-                             std::to_string(group.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+      throw WorkersLostError("dtrain: " + std::to_string(waiting) + " other " + options.peer_noun +
+                             "(s) did not connect the TCP mesh within " + std::to_string(group.timeout.count() / 1000) +
+                             " s (DTRAIN_TIMEOUT_S)");
     }
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
@@ -250,15 +257,16 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
     Hello theirs{};
     const bool read = read_all(fd, &theirs, sizeof(theirs), std::min(deadline, Clock::now() + kHelloWithin));
     if (!read || theirs.magic != kMagic || theirs.fingerprint != mine.fingerprint || theirs.size != group.size ||
-        theirs.rank <= group.rank || theirs.rank >= group.size || mesh->sockets_[theirs.rank] >= 0) {
+        theirs.rank < 0 || theirs.rank >= group.size || theirs.rank == group.rank ||
+        mesh->from_peer_[theirs.rank] >= 0) {
       log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
       ::close(fd);
       continue;
     }
-    mesh->sockets_[theirs.rank] = fd;
+    mesh->from_peer_[theirs.rank] = fd;
     --waiting;
   }
-  for (int fd : mesh->sockets_) {  // nonblocking since they were made
+  for (int fd : mesh->to_peer_) {  // nonblocking since they were made
     const int on = 1;
     if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // a small message leaves at once
   }
@@ -307,7 +315,7 @@ bool TcpMesh::advance(Outgoing& message) {
   msghdr header{};
   header.msg_iov = parts;
   header.msg_iovlen = count;
-  const ssize_t n = ::sendmsg(sockets_[message.peer], &header, MSG_DONTWAIT | MSG_NOSIGNAL);
+  const ssize_t n = ::sendmsg(to_peer_[message.peer], &header, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return false;
     lost(message.peer, errno_text());
@@ -318,7 +326,7 @@ bool TcpMesh::advance(Outgoing& message) {
 
 bool TcpMesh::advance(Incoming& message) {
   Receive& receive = *message.receive;
-  const int fd = sockets_[receive.peer];
+  const int fd = from_peer_[receive.peer];
   ssize_t n;
   if (message.done < sizeof(message.length)) {
     // With the length known in advance, the length and the message in one call; else the
@@ -369,11 +377,11 @@ bool TcpMesh::advance(Incoming& message) {
 void TcpMesh::sleep_until_ready(Clock::time_point deadline) {
   std::vector<pollfd> waiting;
   for (const Outgoing& message : outgoing_) {
-    if (!message.finished()) waiting.push_back({sockets_[message.peer], POLLOUT, 0});
+    if (!message.finished()) waiting.push_back({to_peer_[message.peer], POLLOUT, 0});
   }
   for (const Incoming& message : incoming_) {
     if (!message.finished()) {
-      waiting.push_back({sockets_[message.receive->peer], POLLIN, 0});
+      waiting.push_back({from_peer_[message.receive->peer], POLLIN, 0});
     }
   }
   const int ready = ::poll(waiting.data(), waiting.size(), milliseconds_until(deadline));

@@ -1,5 +1,11 @@
 // dtrain's own full mesh of TCP connections among a group's ranks, for what latency bounds:
-// the negotiation's messages, small collectives, barriers. Gloo's pairs hand every arriving
+// the negotiation's messages, small collectives, barriers, and the two-rank ring's bulk. Each
+// ordered pair of ranks has a connection of its own: a rank sends on the connections it made
+// and receives on those its peers made. A connection that carries bulk data both ways at once
+// cost the kernel 1.7x the CPU time of two that carry it one way each (docs/performance.md,
+// "One connection per direction"), and a pair's exchange in a ring goes both ways at once.
+//
+// Gloo's pairs hand every arriving
 // message from their event-loop thread to the thread that waits for it, which costs hundreds
 // of µs per message on a busy host (docs/performance.md, "Across hosts"). Here the calling
 // thread does the socket I/O itself: all sends and receives of one step progress together on
@@ -46,11 +52,12 @@ class TcpMesh {
     std::vector<char>* resizable = nullptr;
   };
 
-  // Collective over the group: every rank listens, publishes its address in the store and
-  // connects to the ranks below it; the ranks above connect to it.
+  // Collective over the group: every rank listens, publishes its address in the store,
+  // connects to every other rank and accepts a connection from each.
   static std::unique_ptr<TcpMesh> connect(const TcpMeshOptions& options);
   // A mesh over connections made elsewhere (nonblocking stream sockets by peer, -1 for this
-  // rank), which it takes over: how tests and the fuzz target feed it bytes of their own.
+  // rank, each carrying both directions), which it takes over: how tests and the fuzz target
+  // feed it bytes of their own.
   static std::unique_ptr<TcpMesh> over(int rank, std::vector<int> sockets, std::string peer_noun,
                                        std::chrono::milliseconds timeout);
   ~TcpMesh();
@@ -58,7 +65,7 @@ class TcpMesh {
   TcpMesh& operator=(const TcpMesh&) = delete;
 
   int rank() const { return rank_; }
-  int size() const { return static_cast<int>(sockets_.size()); }
+  int size() const { return static_cast<int>(to_peer_.size()); }
 
   // Makes every send and receive, all progressing together, and returns when all are done.
   // A peer that closes its connection is a WorkersLostError naming it, as is silence beyond
@@ -75,7 +82,10 @@ class TcpMesh {
   [[noreturn]] void lost(int peer, const std::string& why) const;
 
   int rank_;
-  std::vector<int> sockets_;  // by peer; -1 for this rank
+  // By peer, -1 for this rank: the connection this rank sends on, and the one it receives
+  // on (the same socket in a mesh made by over()).
+  std::vector<int> to_peer_;
+  std::vector<int> from_peer_;
   std::string peer_noun_;
   std::chrono::milliseconds timeout_;
   // One step's progress, kept between steps so a step allocates nothing.
