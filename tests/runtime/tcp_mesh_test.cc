@@ -266,6 +266,55 @@ TEST_F(MeshTest, GatherBroadcastAllgatherAlltoallReducescatterBarrier) {
   }));
 }
 
+// A pair's bulk messages travel on the sender's own connection, its small ones both ways on
+// the lower rank's: with each direction switching between the two from step to step, every
+// message still arrives whole and in its step.
+TEST_F(MeshTest, BulkAndSmallMessagesArriveWholeInTheirStepsBetweenEveryPair) {
+  constexpr int kRanks = 3, kSteps = 6;
+  const auto is_bulk = [](int step, int sender) { return (step + sender) % 2 == 0; };
+  const auto expected = [&](int step, int sender, int receiver) {
+    std::vector<char> bytes(is_bulk(step, sender) ? 256 << 10 : 100);
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = static_cast<char>(sender * 31 + receiver * 7 + step * 13 + i);
+    return bytes;
+  };
+  std::vector<std::string> errors(kRanks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        auto mesh = TcpMesh::connect(options(rank, kRanks));
+        for (int step = 0; step < kSteps; ++step) {
+          std::vector<std::vector<char>> outgoing(kRanks), incoming(kRanks);
+          std::vector<TcpMesh::Send> sends;
+          std::vector<TcpMesh::Receive> receives;
+          for (int peer = 0; peer < kRanks; ++peer) {
+            if (peer == rank) continue;
+            outgoing[peer] = expected(step, rank, peer);
+            sends.push_back({peer, outgoing[peer].data(), outgoing[peer].size(), is_bulk(step, rank)});
+            incoming[peer].resize(expected(step, peer, rank).size());
+            receives.push_back({.peer = peer,
+                                .data = incoming[peer].data(),
+                                .bytes = incoming[peer].size(),
+                                .bulk = is_bulk(step, peer)});
+          }
+          mesh->step(sends, receives);
+          for (int peer = 0; peer < kRanks; ++peer) {
+            if (peer != rank && incoming[peer] != expected(step, peer, rank)) {
+              errors[rank] +=
+                  "step " + std::to_string(step) + ": rank " + std::to_string(peer) + "'s message differs; ";
+            }
+          }
+        }
+      } catch (const std::exception& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  expect_no_errors(errors);
+}
+
 TEST_F(MeshTest, AMessageOfTheWrongLengthIsAnErrorNamingItsSender) {
   const auto errors = on_ranks(2, 64 << 10, [&](int rank, MeshTransport& mesh, BulkCalls&) {
     std::vector<float> data(rank == 0 ? 8 : 9, 1.0f);  // the ranks' calls differ

@@ -11,9 +11,9 @@ namespace dtrain::runtime {
 MeshTransport::MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes)
     : mesh_(std::move(mesh)), bulk_(std::move(bulk)), small_bytes_(small_bytes), received_(mesh_->size()) {}
 
-void MeshTransport::send_to_every_peer(const void* data, std::size_t bytes) {
+void MeshTransport::send_to_every_peer(const void* data, std::size_t bytes, bool bulk) {
   for (int peer = 0; peer < size(); ++peer) {
-    if (peer != rank()) sends_.push_back({peer, data, bytes});
+    if (peer != rank()) sends_.push_back({peer, data, bytes, bulk});
   }
 }
 
@@ -21,7 +21,7 @@ void MeshTransport::receive_from_every_peer(std::size_t bytes) {
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) continue;
     received_[peer].resize(bytes);
-    receives_.push_back({peer, received_[peer].data(), bytes});
+    receives_.push_back({.peer = peer, .data = received_[peer].data(), .bytes = bytes, .bulk = bulk(bytes)});
   }
 }
 
@@ -68,7 +68,7 @@ std::vector<std::vector<char>> MeshTransport::gather_to_coordinator(const std::v
 
 std::vector<char> MeshTransport::broadcast_from_coordinator(const std::vector<char>& message) {
   if (rank() == 0) {
-    send_to_every_peer(message.data(), message.size());
+    send_to_every_peer(message.data(), message.size(), false);
     run_step();
     return message;
   }
@@ -112,7 +112,7 @@ void MeshTransport::allreduce(void* data, std::size_t count, DataType dtype, Red
     if (size() == 2) return ring_allreduce(data, count, dtype, op);
     return bulk_->allreduce(data, count, dtype, op);
   }
-  send_to_every_peer(data, bytes);
+  send_to_every_peer(data, bytes, bulk(bytes));
   receive_from_every_peer(bytes);
   run_step();
   reduce_in_rank_order(data, count, dtype, op);
@@ -128,10 +128,11 @@ void MeshTransport::allgatherv(const void* input, void* output, const std::vecto
   std::size_t offset = 0;
   for (int r = 0; r < size(); ++r) {
     if (r == rank()) {
-      send_to_every_peer(input, bytes_per_rank[r]);
+      send_to_every_peer(input, bytes_per_rank[r], bulk(bytes_per_rank[r]));
       if (bytes_per_rank[r] && out + offset != input) std::memmove(out + offset, input, bytes_per_rank[r]);
     } else {
-      receives_.push_back({r, out + offset, bytes_per_rank[r]});
+      receives_.push_back(
+          {.peer = r, .data = out + offset, .bytes = bytes_per_rank[r], .bulk = bulk(bytes_per_rank[r])});
     }
     offset += bytes_per_rank[r];
   }
@@ -142,9 +143,9 @@ void MeshTransport::broadcast(void* data, std::size_t bytes, int root) {
   if (bytes == 0) return;
   if (!small(bytes * (size() - 1))) return bulk_->broadcast(data, bytes, root);
   if (rank() == root) {
-    send_to_every_peer(data, bytes);
+    send_to_every_peer(data, bytes, bulk(bytes));
   } else {
-    receives_.push_back({root, data, bytes});
+    receives_.push_back({.peer = root, .data = data, .bytes = bytes, .bulk = bulk(bytes)});
   }
   run_step();
 }
@@ -167,16 +168,16 @@ void MeshTransport::ring_allreduce(void* data, std::size_t count, DataType dtype
     for (int s = 0; s < n - 1; ++s) {
       const auto [send, send_bytes] = chunk(((me - s) % n + n) % n);
       const auto [into, into_bytes] = chunk(((me - s - 1) % n + n) % n);
-      sends_.push_back({right, send, send_bytes});
-      receives_.push_back({left, accumulator_.data(), into_bytes});
+      sends_.push_back({right, send, send_bytes, true});
+      receives_.push_back({.peer = left, .data = accumulator_.data(), .bytes = into_bytes, .bulk = true});
       run_step();
       reduce_elements(dtype, op, into, into, accumulator_.data(), into_bytes / esize);
     }
     for (int s = 0; s < n - 1; ++s) {
       const auto [send, send_bytes] = chunk(((me + 1 - s) % n + n) % n);
       const auto [into, into_bytes] = chunk(((me - s) % n + n) % n);
-      sends_.push_back({right, send, send_bytes});
-      receives_.push_back({left, into, into_bytes});
+      sends_.push_back({right, send, send_bytes, true});
+      receives_.push_back({.peer = left, .data = into, .bytes = into_bytes, .bulk = true});
       run_step();
     }
   }
@@ -220,7 +221,10 @@ void MeshTransport::reducescatter(void* data, const std::vector<std::size_t>& co
   auto* bytes = static_cast<char*>(data);
   std::size_t offset = 0;
   for (int peer = 0; peer < size(); ++peer) {
-    if (peer != rank()) sends_.push_back({peer, bytes + offset, counts_per_rank[peer] * esize});
+    if (peer != rank()) {
+      const std::size_t part = counts_per_rank[peer] * esize;
+      sends_.push_back({peer, bytes + offset, part, bulk(part)});
+    }
     offset += counts_per_rank[peer] * esize;
   }
   const std::size_t count = counts_per_rank[rank()];

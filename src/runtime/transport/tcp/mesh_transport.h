@@ -44,9 +44,14 @@ class MeshTransport final : public Transport {
  private:
   // Whether a collective that puts `bytes` on the wire from one rank goes over the mesh.
   bool small(std::size_t bytes) const { return bytes <= small_bytes_; }
+  // Whether a data collective's message of `bytes` (a size its sender and receiver both know)
+  // travels as the mesh's bulk (TcpMesh::Send::bulk). alltoall's never do: there each side
+  // knows only its own sizes, and a mismatch must stay an error naming the sender.
+  static bool bulk(std::size_t bytes) { return bytes >= kBulkMessageBytes; }
+  static constexpr std::size_t kBulkMessageBytes = 64 << 10;
   // A step is built from these, then run: this rank's `bytes` at `data` to every peer, and
   // every peer's message into received_[peer] (exactly `bytes`, or any length).
-  void send_to_every_peer(const void* data, std::size_t bytes);
+  void send_to_every_peer(const void* data, std::size_t bytes, bool bulk);
   void receive_from_every_peer(std::size_t bytes);
   void receive_from_every_peer_any_length();
   void run_step();

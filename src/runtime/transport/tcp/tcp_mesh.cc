@@ -178,6 +178,7 @@ int connect_to(const std::string& where, Clock::time_point deadline) {
 
 struct TcpMesh::Outgoing {
   int peer;
+  int fd;
   std::uint64_t length;
   const char* data;
   std::size_t done;  // bytes sent, of the 8-byte length and the message
@@ -187,6 +188,7 @@ struct TcpMesh::Outgoing {
 
 struct TcpMesh::Incoming {
   TcpMesh::Receive* receive;
+  int fd;
   std::uint64_t length;  // as the sender wrote it
   std::size_t done;      // bytes received, of the length and the message
   char* data;            // where the message goes, once its length is known
@@ -266,18 +268,29 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
     mesh->from_peer_[theirs.rank] = fd;
     --waiting;
   }
-  for (int fd : mesh->to_peer_) {  // nonblocking since they were made
-    const int on = 1;
-    if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // a small message leaves at once
+  for (const auto* sockets : {&mesh->to_peer_, &mesh->from_peer_}) {  // nonblocking since they were made
+    for (int fd : *sockets) {
+      const int on = 1;
+      if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // a small message leaves at once
+    }
   }
   return mesh;
 }
 
+int TcpMesh::socket_to(int peer, bool bulk) const { return bulk || rank_ < peer ? to_peer_[peer] : from_peer_[peer]; }
+
+int TcpMesh::socket_from(int peer, bool bulk) const { return bulk || peer < rank_ ? from_peer_[peer] : to_peer_[peer]; }
+
 void TcpMesh::step(std::span<const Send> sends, std::span<Receive> receives) {
   outgoing_.clear();
   incoming_.clear();
-  for (const Send& send : sends) outgoing_.push_back({send.peer, send.bytes, static_cast<const char*>(send.data), 0});
-  for (Receive& receive : receives) incoming_.push_back({&receive, 0, 0, static_cast<char*>(receive.data)});
+  for (const Send& send : sends) {
+    outgoing_.push_back(
+        {send.peer, socket_to(send.peer, send.bulk), send.bytes, static_cast<const char*>(send.data), 0});
+  }
+  for (Receive& receive : receives) {
+    incoming_.push_back({&receive, socket_from(receive.peer, receive.bulk), 0, 0, static_cast<char*>(receive.data)});
+  }
   const auto deadline = Clock::now() + timeout_;
   auto last_progress = Clock::now();
   std::size_t unfinished = outgoing_.size() + incoming_.size();
@@ -315,7 +328,7 @@ bool TcpMesh::advance(Outgoing& message) {
   msghdr header{};
   header.msg_iov = parts;
   header.msg_iovlen = count;
-  const ssize_t n = ::sendmsg(to_peer_[message.peer], &header, MSG_DONTWAIT | MSG_NOSIGNAL);
+  const ssize_t n = ::sendmsg(message.fd, &header, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return false;
     lost(message.peer, errno_text());
@@ -326,7 +339,7 @@ bool TcpMesh::advance(Outgoing& message) {
 
 bool TcpMesh::advance(Incoming& message) {
   Receive& receive = *message.receive;
-  const int fd = from_peer_[receive.peer];
+  const int fd = message.fd;
   ssize_t n;
   if (message.done < sizeof(message.length)) {
     // With the length known in advance, the length and the message in one call; else the
@@ -377,11 +390,11 @@ bool TcpMesh::advance(Incoming& message) {
 void TcpMesh::sleep_until_ready(Clock::time_point deadline) {
   std::vector<pollfd> waiting;
   for (const Outgoing& message : outgoing_) {
-    if (!message.finished()) waiting.push_back({to_peer_[message.peer], POLLOUT, 0});
+    if (!message.finished()) waiting.push_back({message.fd, POLLOUT, 0});
   }
   for (const Incoming& message : incoming_) {
     if (!message.finished()) {
-      waiting.push_back({from_peer_[message.receive->peer], POLLIN, 0});
+      waiting.push_back({message.fd, POLLIN, 0});
     }
   }
   const int ready = ::poll(waiting.data(), waiting.size(), milliseconds_until(deadline));

@@ -1,9 +1,11 @@
 // dtrain's own full mesh of TCP connections among a group's ranks, for what latency bounds:
 // the negotiation's messages, small collectives, barriers, and the two-rank ring's bulk. Each
-// ordered pair of ranks has a connection of its own: a rank sends on the connections it made
-// and receives on those its peers made. A connection that carries bulk data both ways at once
-// cost the kernel 1.7x the CPU time of two that carry it one way each (docs/performance.md,
-// "One connection per direction"), and a pair's exchange in a ring goes both ways at once.
+// rank connects to every other, so a pair has two connections, one made by each. Bulk data
+// goes on the sender's own: one connection carrying bulk both ways at once cost the kernel
+// 1.7x the CPU time of two carrying it one way each, and a pair's exchange in a ring goes
+// both ways at once. Small messages go both ways on the lower rank's connection, where each
+// reply carries the acknowledgement of what it answers (one way each, a 4 KiB allreduce took
+// ~2 µs longer). Measured: docs/performance.md, "One connection per direction".
 //
 // Gloo's pairs hand every arriving
 // message from their event-loop thread to the thread that waits for it, which costs hundreds
@@ -39,10 +41,14 @@ struct TcpMeshOptions {
 
 class TcpMesh {
  public:
+  // `bulk`: on the sender's own connection. Sender and receiver must agree on it (both derive
+  // it from what both know, e.g. the size of a data collective): a message looked for on the
+  // other connection is not found, and the step ends at the timeout naming the sender.
   struct Send {
     int peer;
     const void* data;
     std::size_t bytes;
+    bool bulk = false;
   };
   // A message of exactly `bytes` into `data`, or, with `resizable`, of any length into it.
   struct Receive {
@@ -50,6 +56,7 @@ class TcpMesh {
     void* data = nullptr;
     std::size_t bytes = 0;
     std::vector<char>* resizable = nullptr;
+    bool bulk = false;
   };
 
   // Collective over the group: every rank listens, publishes its address in the store,
@@ -76,14 +83,16 @@ class TcpMesh {
   struct Outgoing;
   struct Incoming;
   TcpMesh(int rank, int size, std::string peer_noun, std::chrono::milliseconds timeout);
+  int socket_to(int peer, bool bulk) const;
+  int socket_from(int peer, bool bulk) const;
   bool advance(Outgoing& message);
   bool advance(Incoming& message);
   void sleep_until_ready(std::chrono::steady_clock::time_point deadline);
   [[noreturn]] void lost(int peer, const std::string& why) const;
 
   int rank_;
-  // By peer, -1 for this rank: the connection this rank sends on, and the one it receives
-  // on (the same socket in a mesh made by over()).
+  // By peer, -1 for this rank: the connection this rank made to the peer, and the one the
+  // peer made to it (the same socket in a mesh made by over()).
   std::vector<int> to_peer_;
   std::vector<int> from_peer_;
   std::string peer_noun_;
