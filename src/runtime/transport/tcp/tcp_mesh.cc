@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 #include "dtrain/dtrain.h"
 #include "runtime/logging.h"
@@ -102,22 +103,6 @@ bool write_all(int fd, const void* data, std::size_t bytes, Clock::time_point de
   return true;
 }
 
-bool read_all(int fd, void* data, std::size_t bytes, Clock::time_point deadline) {
-  char* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::recv(fd, p, bytes, 0);
-    if (n > 0) {
-      p += n;
-      bytes -= static_cast<std::size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!wait_for(fd, POLLIN, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 sockaddr_in ipv4_endpoint(const std::string& address, int port) {
   sockaddr_in endpoint{};
   endpoint.sin_family = AF_INET;
@@ -149,7 +134,9 @@ std::pair<int, int> listen_on(const std::string& address, int backlog) {
   return {fd, ntohs(endpoint.sin_port)};
 }
 
-int connect_to(const std::string& where, Clock::time_point deadline) {
+// Starts connecting to `where` ("address:port"); the socket is nonblocking, so the connection
+// completes later (finish_connecting).
+int start_connecting(const std::string& where) {
   const auto colon = where.rfind(':');
   if (colon == std::string::npos) throw Error("dtrain: malformed TCP mesh address '" + where + "' in the store");
   int port = 0;
@@ -164,14 +151,50 @@ int connect_to(const std::string& where, Clock::time_point deadline) {
     ::close(fd);
     throw Error("dtrain: cannot connect the TCP mesh to " + where + ": " + why);
   }
+  return fd;
+}
+
+// Once `fd` (connecting to `where`) is writable: whether the connection was made.
+void finish_connecting(int fd, const std::string& where) {
   int error = 0;
   socklen_t length = sizeof(error);
-  if (!wait_for(fd, POLLOUT, deadline) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error) {
-    ::close(fd);
-    throw Error("dtrain: cannot connect the TCP mesh to " + where + ": " +
-                (error ? std::strerror(error) : "timed out (DTRAIN_TIMEOUT_S)"));
-  }
-  return fd;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+  if (error) throw Error("dtrain: cannot connect the TCP mesh to " + where + ": " + std::strerror(error));
+}
+
+// A connection this rank accepted whose hello is still arriving. Hellos are read as they come,
+// in the same poll loop as everything else: a rank blocked on one peer's hello would not write
+// its own, and ranks waiting for each other's in a circle would each wait in vain.
+struct Arriving {
+  int fd;
+  Clock::time_point given_up_at;  // a connection silent for long is not a rank
+  Hello hello{};
+  std::size_t received = 0;
+};
+
+// A connection waiting on `listener`, or none (another rank's or nobody's after all).
+std::optional<int> accept_connection(int listener) {
+  const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd >= 0) return fd;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return std::nullopt;
+  throw Error("dtrain: cannot accept a TCP mesh connection: " + errno_text());
+}
+
+// Reads what has come of `connection`'s hello. The rank it introduces, once whole; -1 for a
+// connection that is not from a rank of this group (it closed, broke, or said something
+// else); nothing while more is due.
+std::optional<int> read_hello(Arriving& connection, const Hello& mine) {
+  const ssize_t n = ::recv(connection.fd, reinterpret_cast<char*>(&connection.hello) + connection.received,
+                           sizeof(Hello) - connection.received, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
+  if (n <= 0) return -1;
+  connection.received += static_cast<std::size_t>(n);
+  if (connection.received < sizeof(Hello)) return std::nullopt;
+  const Hello& theirs = connection.hello;
+  const bool from_a_rank = theirs.magic == kMagic && theirs.fingerprint == mine.fingerprint &&
+                           theirs.size == mine.size && theirs.rank >= 0 && theirs.rank < mine.size &&
+                           theirs.rank != mine.rank;
+  return from_a_rank ? theirs.rank : -1;
 }
 
 }  // namespace
@@ -231,42 +254,102 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
   store.set(key(group.rank), {here.begin(), here.end()});
 
   const Hello mine{kMagic, fingerprint(group.token, group.key_prefix), group.rank, group.size};
-  std::vector<std::string> peers;  // every other rank's address, read in one request
+  std::vector<std::string> keys;  // every other rank's address, read in one request
   for (int peer = 0; peer < group.size; ++peer) {
-    if (peer != group.rank) peers.push_back(key(peer));
+    if (peer != group.rank) keys.push_back(key(peer));
   }
-  const std::vector<std::string> addresses = store.get_all(peers);
-  // The connections are made before any is accepted: the kernel completes them meanwhile
-  // (the listener's backlog holds the whole group), so no order among the ranks is needed.
+  const std::vector<std::string> addresses = store.get_all(keys);
+  // Every connection is started at once, and the loop below completes them while it accepts
+  // the peers' own: no rank waits for another to accept first, so the ranks need no order, nor
+  // a listen backlog that holds the whole group (the kernel caps it at net.core.somaxconn).
+  std::vector<std::string> where(group.size);
+  std::vector<bool> introduced(group.size, true);  // by peer: this rank's hello written on to_peer_
   for (int peer = 0, index = 0; peer < group.size; ++peer) {
     if (peer == group.rank) continue;
-    const int fd = connect_to(addresses[static_cast<std::size_t>(index++)], deadline);
-    mesh->to_peer_[peer] = fd;
-    if (!write_all(fd, &mine, sizeof(mine), deadline)) {
-      throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
-                             " closed the TCP mesh connection while it was made");
-    }
+    where[peer] = addresses[static_cast<std::size_t>(index++)];
+    mesh->to_peer_[peer] = start_connecting(where[peer]);
+    introduced[peer] = false;
   }
-  for (int waiting = group.size - 1; waiting > 0;) {
-    if (!wait_for(listener, POLLIN, deadline)) {
-      throw WorkersLostError("dtrain: " + std::to_string(waiting) + " other " + options.peer_noun +
-                             "(s) did not connect the TCP mesh within " + std::to_string(group.timeout.count() / 1000) +
-                             " s (DTRAIN_TIMEOUT_S)");
+  int unintroduced = group.size - 1, unaccepted = group.size - 1;
+  std::vector<Arriving> arriving;
+  struct CloseArriving {
+    std::vector<Arriving>& connections;
+    ~CloseArriving() {
+      for (const Arriving& connection : connections) {
+        if (connection.fd >= 0) ::close(connection.fd);
+      }
     }
-    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
-    // A rank writes its hello as it connects; a connection silent for long is not a rank.
-    Hello theirs{};
-    const bool read = read_all(fd, &theirs, sizeof(theirs), std::min(deadline, Clock::now() + kHelloWithin));
-    if (!read || theirs.magic != kMagic || theirs.fingerprint != mine.fingerprint || theirs.size != group.size ||
-        theirs.rank < 0 || theirs.rank >= group.size || theirs.rank == group.rank ||
-        mesh->from_peer_[theirs.rank] >= 0) {
-      log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
-      ::close(fd);
-      continue;
+  } close_arriving{arriving};
+  // Stray connections (another job's rank, a port scanner) are dropped and the loop goes on.
+  const auto drop = [&](std::size_t index) {
+    log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
+    ::close(arriving[index].fd);
+    arriving[index].fd = -1;
+  };
+  std::vector<pollfd> waiting;
+  std::vector<int> waiting_for;  // by entry of `waiting`: the peer connected to, -1 the listener,
+                                 // -2 - i the arriving connection i
+  while (unintroduced > 0 || unaccepted > 0) {
+    waiting.clear();
+    waiting_for.clear();
+    auto wake_by = deadline;
+    if (unaccepted > 0) {
+      waiting.push_back({listener, POLLIN, 0});
+      waiting_for.push_back(-1);
     }
-    mesh->from_peer_[theirs.rank] = fd;
-    --waiting;
+    for (int peer = 0; peer < group.size; ++peer) {
+      if (introduced[peer]) continue;
+      waiting.push_back({mesh->to_peer_[peer], POLLOUT, 0});
+      waiting_for.push_back(peer);
+    }
+    for (std::size_t i = 0; i < arriving.size(); ++i) {
+      waiting.push_back({arriving[i].fd, POLLIN, 0});
+      waiting_for.push_back(-2 - static_cast<int>(i));
+      wake_by = std::min(wake_by, arriving[i].given_up_at);
+    }
+    const int ready = ::poll(waiting.data(), waiting.size(), milliseconds_until(wake_by));
+    if (ready < 0 && errno != EINTR)
+      throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
+    if (ready <= 0 && Clock::now() >= deadline) {
+      if (unaccepted > 0) {
+        throw WorkersLostError("dtrain: " + std::to_string(unaccepted) + " other " + options.peer_noun +
+                               "(s) did not connect the TCP mesh within " +
+                               std::to_string(group.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
+      }
+      const auto late = std::find(introduced.begin(), introduced.end(), false) - introduced.begin();
+      throw Error("dtrain: cannot connect the TCP mesh to " + where[late] + ": timed out (DTRAIN_TIMEOUT_S)");
+    }
+    for (std::size_t i = 0; ready > 0 && i < waiting.size(); ++i) {
+      if (waiting[i].revents == 0) continue;
+      const int peer = waiting_for[i];
+      if (peer == -1) {
+        if (const auto fd = accept_connection(listener)) arriving.push_back({*fd, Clock::now() + kHelloWithin});
+      } else if (peer <= -2) {
+        const auto index = static_cast<std::size_t>(-2 - peer);
+        const auto rank = read_hello(arriving[index], mine);
+        if (!rank) continue;
+        if (*rank < 0 || mesh->from_peer_[*rank] >= 0) {
+          drop(index);
+          continue;
+        }
+        mesh->from_peer_[*rank] = arriving[index].fd;
+        arriving[index].fd = -1;
+        --unaccepted;
+      } else {
+        finish_connecting(waiting[i].fd, where[peer]);
+        if (!write_all(waiting[i].fd, &mine, sizeof(mine), deadline)) {
+          throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
+                                 " closed the TCP mesh connection while it was made");
+        }
+        introduced[peer] = true;
+        --unintroduced;
+      }
+    }
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < arriving.size(); ++i) {
+      if (arriving[i].fd >= 0 && arriving[i].given_up_at <= now) drop(i);
+    }
+    std::erase_if(arriving, [](const Arriving& connection) { return connection.fd < 0; });
   }
   for (const auto* sockets : {&mesh->to_peer_, &mesh->from_peer_}) {  // nonblocking since they were made
     for (int fd : *sockets) {

@@ -1,23 +1,24 @@
 // dtrain's own full mesh of TCP connections among a group's ranks, for what latency bounds:
-// the negotiation's messages, small collectives, barriers, and the two-rank ring's bulk. Each
-// rank connects to every other, so a pair has two connections, one made by each. Bulk data
-// goes on the sender's own: one connection carrying bulk both ways at once cost the kernel
-// 1.7x the CPU time of two carrying it one way each, and a pair's exchange in a ring goes
-// both ways at once. Small messages go both ways on the lower rank's connection, where each
-// reply carries the acknowledgement of what it answers (one way each, a 4 KiB allreduce took
-// ~2 µs longer). Measured: docs/performance.md, "One connection per direction".
+// the negotiation's messages, small collectives, barriers, and the two-rank ring's bulk. Gloo's
+// pairs hand every arriving message from their event-loop thread to the thread that waits for
+// it, which costs hundreds of µs per message on a busy host (docs/performance.md, "Across
+// hosts"). Here the calling thread does the socket I/O itself: all sends and receives of one
+// step progress together on nonblocking sockets, and while replies are due the thread polls
+// them for a few tens of µs (a peer that is on its way answers within that) before it sleeps
+// in poll().
 //
-// Gloo's pairs hand every arriving
-// message from their event-loop thread to the thread that waits for it, which costs hundreds
-// of µs per message on a busy host (docs/performance.md, "Across hosts"). Here the calling
-// thread does the socket I/O itself: all sends and receives of one step progress together on
-// nonblocking sockets, and while replies are due the thread polls them for a few tens of µs
-// (a peer that is on its way answers within that) before it sleeps in poll().
+// Each rank connects to every other, so a pair has two connections, one made by each. Bulk
+// goes on the sender's own: one connection carrying bulk both ways at once cost the kernel 1.7x
+// the CPU time of two carrying it one way each, and a pair's exchange in a ring goes both ways
+// at once. Small messages go both ways on the lower rank's connection, where each reply carries
+// the acknowledgement of what it answers (one way each, a 4 KiB allreduce took ~3 µs longer).
+// Measured: docs/performance.md, "One connection per direction".
 //
 // On the wire a message is its length (8 bytes, in the host's byte order: a job's ranks share
-// an architecture) and then its bytes. Every step is collective and a pair's messages arrive
-// in the order they were sent, so messages carry no tags: the n-th message from a peer is its
-// part of the n-th step both take part in.
+// an architecture) and then its bytes. Every step is collective and a connection delivers in
+// order, so messages carry no tags: on each connection and direction, the n-th message is the
+// sender's part of the n-th step that puts a message there (sender and receiver agree on which
+// messages are bulk, so they agree on the connection).
 #pragma once
 
 #include <chrono>
@@ -42,8 +43,9 @@ struct TcpMeshOptions {
 class TcpMesh {
  public:
   // `bulk`: on the sender's own connection. Sender and receiver must agree on it (both derive
-  // it from what both know, e.g. the size of a data collective): a message looked for on the
-  // other connection is not found, and the step ends at the timeout naming the sender.
+  // it from what both know, e.g. the size of a data collective); where they do not, the
+  // receiver reads another message than the one meant, and the step fails with a length error
+  // or, where nothing arrives on the connection it reads, at the timeout, naming the sender.
   struct Send {
     int peer;
     const void* data;
