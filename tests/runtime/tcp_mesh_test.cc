@@ -388,6 +388,41 @@ TEST_F(MeshTest, AStrayConnectionIsIgnored) {
   ::close(stray);
 }
 
+TEST_F(MeshTest, AStrayConnectionThatSaysNothingDoesNotHoldTheMeshUp) {
+  // Connected to rank 0 before rank 1, it never writes a hello; rank 0 stops listening to it
+  // only after 10 s, but forms the mesh with rank 1 meanwhile: within the group's timeout of
+  // 5 s, or the mesh fails naming the rank that did not connect.
+  std::string error;
+  int received = 0;
+  std::thread rank0([&] {
+    try {
+      auto mesh = TcpMesh::connect(options(0, 2, std::chrono::seconds(5)));
+      TcpMesh::Receive receive{1, &received, sizeof(received)};
+      mesh->step({}, {&receive, 1});
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  const std::string key = options(0, 2).group.key_prefix + "/mesh/0";
+  std::optional<std::string> where;
+  while (!(where = server_.value(key))) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in endpoint{};
+  endpoint.sin_family = AF_INET;
+  endpoint.sin_port = htons(static_cast<std::uint16_t>(std::stoi(where->substr(where->rfind(':') + 1))));
+  ::inet_pton(AF_INET, "127.0.0.1", &endpoint.sin_addr);
+  ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)), 0);
+
+  auto mesh = TcpMesh::connect(options(1, 2, std::chrono::seconds(5)));
+  const int value = 7;
+  TcpMesh::Send send{0, &value, sizeof(value)};
+  mesh->step({&send, 1}, {});
+  rank0.join();
+  ::close(silent);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(received, 7);
+}
+
 // A mesh of two whose peer is this test: rank 0's end of a socket pair is the mesh's, the
 // other end is returned to write what a peer would.
 std::pair<std::unique_ptr<TcpMesh>, int> mesh_with_a_hand_written_peer() {
