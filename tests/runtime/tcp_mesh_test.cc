@@ -103,6 +103,22 @@ class MeshTest : public ::testing::Test {
     return errors;
   }
 
+  // A connection to where rank 0 of a world of two listens, once it has published that: what
+  // a process that is not a rank of the job (another job's, a port scanner) would open.
+  int connect_a_stranger_to_rank0_of_two() {
+    const std::string key = options(0, 2).group.key_prefix + "/mesh/0";
+    std::optional<std::string> where;
+    while (!(where = server_.value(key))) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in endpoint{};
+    endpoint.sin_family = AF_INET;
+    endpoint.sin_port = htons(static_cast<std::uint16_t>(std::stoi(where->substr(where->rfind(':') + 1))));
+    ::inet_pton(AF_INET, "127.0.0.1", &endpoint.sin_addr);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)) == 0) return fd;
+    ::close(fd);
+    return -1;
+  }
+
   rendezvous::RendezvousServer server_{kToken, 4};
   int port_ = 0;
 };
@@ -367,15 +383,8 @@ TEST_F(MeshTest, AStrayConnectionIsIgnored) {
     TcpMesh::Send send{1, &value, sizeof(value)};
     mesh->step({&send, 1}, {});
   });
-  const std::string key = options(0, 2).group.key_prefix + "/mesh/0";
-  std::optional<std::string> where;
-  while (!(where = server_.value(key))) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const int stray = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in endpoint{};
-  endpoint.sin_family = AF_INET;
-  endpoint.sin_port = htons(static_cast<std::uint16_t>(std::stoi(where->substr(where->rfind(':') + 1))));
-  ::inet_pton(AF_INET, "127.0.0.1", &endpoint.sin_addr);
-  ASSERT_EQ(::connect(stray, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)), 0);
+  const int stray = connect_a_stranger_to_rank0_of_two();
+  ASSERT_GE(stray, 0);
   const char garbage[24] = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_EQ(::send(stray, garbage, sizeof(garbage), 0), static_cast<ssize_t>(sizeof(garbage)));
 
@@ -403,15 +412,8 @@ TEST_F(MeshTest, AStrayConnectionThatSaysNothingDoesNotHoldTheMeshUp) {
       error = e.what();
     }
   });
-  const std::string key = options(0, 2).group.key_prefix + "/mesh/0";
-  std::optional<std::string> where;
-  while (!(where = server_.value(key))) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in endpoint{};
-  endpoint.sin_family = AF_INET;
-  endpoint.sin_port = htons(static_cast<std::uint16_t>(std::stoi(where->substr(where->rfind(':') + 1))));
-  ::inet_pton(AF_INET, "127.0.0.1", &endpoint.sin_addr);
-  ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&endpoint), sizeof(endpoint)), 0);
+  const int silent = connect_a_stranger_to_rank0_of_two();
+  ASSERT_GE(silent, 0);
 
   auto mesh = TcpMesh::connect(options(1, 2, std::chrono::seconds(5)));
   const int value = 7;
