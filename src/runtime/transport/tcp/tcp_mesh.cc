@@ -70,7 +70,8 @@ std::size_t room_for_more(std::vector<char>& buffer, std::size_t received, std::
 }
 
 int milliseconds_until(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  // Rounded up: a wait of under a millisecond is a wait of one, not a poll that returns at once.
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
 }
 
@@ -154,12 +155,16 @@ int start_connecting(const std::string& where) {
   return fd;
 }
 
-// Once `fd` (connecting to `where`) is writable: whether the connection was made.
-void finish_connecting(int fd, const std::string& where) {
+// Once `fd` (connecting to `whom` at `where`) is writable: whether the connection was made. The
+// peer published that address after it began to listen, so a refusal means it has gone.
+void finish_connecting(int fd, const std::string& whom, const std::string& where) {
   int error = 0;
   socklen_t length = sizeof(error);
   if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
-  if (error) throw Error("dtrain: cannot connect the TCP mesh to " + where + ": " + std::strerror(error));
+  if (error) {
+    throw WorkersLostError("dtrain: cannot connect the TCP mesh to " + whom + " at " + where + ": " +
+                           std::strerror(error) + "; it may have exited");
+  }
 }
 
 // A connection this rank accepted whose hello is still arriving. Hellos are read as they come,
@@ -172,12 +177,24 @@ struct Arriving {
   std::size_t received = 0;
 };
 
-// A connection waiting on `listener`, or none (another rank's or nobody's after all).
+// A connection waiting on `listener`, or none: none waiting (any more), or one that failed on
+// its own (Linux reports a connection's network errors through accept; the next is fine).
+// What leaves this process unable to accept any (out of descriptors or memory) is an error.
 std::optional<int> accept_connection(int listener) {
-  const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd >= 0) return fd;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return std::nullopt;
-  throw Error("dtrain: cannot accept a TCP mesh connection: " + errno_text());
+  while (true) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) return fd;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
+    switch (errno) {
+      case EMFILE:
+      case ENFILE:
+      case ENOBUFS:
+      case ENOMEM:
+      case EBADF:
+      case EINVAL: throw Error("dtrain: cannot accept a TCP mesh connection: " + errno_text());
+      default: continue;  // that connection's own failure (or EINTR): the next may be waiting
+    }
+  }
 }
 
 // Reads what has come of `connection`'s hello. The rank it introduces, once whole; -1 for a
@@ -310,20 +327,11 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
     const int ready = ::poll(waiting.data(), waiting.size(), milliseconds_until(wake_by));
     if (ready < 0 && errno != EINTR)
       throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
-    if (ready <= 0 && Clock::now() >= deadline) {
-      if (unaccepted > 0) {
-        throw WorkersLostError("dtrain: " + std::to_string(unaccepted) + " other " + options.peer_noun +
-                               "(s) did not connect the TCP mesh within " +
-                               std::to_string(group.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)");
-      }
-      const auto late = std::find(introduced.begin(), introduced.end(), false) - introduced.begin();
-      throw Error("dtrain: cannot connect the TCP mesh to " + where[late] + ": timed out (DTRAIN_TIMEOUT_S)");
-    }
     for (std::size_t i = 0; ready > 0 && i < waiting.size(); ++i) {
       if (waiting[i].revents == 0) continue;
       const int peer = waiting_for[i];
       if (peer == -1) {
-        if (const auto fd = accept_connection(listener)) arriving.push_back({*fd, Clock::now() + kHelloWithin});
+        while (const auto fd = accept_connection(listener)) arriving.push_back({*fd, Clock::now() + kHelloWithin});
       } else if (peer <= -2) {
         const auto index = static_cast<std::size_t>(-2 - peer);
         const auto rank = read_hello(arriving[index], mine);
@@ -336,7 +344,7 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
         arriving[index].fd = -1;
         --unaccepted;
       } else {
-        finish_connecting(waiting[i].fd, where[peer]);
+        finish_connecting(waiting[i].fd, options.peer_noun + " " + std::to_string(peer), where[peer]);
         if (!write_all(waiting[i].fd, &mine, sizeof(mine), deadline)) {
           throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
                                  " closed the TCP mesh connection while it was made");
@@ -350,6 +358,16 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
       if (arriving[i].fd >= 0 && arriving[i].given_up_at <= now) drop(i);
     }
     std::erase_if(arriving, [](const Arriving& connection) { return connection.fd < 0; });
+    if ((unintroduced > 0 || unaccepted > 0) && now >= deadline) {
+      const std::string within = " within " + std::to_string(group.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)";
+      if (unaccepted > 0) {
+        throw WorkersLostError("dtrain: " + std::to_string(unaccepted) + " other " + options.peer_noun +
+                               "(s) did not connect the TCP mesh" + within);
+      }
+      const auto late = std::find(introduced.begin(), introduced.end(), false) - introduced.begin();
+      throw WorkersLostError("dtrain: could not connect the TCP mesh to " + options.peer_noun + " " +
+                             std::to_string(late) + " at " + where[late] + within + "; it may have exited");
+    }
   }
   for (const auto* sockets : {&mesh->to_peer_, &mesh->from_peer_}) {  // nonblocking since they were made
     for (int fd : *sockets) {
