@@ -21,7 +21,7 @@ void MeshTransport::receive_from_every_peer(std::size_t bytes) {
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) continue;
     received_[peer].resize(bytes);
-    receives_.push_back({.peer = peer, .data = received_[peer].data(), .bytes = bytes, .bulk = bulk(bytes)});
+    receives_.push_back({.peer = peer, .data = received_[peer].data(), .bytes = bytes, .bulk = is_bulk(bytes)});
   }
 }
 
@@ -112,7 +112,7 @@ void MeshTransport::allreduce(void* data, std::size_t count, DataType dtype, Red
     if (size() == 2) return ring_allreduce(data, count, dtype, op);
     return bulk_->allreduce(data, count, dtype, op);
   }
-  send_to_every_peer(data, bytes, bulk(bytes));
+  send_to_every_peer(data, bytes, is_bulk(bytes));
   receive_from_every_peer(bytes);
   run_step();
   reduce_in_rank_order(data, count, dtype, op);
@@ -128,11 +128,11 @@ void MeshTransport::allgatherv(const void* input, void* output, const std::vecto
   std::size_t offset = 0;
   for (int r = 0; r < size(); ++r) {
     if (r == rank()) {
-      send_to_every_peer(input, bytes_per_rank[r], bulk(bytes_per_rank[r]));
+      send_to_every_peer(input, bytes_per_rank[r], is_bulk(bytes_per_rank[r]));
       if (bytes_per_rank[r] && out + offset != input) std::memmove(out + offset, input, bytes_per_rank[r]);
     } else {
       receives_.push_back(
-          {.peer = r, .data = out + offset, .bytes = bytes_per_rank[r], .bulk = bulk(bytes_per_rank[r])});
+          {.peer = r, .data = out + offset, .bytes = bytes_per_rank[r], .bulk = is_bulk(bytes_per_rank[r])});
     }
     offset += bytes_per_rank[r];
   }
@@ -143,9 +143,9 @@ void MeshTransport::broadcast(void* data, std::size_t bytes, int root) {
   if (bytes == 0) return;
   if (!small(bytes * (size() - 1))) return bulk_->broadcast(data, bytes, root);
   if (rank() == root) {
-    send_to_every_peer(data, bytes, bulk(bytes));
+    send_to_every_peer(data, bytes, is_bulk(bytes));
   } else {
-    receives_.push_back({.peer = root, .data = data, .bytes = bytes, .bulk = bulk(bytes)});
+    receives_.push_back({.peer = root, .data = data, .bytes = bytes, .bulk = is_bulk(bytes)});
   }
   run_step();
 }
@@ -223,7 +223,7 @@ void MeshTransport::reducescatter(void* data, const std::vector<std::size_t>& co
   for (int peer = 0; peer < size(); ++peer) {
     if (peer != rank()) {
       const std::size_t part = counts_per_rank[peer] * esize;
-      sends_.push_back({peer, bytes + offset, part, bulk(part)});
+      sends_.push_back({peer, bytes + offset, part, is_bulk(part)});
     }
     offset += counts_per_rank[peer] * esize;
   }

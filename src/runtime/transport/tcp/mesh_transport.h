@@ -47,7 +47,7 @@ class MeshTransport final : public Transport {
   // Whether a data collective's message of `bytes` (a size its sender and receiver both know)
   // travels as the mesh's bulk (TcpMesh::Send::bulk). alltoall's never do: there each side
   // knows only its own sizes, and a mismatch must stay an error naming the sender.
-  static bool bulk(std::size_t bytes) { return bytes >= kBulkMessageBytes; }
+  static bool is_bulk(std::size_t bytes) { return bytes >= kBulkMessageBytes; }
   static constexpr std::size_t kBulkMessageBytes = 64 << 10;
   // A step is built from these, then run: this rank's `bytes` at `data` to every peer, and
   // every peer's message into received_[peer] (exactly `bytes`, or any length).

@@ -167,9 +167,7 @@ void finish_connecting(int fd, const std::string& whom, const std::string& where
   }
 }
 
-// A connection this rank accepted whose hello is still arriving. Hellos are read as they come,
-// in the same poll loop as everything else: a rank blocked on one peer's hello would not write
-// its own, and ranks waiting for each other's in a circle would each wait in vain.
+// A connection this rank accepted whose hello is still arriving.
 struct Arriving {
   int fd;
   Clock::time_point given_up_at;  // a connection silent for long is not a rank
@@ -213,6 +211,147 @@ std::optional<int> read_hello(Arriving& connection, const Hello& mine) {
                            theirs.rank != mine.rank;
   return from_a_rank ? theirs.rank : -1;
 }
+
+// Forms a rank's half of the mesh: its connections to every peer, started at once, and the
+// peers' connections to it, accepted as they come, all progressed by one poll loop. No rank
+// waits for another to accept first, so the ranks need no order, nor a listen backlog that
+// holds the whole group (the kernel caps it at net.core.somaxconn); and hellos are read as
+// they arrive, since a rank blocked on one peer's hello would not write its own, and ranks
+// waiting for each other's in a circle would each wait in vain.
+class Formation {
+ public:
+  // `to_peer` and `from_peer` (by peer, -1 for this rank) receive the sockets as they are made.
+  Formation(int listener, const Hello& mine, std::vector<std::string> where, std::string peer_noun,
+            std::vector<int>& to_peer, std::vector<int>& from_peer)
+      : listener_(listener),
+        mine_(mine),
+        where_(std::move(where)),
+        peer_noun_(std::move(peer_noun)),
+        to_peer_(to_peer),
+        from_peer_(from_peer),
+        introduced_(to_peer.size(), true) {
+    for (std::size_t peer = 0; peer < to_peer_.size(); ++peer) {
+      if (static_cast<int>(peer) == mine_.rank) continue;
+      to_peer_[peer] = start_connecting(where_[peer]);
+      introduced_[peer] = false;
+    }
+  }
+  ~Formation() {
+    for (const Arriving& connection : arriving_) {
+      if (connection.fd >= 0) ::close(connection.fd);
+    }
+  }
+  Formation(const Formation&) = delete;
+  Formation& operator=(const Formation&) = delete;
+
+  bool done() const { return unintroduced_ == 0 && unaccepted_ == 0; }
+
+  // Waits for what can progress and progresses it; past `deadline`, a WorkersLostError naming
+  // what is missing (`timeout` is what the error says was waited).
+  void advance(Clock::time_point deadline, std::chrono::milliseconds timeout) {
+    watch(deadline);
+    const int ready = ::poll(waiting_.data(), waiting_.size(), milliseconds_until(wake_by_));
+    if (ready < 0 && errno != EINTR)
+      throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
+    for (std::size_t i = 0; ready > 0 && i < waiting_.size(); ++i) {
+      if (waiting_[i].revents == 0) continue;
+      const int what = waiting_for_[i];
+      if (what == kListener) {
+        while (const auto fd = accept_connection(listener_)) arriving_.push_back({*fd, Clock::now() + kHelloWithin});
+      } else if (what >= 0) {
+        introduce_to(what, deadline);
+      } else {
+        hear_hello(static_cast<std::size_t>(kFirstArriving - what));
+      }
+    }
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < arriving_.size(); ++i) {
+      if (arriving_[i].fd >= 0 && arriving_[i].given_up_at <= now) drop(i);
+    }
+    std::erase_if(arriving_, [](const Arriving& connection) { return connection.fd < 0; });
+    if (!done() && now >= deadline) fail(timeout);
+  }
+
+ private:
+  // waiting_for_ of the listener's entry; of arriving_[i]'s, kFirstArriving - i; of a
+  // connection of this rank's, the peer's rank.
+  static constexpr int kListener = -1;
+  static constexpr int kFirstArriving = -2;
+
+  // What to poll this time, and until when.
+  void watch(Clock::time_point deadline) {
+    waiting_.clear();
+    waiting_for_.clear();
+    wake_by_ = deadline;
+    if (unaccepted_ > 0) {
+      waiting_.push_back({listener_, POLLIN, 0});
+      waiting_for_.push_back(kListener);
+    }
+    for (std::size_t peer = 0; peer < to_peer_.size(); ++peer) {
+      if (introduced_[peer]) continue;
+      waiting_.push_back({to_peer_[peer], POLLOUT, 0});
+      waiting_for_.push_back(static_cast<int>(peer));
+    }
+    for (std::size_t i = 0; i < arriving_.size(); ++i) {
+      waiting_.push_back({arriving_[i].fd, POLLIN, 0});
+      waiting_for_.push_back(kFirstArriving - static_cast<int>(i));
+      wake_by_ = std::min(wake_by_, arriving_[i].given_up_at);
+    }
+  }
+
+  // This rank's connection to `peer` is writable: made (or failed), so the hello goes out.
+  void introduce_to(int peer, Clock::time_point deadline) {
+    const std::string whom = peer_noun_ + " " + std::to_string(peer);
+    finish_connecting(to_peer_[peer], whom, where_[peer]);
+    if (!write_all(to_peer_[peer], &mine_, sizeof(mine_), deadline)) {
+      throw WorkersLostError("dtrain: " + whom + " closed the TCP mesh connection while it was made");
+    }
+    introduced_[peer] = true;
+    --unintroduced_;
+  }
+
+  // More of arriving_[index]'s hello came: once whole, the connection is a peer's or dropped.
+  void hear_hello(std::size_t index) {
+    const auto rank = read_hello(arriving_[index], mine_);
+    if (!rank) return;
+    if (*rank < 0 || from_peer_[*rank] >= 0) return drop(index);
+    from_peer_[*rank] = arriving_[index].fd;
+    arriving_[index].fd = -1;
+    --unaccepted_;
+  }
+
+  // Stray connections (another job's rank, a port scanner) are closed and forming goes on.
+  void drop(std::size_t index) {
+    log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
+    ::close(arriving_[index].fd);
+    arriving_[index].fd = -1;
+  }
+
+  [[noreturn]] void fail(std::chrono::milliseconds timeout) const {
+    const std::string within = " within " + std::to_string(timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)";
+    if (unaccepted_ > 0) {
+      throw WorkersLostError("dtrain: " + std::to_string(unaccepted_) + " other " + peer_noun_ +
+                             "(s) did not connect the TCP mesh" + within);
+    }
+    const auto late = std::find(introduced_.begin(), introduced_.end(), false) - introduced_.begin();
+    throw WorkersLostError("dtrain: could not connect the TCP mesh to " + peer_noun_ + " " + std::to_string(late) +
+                           " at " + where_[late] + within + "; it may have exited");
+  }
+
+  int listener_;
+  const Hello& mine_;
+  std::vector<std::string> where_;  // by peer: where it listens
+  std::string peer_noun_;
+  std::vector<int>& to_peer_;
+  std::vector<int>& from_peer_;
+  std::vector<bool> introduced_;  // by peer: this rank's hello written on to_peer_
+  int unintroduced_ = static_cast<int>(to_peer_.size()) - 1;
+  int unaccepted_ = static_cast<int>(to_peer_.size()) - 1;
+  std::vector<Arriving> arriving_;
+  std::vector<pollfd> waiting_;
+  std::vector<int> waiting_for_;  // by entry of waiting_ (kListener, kFirstArriving)
+  Clock::time_point wake_by_;
+};
 
 }  // namespace
 
@@ -276,99 +415,12 @@ std::unique_ptr<TcpMesh> TcpMesh::connect(const TcpMeshOptions& options) {
     if (peer != group.rank) keys.push_back(key(peer));
   }
   const std::vector<std::string> addresses = store.get_all(keys);
-  // Every connection is started at once, and the loop below completes them while it accepts
-  // the peers' own: no rank waits for another to accept first, so the ranks need no order, nor
-  // a listen backlog that holds the whole group (the kernel caps it at net.core.somaxconn).
-  std::vector<std::string> where(group.size);
-  std::vector<bool> introduced(group.size, true);  // by peer: this rank's hello written on to_peer_
+  std::vector<std::string> where(group.size);  // by peer
   for (int peer = 0, index = 0; peer < group.size; ++peer) {
-    if (peer == group.rank) continue;
-    where[peer] = addresses[static_cast<std::size_t>(index++)];
-    mesh->to_peer_[peer] = start_connecting(where[peer]);
-    introduced[peer] = false;
+    if (peer != group.rank) where[peer] = addresses[static_cast<std::size_t>(index++)];
   }
-  int unintroduced = group.size - 1, unaccepted = group.size - 1;
-  std::vector<Arriving> arriving;
-  struct CloseArriving {
-    std::vector<Arriving>& connections;
-    ~CloseArriving() {
-      for (const Arriving& connection : connections) {
-        if (connection.fd >= 0) ::close(connection.fd);
-      }
-    }
-  } close_arriving{arriving};
-  // Stray connections (another job's rank, a port scanner) are dropped and the loop goes on.
-  const auto drop = [&](std::size_t index) {
-    log().warn("TCP mesh: ignored a connection that is not from a rank of this job and init()");
-    ::close(arriving[index].fd);
-    arriving[index].fd = -1;
-  };
-  std::vector<pollfd> waiting;
-  std::vector<int> waiting_for;  // by entry of `waiting`: the peer connected to, -1 the listener,
-                                 // -2 - i the arriving connection i
-  while (unintroduced > 0 || unaccepted > 0) {
-    waiting.clear();
-    waiting_for.clear();
-    auto wake_by = deadline;
-    if (unaccepted > 0) {
-      waiting.push_back({listener, POLLIN, 0});
-      waiting_for.push_back(-1);
-    }
-    for (int peer = 0; peer < group.size; ++peer) {
-      if (introduced[peer]) continue;
-      waiting.push_back({mesh->to_peer_[peer], POLLOUT, 0});
-      waiting_for.push_back(peer);
-    }
-    for (std::size_t i = 0; i < arriving.size(); ++i) {
-      waiting.push_back({arriving[i].fd, POLLIN, 0});
-      waiting_for.push_back(-2 - static_cast<int>(i));
-      wake_by = std::min(wake_by, arriving[i].given_up_at);
-    }
-    const int ready = ::poll(waiting.data(), waiting.size(), milliseconds_until(wake_by));
-    if (ready < 0 && errno != EINTR)
-      throw Error("dtrain: poll() failed while connecting the TCP mesh: " + errno_text());
-    for (std::size_t i = 0; ready > 0 && i < waiting.size(); ++i) {
-      if (waiting[i].revents == 0) continue;
-      const int peer = waiting_for[i];
-      if (peer == -1) {
-        while (const auto fd = accept_connection(listener)) arriving.push_back({*fd, Clock::now() + kHelloWithin});
-      } else if (peer <= -2) {
-        const auto index = static_cast<std::size_t>(-2 - peer);
-        const auto rank = read_hello(arriving[index], mine);
-        if (!rank) continue;
-        if (*rank < 0 || mesh->from_peer_[*rank] >= 0) {
-          drop(index);
-          continue;
-        }
-        mesh->from_peer_[*rank] = arriving[index].fd;
-        arriving[index].fd = -1;
-        --unaccepted;
-      } else {
-        finish_connecting(waiting[i].fd, options.peer_noun + " " + std::to_string(peer), where[peer]);
-        if (!write_all(waiting[i].fd, &mine, sizeof(mine), deadline)) {
-          throw WorkersLostError("dtrain: " + options.peer_noun + " " + std::to_string(peer) +
-                                 " closed the TCP mesh connection while it was made");
-        }
-        introduced[peer] = true;
-        --unintroduced;
-      }
-    }
-    const auto now = Clock::now();
-    for (std::size_t i = 0; i < arriving.size(); ++i) {
-      if (arriving[i].fd >= 0 && arriving[i].given_up_at <= now) drop(i);
-    }
-    std::erase_if(arriving, [](const Arriving& connection) { return connection.fd < 0; });
-    if ((unintroduced > 0 || unaccepted > 0) && now >= deadline) {
-      const std::string within = " within " + std::to_string(group.timeout.count() / 1000) + " s (DTRAIN_TIMEOUT_S)";
-      if (unaccepted > 0) {
-        throw WorkersLostError("dtrain: " + std::to_string(unaccepted) + " other " + options.peer_noun +
-                               "(s) did not connect the TCP mesh" + within);
-      }
-      const auto late = std::find(introduced.begin(), introduced.end(), false) - introduced.begin();
-      throw WorkersLostError("dtrain: could not connect the TCP mesh to " + options.peer_noun + " " +
-                             std::to_string(late) + " at " + where[late] + within + "; it may have exited");
-    }
-  }
+  Formation formation(listener, mine, std::move(where), options.peer_noun, mesh->to_peer_, mesh->from_peer_);
+  while (!formation.done()) formation.advance(deadline, group.timeout);
   for (const auto* sockets : {&mesh->to_peer_, &mesh->from_peer_}) {  // nonblocking since they were made
     for (int fd : *sockets) {
       const int on = 1;
