@@ -29,6 +29,7 @@
 #include "vision/data/coco_dataset.h"
 #include "vision/data/data_loader.h"
 #include "vision/data/transforms.h"
+#include "vision/modeling/autocast.h"
 #include "vision/modeling/batch_norm.h"
 #include "vision/modeling/mask_rcnn.h"
 #include "vision/modeling/model_weights.h"
@@ -430,7 +431,7 @@ TrainingSet load_training_set(const Config& config, const modeling::MaskRcnnOpti
   return {std::move(paths), std::move(dataset)};
 }
 
-void announce_training(const TrainingRun& run, size_t images) {
+void announce_training(const TrainingRun& run, size_t images, const at::Device& device) {
   if (run.placement.rank != 0) return;
   std::printf(
       "Training Mask R-CNN on %d rank(s): %lld images per step (%lld per rank), %lld iterations, "
@@ -439,6 +440,13 @@ void announce_training(const TrainingRun& run, size_t images) {
       static_cast<long long>(run.steps.max_iter), images, static_cast<unsigned long long>(run.seed),
       run.output_dir.c_str());
   std::fflush(stdout);
+  if (run.options.compute.mixed_precision == modeling::MixedPrecision::kBFloat16 && device.is_cpu() &&
+      !modeling::cpu_computes_bfloat16()) {
+    std::fprintf(stderr,
+                 "dtrain-maskrcnn train: warning: SOLVER.AMP bfloat16 on a CPU without AVX512-BF16 or AMX: LibTorch "
+                 "computes bfloat16 matrix products in scalar code here, many times slower than float32 "
+                 "(SOLVER.AMP.ENABLED False trains in float32)\n");
+  }
 }
 
 // This rank's batches from the loader, on the model's device.
@@ -593,7 +601,7 @@ void train_elastic(Config config, const TrainerSettings& settings) {
     vision::DataLoader loader(training.dataset,
                               loader_options(config, run->options, run->steps.per_rank, run->seed, placement));
     m.model->train();
-    announce_training(*run, loader.items().size());
+    announce_training(*run, loader.items().size(), m.device());
     BatchFeeder batches(loader, feeder_options(loader, *run, iteration, training.paths.annotations, m.device()));
     DivergenceWatch watch(placement.rank, kDivergenceAdvice);
     modeling::LossDict losses;
@@ -648,7 +656,7 @@ void train(Config config, const TrainerSettings& settings) {
   const std::unique_ptr<GradientExchange> exchange = distribution->attach(m.sgd, m.trainable, start_iter, run.exchange);
   start_iter = exchange->start_iteration();
   m.model->train();
-  announce_training(run, loader.items().size());
+  announce_training(run, loader.items().size(), m.device());
 
   BatchFeeder batches(loader, feeder_options(loader, run, start_iter, training.paths.annotations, m.device()));
   DivergenceWatch watch(placement.rank, kDivergenceAdvice);

@@ -6,6 +6,10 @@
 #include <optional>
 #include <stdexcept>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace dtrain::vision::modeling {
 namespace {
 
@@ -74,6 +78,18 @@ AutocastRegion::~AutocastRegion() {
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
   set_enabled(device_type_, was_enabled_);
   set_dtype(device_type_, previous_type_);
+}
+
+bool cpu_computes_bfloat16() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // Leaf 7, subleaf 0: EDX bit 22 is AMX-BF16; subleaf 1: EAX bit 5 is AVX512-BF16.
+  const bool amx = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22)) != 0;
+  const bool avx512 = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+  return amx || avx512;
+#else
+  return true;
+#endif
 }
 
 at::Tensor full_precision(const at::Tensor& tensor) {

@@ -28,6 +28,12 @@ class AutocastRegion {
   at::ScalarType previous_type_ = at::kFloat;
 };
 
+// Whether this CPU has bfloat16 arithmetic (AVX512-BF16 or AMX-BF16). Without it LibTorch
+// 1.13 computes bfloat16 matrix products in scalar code, so bfloat16 autocast makes a CPU
+// step many times slower than float32 (30x on an AVX2-only EPYC, docs/performance.md). Not
+// an x86 CPU: true (no such fallback is known there, so nothing to warn about).
+bool cpu_computes_bfloat16();
+
 // float16 and bfloat16 tensors as float32; anything else as it is.
 at::Tensor full_precision(const at::Tensor& tensor);
 

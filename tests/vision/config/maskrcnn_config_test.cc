@@ -255,9 +255,10 @@ TEST(ConfigMaskRcnn, CpuShapesConfigIsSmallAndMatchesTheShapesDataset) {
   EXPECT_EQ(c.get<int64_t>("SOLVER.MAX_ITER"), 3000);
   EXPECT_THAT(c.get<IntList>("SOLVER.STEPS"), ElementsAre(2400, 2775));
   EXPECT_EQ(c.get<std::string>("SOLVER.LR_SCHEDULER_NAME"), "WarmupMultiStepLR");
-  EXPECT_TRUE(c.get<bool>("SOLVER.AMP.ENABLED"));
+  // float32: bfloat16 autocast is many times slower on CPUs without bfloat16 instructions.
+  EXPECT_FALSE(c.get<bool>("SOLVER.AMP.ENABLED"));
   EXPECT_EQ(c.get<std::string>("SOLVER.AMP.DTYPE"), "bfloat16");
-  EXPECT_EQ(o.compute.mixed_precision, modeling::MixedPrecision::kBFloat16);
+  EXPECT_EQ(o.compute.mixed_precision, modeling::MixedPrecision::kOff);
   EXPECT_EQ(c.get<int64_t>("SOLVER.WARMUP_ITERS"), 100);
   EXPECT_TRUE(c.get<bool>("SOLVER.CLIP_GRADIENTS.ENABLED"));
   EXPECT_EQ(c.get<std::string>("SOLVER.CLIP_GRADIENTS.CLIP_TYPE"), "norm");

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -154,6 +156,23 @@ TEST(ChannelsLast, TrainsAsTheContiguousModelAndWritesContiguousWeights) {
   for (const auto& item : loaded->named_parameters()) {
     EXPECT_TRUE(item.value().equal(written[item.key()])) << item.key();
   }
+}
+
+// The trainer's warning about bfloat16 autocast rests on this: it must agree with the flags
+// the kernel reads from the same CPUID bits.
+TEST(CpuComputesBfloat16, AgreesWithTheKernelsCpuFlags) {
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line) && line.rfind("flags", 0) != 0) {}
+  if (line.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  std::istringstream flags(line.substr(line.find(':') + 1));
+  bool listed = false;
+  for (std::string flag; flags >> flag;) listed |= flag == "avx512_bf16" || flag == "amx_bf16";
+  EXPECT_EQ(cpu_computes_bfloat16(), listed) << line;
+#else
+  EXPECT_TRUE(cpu_computes_bfloat16());
+#endif
 }
 
 // No detection at all leaves the mask head an empty batch (LibTorch 1.13 fails to convolve
