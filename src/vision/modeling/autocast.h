@@ -29,9 +29,9 @@ class AutocastRegion {
 };
 
 // Whether this CPU has bfloat16 arithmetic (AVX512-BF16 or AMX-BF16). Without it LibTorch
-// 1.13 computes bfloat16 matrix products in scalar code, so bfloat16 autocast makes a CPU
-// step many times slower than float32 (30x on an AVX2-only EPYC, docs/performance.md). Not
-// an x86 CPU: true (no such fallback is known there, so nothing to warn about).
+// 1.13 emulates bfloat16, and on a CPU without AVX-512 its matrix products run in scalar
+// code: the shapes job's step was 13x slower than in float32 on an AVX2-only EPYC
+// (docs/performance.md). Not an x86 CPU: true (nothing known to warn about there).
 bool cpu_computes_bfloat16();
 
 // float16 and bfloat16 tensors as float32; anything else as it is.
