@@ -83,10 +83,11 @@ AutocastRegion::~AutocastRegion() {
 bool cpu_computes_bfloat16() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  // Leaf 7, subleaf 0: EDX bit 22 is AMX-BF16; subleaf 1: EAX bit 5 is AVX512-BF16.
-  const bool amx = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22)) != 0;
-  const bool avx512 = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
-  return amx || avx512;
+  // Leaf 7, subleaf 0: EDX bit 22 is AMX-BF16, EAX the last subleaf; subleaf 1: EAX bit 5 is
+  // AVX512-BF16.
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if ((edx & (1u << 22)) != 0) return true;
+  return eax >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
 #else
   return true;
 #endif

@@ -158,9 +158,10 @@ TEST(ChannelsLast, TrainsAsTheContiguousModelAndWritesContiguousWeights) {
   }
 }
 
-// The trainer's warning about bfloat16 autocast rests on this: it must agree with the flags
-// the kernel reads from the same CPUID bits.
-TEST(CpuComputesBfloat16, AgreesWithTheKernelsCpuFlags) {
+// The trainer's warning about bfloat16 autocast rests on this: where the kernel lists either
+// flag (read from the same CPUID bits), the CPU has it. Not the converse: a kernel may hide a
+// flag it does not know or that was switched off at boot.
+TEST(CpuComputesBfloat16, SeesWhatTheKernelsCpuFlagsList) {
 #if defined(__x86_64__)
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -169,7 +170,7 @@ TEST(CpuComputesBfloat16, AgreesWithTheKernelsCpuFlags) {
   std::istringstream flags(line.substr(line.find(':') + 1));
   bool listed = false;
   for (std::string flag; flags >> flag;) listed |= flag == "avx512_bf16" || flag == "amx_bf16";
-  EXPECT_EQ(cpu_computes_bfloat16(), listed) << line;
+  if (listed) EXPECT_TRUE(cpu_computes_bfloat16()) << line;
 #else
   EXPECT_TRUE(cpu_computes_bfloat16());
 #endif
