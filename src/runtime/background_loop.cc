@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "runtime/cycle_summary.h"
 #include "runtime/fusion_planner.h"
 #include "runtime/logging.h"
 #include "runtime/loop_priority.h"
+#include "runtime/reduction.h"
 
 namespace dtrain::runtime {
 
@@ -126,8 +128,10 @@ void BackgroundLoop::stop() {
   submitted_.notify_one();
   if (!thread_.joinable()) return;
   thread_.join();
-  log().debug("negotiation: {} of {} cycles planned by every rank itself (the shortcut), the rest by rank 0",
-              agreed_cycles_.load(), cycles_.load());
+  log().debug(
+      "negotiation: {} of {} cycles planned by every rank itself (the shortcut), the rest by rank 0; {} allreduces "
+      "rode on the summaries",
+      agreed_cycles_.load(), cycles_.load(), ridden_.load());
 }
 
 void BackgroundLoop::replace_timeline(std::unique_ptr<Timeline> timeline) {
@@ -277,19 +281,23 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
 
   CyclePlan plan;
   cycles_.fetch_add(1, std::memory_order_relaxed);
-  if (auto positions = agree(report, grouped, start)) {
+  std::optional<Agreement> agreement = agree(report, grouped, start);
+  if (agreement) {
     agreed_cycles_.fetch_add(1, std::memory_order_relaxed);
-    for (const std::uint32_t position : *positions) held_.erase(position);
-    plan = agreed_plan(*positions);
+    for (const std::uint32_t position : agreement->positions) held_.erase(position);
+    plan = agreed_plan(agreement->positions);
   } else {
     plan = negotiate(report);
     held_.clear();  // the coordinator has them now
     plan_knobs_ = TunedKnobs{plan.fusion_threshold_bytes, plan.cycle_time_ms};
   }
 
+  std::vector<Response> resolved = resolve(plan);
+  const bool executes = !resolved.empty();
+  if (timeline_ && executes) timeline_->mark_cycle(start);
+  if (agreement && !agreement->ridden.empty()) resolved = run_ridden(*agreement, std::move(resolved));
   const std::vector<Response> responses =
-      fuse_responses(resolve(plan), static_cast<std::size_t>(plan.fusion_threshold_bytes));
-  if (timeline_ && !responses.empty()) timeline_->mark_cycle(start);
+      fuse_responses(std::move(resolved), static_cast<std::size_t>(plan.fusion_threshold_bytes));
   for (const Response& response : responses) executor_.execute(response, pending_);
   if (autotuner_ && !autotuner_->finished()) feed_autotuner(responses);
   if (plan.shutdown) {
@@ -299,13 +307,28 @@ BackgroundLoop::CycleOutcome BackgroundLoop::cycle(Clock::time_point start) {
                                               : "process set " + config_.process_set + ": " + plan.shutdown_reason);
     }
   }
-  return {!responses.empty(), plan.cycle_time_ms};
+  return {executes, plan.cycle_time_ms};
+}
+
+std::vector<Response> BackgroundLoop::run_ridden(const Agreement& agreement, std::vector<Response> resolved) {
+  std::vector<Response> rest;
+  auto ridden = agreement.ridden.begin();  // both in position order
+  for (std::size_t i = 0; i < resolved.size(); ++i) {
+    if (ridden != agreement.ridden.end() && ridden->position == agreement.positions[i]) {
+      executor_.execute(resolved[i], pending_, &ridden->by_rank);
+      ridden_.fetch_add(1, std::memory_order_relaxed);
+      ++ridden;
+    } else {
+      rest.push_back(std::move(resolved[i]));
+    }
+  }
+  return rest;
 }
 
 // The shortcut (cycle_summary.h): one reduction of summaries, and the cache positions every
 // rank then runs without the coordinator; nothing when this cycle needs it.
-std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleReport& report, bool grouped,
-                                                                Clock::time_point now) {
+std::optional<BackgroundLoop::Agreement> BackgroundLoop::agree(const CycleReport& report, bool grouped,
+                                                              Clock::time_point now) {
   // Whether to exchange must not depend on a per-rank setting (a rank skipping the exchange
   // would leave the others waiting): the transport is the same everywhere; a rank without a
   // cache (DTRAIN_CACHE_CAPACITY=0) takes part and always needs the coordinator.
@@ -317,7 +340,53 @@ std::optional<std::vector<std::uint32_t>> BackgroundLoop::agree(const CycleRepor
   summary.needs_coordinator = !report.requests.empty() || report.shutdown || grouped || !plan_knobs_ || held_too_long ||
                               (coordinator_ && (!coordinator_->idle() || rank0_knobs() != *plan_knobs_));
   summary.cache_bits = report.cache_bits;
-  return agreed_positions(transport_->reduce_summaries(encode(summary, capacity), combine_summaries));
+  const std::vector<SummaryRider> own = summary.needs_coordinator ? std::vector<SummaryRider>{} : riders();
+  std::vector<char> combined = transport_->reduce_summaries(encode(summary, capacity, own), combine_summaries);
+  std::optional<std::vector<std::uint32_t>> positions = agreed_positions(combined);
+  if (!positions) return std::nullopt;
+  Agreement agreement{std::move(*positions), std::move(combined), {}};
+  agreement.ridden = ridden_allreduces(agreement.combined, config_.size);
+  return agreement;
+}
+
+// The held allreduces of one host tensor each, in position order, while their data fits this
+// rank's share of what the transport's summaries carry: each one's input, prescaled as the
+// executor would scale it before an exchange.
+std::vector<SummaryRider> BackgroundLoop::riders() {
+  std::vector<SummaryRider> riders;
+  const std::size_t share = transport_->summary_rider_bytes() / static_cast<std::size_t>(config_.size);
+  if (share == 0) return riders;
+  struct Candidate {
+    std::uint32_t position;
+    const Response* response;
+    const TensorEntry* entry;
+    std::size_t bytes;
+  };
+  std::vector<Candidate> candidates;
+  std::size_t total = 0;
+  for (const auto& [position, since] : held_) {
+    const Response& response = cache_.response_at(position);
+    if (response.type != OpType::kAllreduce || response.names.size() != 1 || response.sizes.size() != 1 ||
+        response.device == DeviceType::kCUDA) {
+      continue;
+    }
+    const auto entry = pending_.find(response.names.front());
+    if (entry == pending_.end() || entry->second.input.device.is_cuda()) continue;
+    const std::size_t bytes = static_cast<std::size_t>(response.sizes.front()) * element_size(response.dtype);
+    if (bytes == 0 || total + bytes > share) continue;
+    total += (bytes + 15) / 16 * 16;  // each rider's copy aligned for the scaling
+    candidates.push_back({position, &response, &entry->second, bytes});
+  }
+  rider_data_.resize(total);
+  std::size_t offset = 0;
+  for (const Candidate& c : candidates) {
+    char* data = rider_data_.data() + offset;
+    std::memcpy(data, c.entry->input.data, c.bytes);
+    scale_elements(c.response->dtype, data, c.bytes / element_size(c.response->dtype), c.response->prescale);
+    riders.push_back({c.position, static_cast<std::uint32_t>(transport_->rank()), {data, c.bytes}});
+    offset += (c.bytes + 15) / 16 * 16;
+  }
+  return riders;
 }
 
 // What the coordinator would plan from reports of these bits alone, with the settings of its

@@ -30,6 +30,7 @@
 #include "concurrency/mutex.h"
 #include "runtime/autotuner.h"
 #include "runtime/coordinator.h"
+#include "runtime/cycle_summary.h"
 #include "runtime/environment.h"
 #include "runtime/op_state.h"
 #include "runtime/op_executor.h"
@@ -79,7 +80,18 @@ class BackgroundLoop {
     double cycle_time_ms = 0;  // the plan's batching window
   };
   CycleOutcome cycle(Clock::time_point start);
-  std::optional<std::vector<std::uint32_t>> agree(const CycleReport& report, bool grouped, Clock::time_point now);
+  // The shortcut's outcome (cycle_summary.h): what every rank runs, and which of it rode on
+  // the summaries (views into `combined`).
+  struct Agreement {
+    std::vector<std::uint32_t> positions;
+    std::vector<char> combined;
+    std::vector<RiddenAllreduce> ridden;
+  };
+  std::optional<Agreement> agree(const CycleReport& report, bool grouped, Clock::time_point now);
+  std::vector<SummaryRider> riders();
+  // Executes the ridden allreduces of `resolved` (in the agreed positions' order) and returns
+  // the rest.
+  std::vector<Response> run_ridden(const Agreement& agreement, std::vector<Response> resolved);
   CyclePlan agreed_plan(const std::vector<std::uint32_t>& positions);
   CyclePlan negotiate(const CycleReport& report);
   TunedKnobs rank0_knobs() const;  // rank 0: the settings its next plan carries
@@ -128,6 +140,8 @@ class BackgroundLoop {
   std::optional<TunedKnobs> plan_knobs_;         // the settings of rank 0's latest plan, once there was one
   std::atomic<std::uint64_t> cycles_{0};         // for the debug log at the end
   std::atomic<std::uint64_t> agreed_cycles_{0};  // ...of which the shortcut planned
+  std::atomic<std::uint64_t> ridden_{0};         // allreduces that rode on the summaries
+  std::vector<char> rider_data_;                 // this cycle's riders' bytes, prescaled
 
   std::thread thread_;
 };

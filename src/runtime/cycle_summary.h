@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace dtrain::runtime {
@@ -29,20 +30,47 @@ struct CycleSummary {
   std::vector<std::uint64_t> cache_bits;  // as CycleReport's
 };
 
-// At most `capacity` bytes: a summary whose bits would not fit goes as needs_coordinator.
-// The encoding is canonical (no trailing zero words), so equal summaries are equal bytes.
-std::vector<char> encode(const CycleSummary& summary, std::size_t capacity);
+// Riders: across hosts a cached allreduce on the shortcut takes two exchanges, the summaries'
+// and then its data's. So a rank may attach to its summary its data for a small allreduce it
+// holds (a rider); the reduction of summaries carries every rank's, and where every rank's
+// rider of an agreed position arrived, each rank reduces them itself in rank order: the same
+// bits everywhere, one exchange instead of two. A rider dies in the combination once its
+// position is not held everywhere or the cycle needs the coordinator.
+struct SummaryRider {
+  std::uint32_t position = 0;  // the allreduce's cache position
+  std::uint32_t rank = 0;      // whose data
+  std::span<const char> data;  // the rank's input, prescaled as the executor would
+};
+
+// An agreed allreduce whose data every rank's summary carried: each rank's, in rank order
+// (views into the combined summary).
+struct RiddenAllreduce {
+  std::uint32_t position = 0;
+  std::vector<std::span<const char>> by_rank;
+};
+
+// At most `capacity` bytes before the riders: a summary whose bits would not fit goes as
+// needs_coordinator, without riders. The riders follow the bits, in position order. The
+// encoding is canonical (no trailing zero words), so equal summaries are equal bytes.
+std::vector<char> encode(const CycleSummary& summary, std::size_t capacity,
+                         const std::vector<SummaryRider>& riders = {});
 CycleSummary decode_summary(const std::vector<char>& bytes);
 
-// Combines encoded summary `other` into `into`, in place (no allocation: it runs log2 N times a
-// cycle): needs_coordinator if either needs it, the cache bits both hold. Associative,
-// commutative and exact, so any order of combining N summaries (a fold, recursive doubling)
-// gives every rank the same bytes. Throws dtrain::Error on a malformed summary.
+// Combines encoded summary `other` into `into`, in place (no allocation unless either carries
+// riders: it runs log2 N times a cycle): needs_coordinator if either needs it, the cache bits
+// both hold, the riders of both whose positions those bits keep (sorted by position, then
+// rank). Associative, commutative and exact, so any order of combining N summaries (a fold,
+// recursive doubling) gives every rank the same bytes. Throws dtrain::Error on a malformed
+// summary or a rank's rider twice.
 void combine_summaries(std::vector<char>& into, const std::vector<char>& other);
 
 // From the combination of every rank's summary: the cache positions every rank holds, to run
 // this cycle in position order, when every rank may skip the coordinator; nothing when it must
 // plan. An empty result is a cycle in which nothing is ready everywhere yet.
 std::optional<std::vector<std::uint32_t>> agreed_positions(const std::vector<char>& combined);
+
+// Of the agreed positions, those all `ranks` ranks sent riders for, in position order. Riders
+// of one position that differ in length (ranks out of sync) are an error, on every rank alike.
+std::vector<RiddenAllreduce> ridden_allreduces(const std::vector<char>& combined, int ranks);
 
 }  // namespace dtrain::runtime

@@ -154,6 +154,10 @@ RuntimeConfig read_config_from_environment() {
   const auto mesh_bytes = number<long long>("DTRAIN_TCP_MESH_BYTES", static_cast<long long>(c.tcp_mesh_bytes));
   require(mesh_bytes >= 0, "DTRAIN_TCP_MESH_BYTES must be >= 0 bytes");
   c.tcp_mesh_bytes = static_cast<std::size_t>(mesh_bytes);
+  const auto rider_bytes =
+      number<long long>("DTRAIN_SUMMARY_RIDER_BYTES", static_cast<long long>(c.summary_rider_bytes));
+  require(rider_bytes >= 0, "DTRAIN_SUMMARY_RIDER_BYTES must be >= 0 bytes");
+  c.summary_rider_bytes = static_cast<std::size_t>(rider_bytes);
   c.hierarchical = number<int>("DTRAIN_HIERARCHICAL_ALLREDUCE", -1);
   require(c.hierarchical >= -1 && c.hierarchical <= 1, "DTRAIN_HIERARCHICAL_ALLREDUCE must be 0 or 1");
   c.gpu_engine = text("DTRAIN_GPU_ENGINE", "auto");

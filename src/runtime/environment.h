@@ -68,6 +68,9 @@ struct RuntimeConfig {
   bool tcp_mesh = true;
   // DTRAIN_TCP_MESH_BYTES: the most bytes one rank sends in a data collective the mesh takes.
   std::size_t tcp_mesh_bytes = 1 << 20;
+  // DTRAIN_SUMMARY_RIDER_BYTES: how many bytes of small allreduces' data all ranks' negotiation
+  // summaries may carry together across hosts (cycle_summary.h's riders); 0: none.
+  std::size_t summary_rider_bytes = 64 << 10;
   // DTRAIN_AUTOTUNE: rank 0 tunes the fusion threshold and cycle time while training runs.
   bool autotune = false;
   std::string autotune_log;           // DTRAIN_AUTOTUNE_LOG: a CSV row per sample

@@ -55,7 +55,8 @@ void OpExecutor::activity_end(const Response& response) {
   for (const auto& name : response.names) timeline_->end(name);
 }
 
-void OpExecutor::execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries) {
+void OpExecutor::execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries,
+                         const std::vector<std::span<const char>>* ridden) {
   std::vector<TensorEntry*> tensors;
   for (const auto& name : response.names) {
     auto it = entries.find(name);
@@ -79,7 +80,7 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
     for (auto& state : states) state->fail(response.error);
     return;
   }
-  if (response.type != OpType::kAllreduce && response.type != OpType::kBarrier) {
+  if ((response.type != OpType::kAllreduce && response.type != OpType::kBarrier) || ridden) {
     if (!tensors[0]) {
       throw Error("dtrain: planned " + std::string(to_string(response.type)) + " '" + response.names[0] +
                   "' that this rank never submitted (ranks out of sync)");
@@ -94,7 +95,9 @@ void OpExecutor::execute(const Response& response, std::unordered_map<std::strin
   note_started(tensors);
   if (timeline_) activity_begin(response, activity_name(response.type).c_str());  // the name costs an allocation
   try {
-    if (response.device == DeviceType::kCUDA) {
+    if (ridden) {
+      reduce_ridden(response, *tensors[0], *ridden);
+    } else if (response.device == DeviceType::kCUDA) {
       run_on_device(response, tensors);
     } else {
       run_on_host(response, tensors);
@@ -212,6 +215,32 @@ void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& 
     offset += bytes;
   }
   activity_end(response);
+}
+
+// The same arithmetic, in the same order, as the single-tensor path above over a transport
+// that reduces in rank order (the TCP mesh): so a ridden allreduce has the bits it would have
+// had over the mesh.
+void OpExecutor::reduce_ridden(const Response& response, TensorEntry& entry,
+                               const std::vector<std::span<const char>>& by_rank) {
+  const DataType dtype = response.dtype;
+  const auto count = static_cast<std::size_t>(response.sizes.at(0));
+  const std::size_t bytes = count * element_size(dtype);
+  for (const auto& data : by_rank) {
+    if (data.size() != bytes) {
+      throw Error("dtrain: allreduce '" + response.names[0] + "' came with " + std::to_string(data.size()) +
+                  " bytes from a rank where " + std::to_string(bytes) + " were planned (ranks out of sync)");
+    }
+  }
+  void* out = entry.output.data;
+  if (bytes) std::memcpy(out, by_rank[0].data(), bytes);
+  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
+  for (std::size_t r = 1; r < by_rank.size(); ++r) {
+    std::memcpy(fusion_buffer_.data(), by_rank[r].data(), bytes);  // aligned for the arithmetic
+    reduce_elements(dtype, response.reduce_op, out, out, fusion_buffer_.data(), count);
+  }
+  const int world = static_cast<int>(by_rank.size());
+  scale_elements(dtype, out, count, result_scale(dtype, response.reduce_op, world, response.postscale));
+  finish_integer_average(dtype, response.reduce_op, out, count, world);
 }
 
 void OpExecutor::allgather(const Response& response, TensorEntry& entry) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,8 +36,11 @@ class OpExecutor {
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }  // nullptr: none
   void set_flight_recorder(FlightRecorder* recorder) { recorder_ = recorder; }
 
-  // Runs `response`, removing the entries it finishes from `entries`.
-  void execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries);
+  // Runs `response`, removing the entries it finishes from `entries`. With `ridden`, an
+  // allreduce of one host tensor whose every rank's prescaled data came on the cycle's
+  // summaries (cycle_summary.h), in rank order: reduced here, with no exchange.
+  void execute(const Response& response, std::unordered_map<std::string, TensorEntry>& entries,
+               const std::vector<std::span<const char>>* ridden = nullptr);
 
   // Throws if GPU work handed over earlier has failed (DeviceEngine::check_health).
   void check_device_health() {
@@ -50,6 +54,7 @@ class OpExecutor {
   void run_on_device(const Response& response, std::vector<TensorEntry*>& tensors);
 
   void allreduce(const Response& response, std::vector<TensorEntry*>& tensors);
+  void reduce_ridden(const Response& response, TensorEntry& entry, const std::vector<std::span<const char>>& by_rank);
   void allgather(const Response& response, TensorEntry& entry);
   void broadcast(const Response& response, TensorEntry& entry);
   void alltoall(const Response& response, TensorEntry& entry);

@@ -34,6 +34,8 @@ class HierarchicalTransport final : public Transport {
   std::size_t summary_capacity() const override {
     return control_ ? ShmControl::kSlotBytes : global_->summary_capacity();
   }
+  // On one host an exchange costs microseconds, and a slot holds no riders.
+  std::size_t summary_rider_bytes() const override { return control_ ? 0 : global_->summary_rider_bytes(); }
   // On one host every rank reads every other's slot (exchange_summaries) and combines them;
   // across hosts the global transport reduces.
   std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) override {

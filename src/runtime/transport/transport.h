@@ -39,6 +39,10 @@ class Transport {
   // across hosts the TCP mesh reduces by recursive doubling, log2 N steps.
   using SummaryCombine = void (*)(std::vector<char>& into, const std::vector<char>& other);
   virtual std::size_t summary_capacity() const { return 0; }
+  // How many bytes of riders (cycle_summary.h: small allreduces' data) every rank's summaries
+  // may carry together, beyond summary_capacity(); 0, the default: none. Worth it where an
+  // exchange costs a round trip across hosts.
+  virtual std::size_t summary_rider_bytes() const { return 0; }
   virtual std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) {
     std::vector<std::vector<char>> all = exchange_summaries(message);
     std::vector<char> combined = std::move(all.front());

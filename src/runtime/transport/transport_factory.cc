@@ -57,7 +57,8 @@ std::unique_ptr<Transport> connect_tcp(const RuntimeConfig& config, const GlooCo
   std::unique_ptr<Transport> gloo = GlooTransport::connect(options);
   if (!config.tcp_mesh) return gloo;
   TcpMeshOptions mesh{options.group, bind_address(options.iface, options.hostname), peer_noun};
-  return std::make_unique<MeshTransport>(TcpMesh::connect(mesh), std::move(gloo), config.tcp_mesh_bytes);
+  return std::make_unique<MeshTransport>(TcpMesh::connect(mesh), std::move(gloo), config.tcp_mesh_bytes,
+                                         config.summary_rider_bytes);
 }
 
 // A process set's engines are those of the job, connected among its members alone.

@@ -8,8 +8,13 @@
 
 namespace dtrain::runtime {
 
-MeshTransport::MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes)
-    : mesh_(std::move(mesh)), bulk_(std::move(bulk)), small_bytes_(small_bytes), received_(mesh_->size()) {}
+MeshTransport::MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes,
+                             std::size_t rider_bytes)
+    : mesh_(std::move(mesh)),
+      bulk_(std::move(bulk)),
+      small_bytes_(small_bytes),
+      rider_bytes_(rider_bytes),
+      received_(mesh_->size()) {}
 
 void MeshTransport::send_to_every_peer(const void* data, std::size_t bytes, bool bulk) {
   for (int peer = 0; peer < size(); ++peer) {

@@ -24,13 +24,19 @@ class MeshTransport final : public Transport {
  public:
   static constexpr std::size_t kSummaryBytes = 4096;
 
-  MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes);
+  static constexpr std::size_t kRiderBytes = 64 << 10;
+
+  MeshTransport(std::unique_ptr<TcpMesh> mesh, std::unique_ptr<Transport> bulk, std::size_t small_bytes,
+                std::size_t rider_bytes = kRiderBytes);
 
   int rank() const override { return mesh_->rank(); }
   int size() const override { return mesh_->size(); }
   std::vector<std::vector<char>> gather_to_coordinator(const std::vector<char>& message) override;
   std::vector<char> broadcast_from_coordinator(const std::vector<char>& message) override;
   std::size_t summary_capacity() const override { return kSummaryBytes; }
+  // The mesh takes a message of any length; the budget bounds what riders cost the last step
+  // of the recursive doubling, where every rank's arrive.
+  std::size_t summary_rider_bytes() const override { return rider_bytes_; }
   // Recursive doubling (recursive_doubling.h): about log2(n) steps of one message each.
   std::vector<char> reduce_summaries(const std::vector<char>& message, SummaryCombine combine) override;
   void allreduce(void* data, std::size_t count, DataType dtype, ReduceOp op) override;
@@ -65,6 +71,7 @@ class MeshTransport final : public Transport {
   std::unique_ptr<TcpMesh> mesh_;
   std::unique_ptr<Transport> bulk_;
   std::size_t small_bytes_;
+  std::size_t rider_bytes_;
   // Kept between calls so a small collective allocates nothing.
   std::vector<TcpMesh::Send> sends_;
   std::vector<TcpMesh::Receive> receives_;
