@@ -371,7 +371,7 @@ std::vector<SummaryRider> BackgroundLoop::riders() {
       continue;
     }
     const auto entry = pending_.find(response.names.front());
-    if (entry == pending_.end() || entry->second.input.device.is_cuda()) continue;
+    if (entry == pending_.end()) continue;
     const std::size_t bytes = static_cast<std::size_t>(response.sizes.front()) * element_size(response.dtype);
     if (bytes == 0 || total + bytes > share) continue;
     total += (bytes + 15) / 16 * 16;  // each rider's copy aligned for the scaling

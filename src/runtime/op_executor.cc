@@ -218,8 +218,8 @@ void OpExecutor::allreduce(const Response& response, std::vector<TensorEntry*>& 
 }
 
 // The same arithmetic, in the same order, as the single-tensor path above over a transport
-// that reduces in rank order (the TCP mesh): so a ridden allreduce has the bits it would have
-// had over the mesh.
+// that reduces in rank order (the TCP mesh, reduce_in_order both): so a ridden allreduce has
+// the bits it would have had over the mesh.
 void OpExecutor::reduce_ridden(const Response& response, TensorEntry& entry,
                                const std::vector<std::span<const char>>& by_rank) {
   const DataType dtype = response.dtype;
@@ -231,16 +231,17 @@ void OpExecutor::reduce_ridden(const Response& response, TensorEntry& entry,
                   " bytes from a rank where " + std::to_string(bytes) + " were planned (ranks out of sync)");
     }
   }
-  void* out = entry.output.data;
-  if (bytes) std::memcpy(out, by_rank[0].data(), bytes);
-  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
-  for (std::size_t r = 1; r < by_rank.size(); ++r) {
-    std::memcpy(fusion_buffer_.data(), by_rank[r].data(), bytes);  // aligned for the arithmetic
-    reduce_elements(dtype, response.reduce_op, out, out, fusion_buffer_.data(), count);
+  // The riders lie at any offset in the summary: copied into aligned slots for the arithmetic.
+  const std::size_t slot = (bytes + 15) / 16 * 16;
+  if (fusion_buffer_.size() < slot * by_rank.size()) fusion_buffer_.resize(slot * by_rank.size());
+  std::vector<const void*> contributions(by_rank.size());
+  for (std::size_t r = 0; r < by_rank.size(); ++r) {
+    contributions[r] = fusion_buffer_.data() + r * slot;
+    std::memcpy(fusion_buffer_.data() + r * slot, by_rank[r].data(), bytes);
   }
-  const int world = static_cast<int>(by_rank.size());
-  scale_elements(dtype, out, count, result_scale(dtype, response.reduce_op, world, response.postscale));
-  finish_integer_average(dtype, response.reduce_op, out, count, world);
+  void* out = entry.output.data;
+  reduce_in_order(dtype, response.reduce_op, out, contributions, count);
+  finish_reduction(dtype, response.reduce_op, out, count, static_cast<int>(by_rank.size()), response.postscale);
 }
 
 void OpExecutor::allgather(const Response& response, TensorEntry& entry) {

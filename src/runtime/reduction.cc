@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/half_float.h"
 
@@ -116,6 +117,13 @@ void reduce_elements(DataType dtype, ReduceOp op, void* out, const void* a, cons
     case DataType::kFloat16: return reduce_half<half_to_float, float_to_half>(op, out, a, b, count);
     case DataType::kBFloat16: return reduce_half<bfloat16_to_float, float_to_bfloat16>(op, out, a, b, count);
   }
+}
+
+void reduce_in_order(DataType dtype, ReduceOp op, void* out, std::span<const void* const> contributions,
+                     std::size_t count) {
+  if (contributions.empty()) return;
+  if (out != contributions[0]) std::memcpy(out, contributions[0], count * element_size(dtype));
+  for (std::size_t i = 1; i < contributions.size(); ++i) reduce_elements(dtype, op, out, out, contributions[i], count);
 }
 
 void reduce_and_scale(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t count,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "dtrain/dtrain.h"
 
@@ -10,6 +11,12 @@ namespace dtrain::runtime {
 
 // out[i] = op(a[i], b[i]) for `count` elements; out may alias a or b. Average combines as Sum.
 void reduce_elements(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t count);
+
+// out = op over `contributions` (each `count` elements, aligned for dtype), combined first to
+// last: ranks that reduce the same contributions in the same (rank) order end with the same
+// bits. out may be the first contribution, not a later one.
+void reduce_in_order(DataType dtype, ReduceOp op, void* out, std::span<const void* const> contributions,
+                     std::size_t count);
 
 // out[i] = op(a[i], b[i]) * factor: reduce_elements then scale_elements in one pass over the
 // memory, rounded as the two would round (the last step of a reduction scales its result).

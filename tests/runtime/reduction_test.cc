@@ -103,5 +103,31 @@ TEST(Reduction, FinishAveragesFloatsAndTruncatesIntegers) {
   EXPECT_EQ(i.get(1), -3);
 }
 
+// Every rank reducing the same contributions first to last gets the same bits; another order
+// may not (float addition does not associate), which is why the order is fixed.
+TEST(Reduction, ReduceInOrderCombinesFirstToLast) {
+  const float big[] = {1e8f, 3.0f};
+  const float one[] = {1.0f, 4.0f};
+  const float minus_big[] = {-1e8f, 5.0f};
+  float out[2];
+  const void* in_order[] = {big, one, minus_big};
+  reduce_in_order(DataType::kFloat32, ReduceOp::kSum, out, in_order, 2);
+  EXPECT_EQ(out[0], 0.0f);  // (1e8 + 1) rounds back to 1e8
+  EXPECT_EQ(out[1], 12.0f);
+  const void* reordered[] = {big, minus_big, one};
+  reduce_in_order(DataType::kFloat32, ReduceOp::kSum, out, reordered, 2);
+  EXPECT_EQ(out[0], 1.0f);
+
+  float first[] = {2.0f, 7.0f};  // out may be the first contribution
+  const float second[] = {5.0f, 4.0f};
+  const void* into_first[] = {first, second};
+  reduce_in_order(DataType::kFloat32, ReduceOp::kMax, first, into_first, 2);
+  EXPECT_EQ(first[0], 5.0f);
+  EXPECT_EQ(first[1], 7.0f);
+  const void* none[] = {nullptr};
+  reduce_in_order(DataType::kFloat32, ReduceOp::kSum, out, std::span<const void* const>(none, 0), 2);  // no-op
+  EXPECT_EQ(out[0], 1.0f);
+}
+
 }  // namespace
 }  // namespace dtrain::runtime

@@ -49,12 +49,10 @@ void MeshTransport::run_step() {
 }
 
 void MeshTransport::reduce_in_rank_order(const void* own, std::size_t count, DataType dtype, ReduceOp op) {
-  const std::size_t bytes = count * element_size(dtype);
-  auto copy_of = [&](int r) -> const void* { return r == rank() ? own : received_[r].data(); };
-  accumulator_.resize(bytes);
-  std::memcpy(accumulator_.data(), copy_of(0), bytes);
-  for (int r = 1; r < size(); ++r)
-    reduce_elements(dtype, op, accumulator_.data(), accumulator_.data(), copy_of(r), count);
+  contributions_.resize(size());
+  for (int r = 0; r < size(); ++r) contributions_[r] = r == rank() ? own : received_[r].data();
+  accumulator_.resize(count * element_size(dtype));
+  reduce_in_order(dtype, op, accumulator_.data(), contributions_, count);
 }
 
 std::vector<std::vector<char>> MeshTransport::gather_to_coordinator(const std::vector<char>& message) {
