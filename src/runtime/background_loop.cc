@@ -328,7 +328,7 @@ std::vector<Response> BackgroundLoop::run_ridden(const Agreement& agreement, std
 // The shortcut (cycle_summary.h): one reduction of summaries, and the cache positions every
 // rank then runs without the coordinator; nothing when this cycle needs it.
 std::optional<BackgroundLoop::Agreement> BackgroundLoop::agree(const CycleReport& report, bool grouped,
-                                                              Clock::time_point now) {
+                                                               Clock::time_point now) {
   // Whether to exchange must not depend on a per-rank setting (a rank skipping the exchange
   // would leave the others waiting): the transport is the same everywhere; a rank without a
   // cache (DTRAIN_CACHE_CAPACITY=0) takes part and always needs the coordinator.

@@ -188,7 +188,8 @@ std::vector<RiddenAllreduce> ridden_allreduces(const std::vector<char>& combined
     const std::uint32_t position = riders[first].position;
     // Sorted by rank and without repeats (combine_summaries): all ranks are there when there
     // are `ranks` of them numbered 0 to ranks - 1.
-    const bool everyone = static_cast<int>(end - first) == ranks && riders[end - 1].rank == static_cast<std::uint32_t>(ranks - 1);
+    const bool everyone =
+        static_cast<int>(end - first) == ranks && riders[end - 1].rank == static_cast<std::uint32_t>(ranks - 1);
     if (everyone && holds(combined, layout.words, position)) {
       RiddenAllreduce allreduce{position, {}};
       for (std::size_t i = first; i < end; ++i) {

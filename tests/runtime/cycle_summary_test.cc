@@ -107,7 +107,8 @@ std::vector<char> with_riders(std::uint32_t rank, std::vector<std::uint32_t> pos
   std::vector<SummaryRider> riders;
   static std::vector<std::string> store;  // alive for the encode below
   store.assign(riding.size(), payload + static_cast<char>('0' + rank));
-  for (std::size_t i = 0; i < riding.size(); ++i) riders.push_back({riding[i], rank, {store[i].data(), store[i].size()}});
+  for (std::size_t i = 0; i < riding.size(); ++i)
+    riders.push_back({riding[i], rank, {store[i].data(), store[i].size()}});
   return encode(summary_of(positions, needs), 4096, riders);
 }
 
@@ -133,10 +134,8 @@ TEST(CycleSummaryRiders, RecursiveDoublingGivesEveryRankTheSameRiders) {
   for (int size = 1; size <= 7; ++size) {
     std::vector<std::vector<char>> partial;
     for (int r = 0; r < size; ++r) partial.push_back(with_riders(static_cast<std::uint32_t>(r), {1, 5}, {1, 5}, "ab"));
-    const auto results =
-        replay_doubling(partial, [](int, std::vector<char>& into, const std::vector<char>& other) {
-          combine_summaries(into, other);
-        });
+    const auto results = replay_doubling(
+        partial, [](int, std::vector<char>& into, const std::vector<char>& other) { combine_summaries(into, other); });
     for (int r = 0; r < size; ++r) EXPECT_EQ(results[r], results[0]) << size << " ranks, rank " << r;
     const auto ridden = ridden_allreduces(results[0], size);
     ASSERT_EQ(ridden.size(), 2u) << size << " ranks";

@@ -76,7 +76,7 @@ class MeshTransport final : public Transport {
   std::vector<TcpMesh::Send> sends_;
   std::vector<TcpMesh::Receive> receives_;
   std::vector<std::vector<char>> received_;  // by peer
-  std::vector<const void*> contributions_;  // by rank, for reduce_in_rank_order
+  std::vector<const void*> contributions_;   // by rank, for reduce_in_rank_order
   std::vector<char> accumulator_;
 };
 
