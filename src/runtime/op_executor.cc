@@ -234,13 +234,13 @@ void OpExecutor::reduce_ridden(const Response& response, TensorEntry& entry,
   // The riders lie at any offset in the summary: copied into aligned slots for the arithmetic.
   const std::size_t slot = (bytes + 15) / 16 * 16;
   if (fusion_buffer_.size() < slot * by_rank.size()) fusion_buffer_.resize(slot * by_rank.size());
-  std::vector<const void*> contributions(by_rank.size());
+  ridden_contributions_.resize(by_rank.size());
   for (std::size_t r = 0; r < by_rank.size(); ++r) {
-    contributions[r] = fusion_buffer_.data() + r * slot;
+    ridden_contributions_[r] = fusion_buffer_.data() + r * slot;
     std::memcpy(fusion_buffer_.data() + r * slot, by_rank[r].data(), bytes);
   }
   void* out = entry.output.data;
-  reduce_in_order(dtype, response.reduce_op, out, contributions, count);
+  reduce_in_order(dtype, response.reduce_op, out, ridden_contributions_, count);
   finish_reduction(dtype, response.reduce_op, out, count, static_cast<int>(by_rank.size()), response.postscale);
 }
 

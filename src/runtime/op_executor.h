@@ -74,6 +74,7 @@ class OpExecutor {
   std::unique_ptr<DeviceEngine> device_engine_;
   int device_ = -1;  // the GPU of device_engine_
   std::vector<std::byte> fusion_buffer_;
+  std::vector<const void*> ridden_contributions_;  // by rank, for reduce_ridden: kept, so it allocates once
 };
 
 // Memory for an output of `shape`: from the caller's allocator, else owned by the handle (on
