@@ -1,4 +1,4 @@
-# The one place a target gets LibTorch: `dtrain_link_torch(target)`. Only the targets that
+# The one place a target gets LibTorch (cmake/find_torch.cmake): `dtrain_link_torch(target)`. Only the targets that
 # call it may include LibTorch headers (runtime/, launch/, job/ and the CLI never do).
 #
 # A precompiled <torch/torch.h> was tried here and measured slower on the project's 2-core
@@ -7,8 +7,8 @@
 function(dtrain_link_torch target)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
-    target_link_libraries(${target} PRIVATE ${TORCH_LIBRARIES})
+    target_link_libraries(${target} PRIVATE dtrain::libtorch)
   else()
-    target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
+    target_link_libraries(${target} PUBLIC dtrain::libtorch)
   endif()
 endfunction()

@@ -15,15 +15,8 @@
 namespace dtrain::python {
 namespace {
 
-// The exception PyTorch users catch for a failed collective: RuntimeError, DistBackendError
-// from 2.x on.
-[[noreturn]] void throw_backend_error(const std::string& message) {
-#if TORCH_VERSION_MAJOR >= 2
-  C10_THROW_ERROR(DistBackendError, message);
-#else
-  TORCH_CHECK(false, message);
-#endif
-}
+// The exception PyTorch users catch for a failed collective: DistBackendError (a RuntimeError).
+[[noreturn]] void throw_backend_error(const std::string& message) { C10_THROW_ERROR(DistBackendError, message); }
 
 std::exception_ptr backend_error(const std::string& message) {
   try {
@@ -216,7 +209,7 @@ class DtrainWork final : public c10d::Work {
 }  // namespace
 
 DtrainProcessGroup::DtrainProcessGroup(int rank, int size, std::string group_id, ProcessSet set)
-    : ProcessGroupBase(rank, size),
+    : c10d::Backend(rank, size),
       group_id_(std::move(group_id)),
       set_(std::move(set)),
       members_(set_.is_global() ? std::vector<int>{} : set_.ranks()),

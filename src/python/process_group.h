@@ -7,11 +7,7 @@
 // collective, another shape) is named in the mismatch error every rank gets. Operations start
 // on the caller's thread. A thread blocked in Work::wait() finishes its operation itself; the
 // group's completion thread finishes, in order, those whose future someone asked for (DDP's
-// buckets: the future completes there, and the callbacks chained on it run there). PyTorch
-// 1.13 takes a c10d::ProcessGroup from a backend, 2.x a c10d::Backend with the same
-// collectives: one class serves both.
-#include <torch/version.h>
-
+// buckets: the future completes there, and the callbacks chained on it run there).
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -27,13 +23,7 @@
 
 namespace dtrain::python {
 
-#if TORCH_VERSION_MAJOR >= 2
-using ProcessGroupBase = c10d::Backend;
-#else
-using ProcessGroupBase = c10d::ProcessGroup;
-#endif
-
-class DtrainProcessGroup final : public ProcessGroupBase {
+class DtrainProcessGroup final : public c10d::Backend {
  public:
   // `rank` and `size` as PyTorch numbers the group. `set`: the runtime's process set of a group
   // over part of the world (new_group(ranks=...)), whose ranks PyTorch numbers 0..size-1 in

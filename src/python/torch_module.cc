@@ -262,7 +262,7 @@ PYBIND11_MODULE(_core, m) {
     return py::make_tuple(p.rank, p.size, p.local_rank, p.local_size);
   });
   m.def("create_process_group", [](int rank, int size, const std::string& group_id, const ProcessSet& set) {
-    return c10::intrusive_ptr<ProcessGroupBase>(c10::make_intrusive<DtrainProcessGroup>(rank, size, group_id, set));
+    return c10::intrusive_ptr<c10d::Backend>(c10::make_intrusive<DtrainProcessGroup>(rank, size, group_id, set));
   });
   m.def("connect_process_set", &dtrain::connect_process_set, no_gil);
 

@@ -24,6 +24,7 @@
 #include <optional>
 #include <sstream>
 #include <unordered_set>
+#include <utility>
 
 #include "dtrain/torch.h"
 #include "torch/gradient_ready_hook.h"
@@ -48,7 +49,8 @@ struct DistributedOptimizer::Impl {
     // step's reduction is PowerSGD's rather than `handle`.
     std::unique_ptr<PowerSgdGradient> power_sgd;
     bool power_sgd_step = false;
-    std::shared_ptr<torch::autograd::Node> accumulator;
+    // A shared_ptr up to torch 2.11, an intrusive_ptr after: whatever grad_accumulator returns.
+    decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>())) accumulator;
     std::uintptr_t hook_key = 0;
   };
 

@@ -217,7 +217,7 @@ void ParameterShards::drop_state_owned_elsewhere(torch::optim::Optimizer& optimi
   auto& state = optimizer.state();
   if (state.empty()) return;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (!owns(i)) state.erase(c10::guts::to_string(parameters_[i].unsafeGetTensorImpl()));
+    if (!owns(i)) state.erase(static_cast<void*>(parameters_[i].unsafeGetTensorImpl()));
   }
 }
 

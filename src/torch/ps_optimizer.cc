@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <unordered_set>
+#include <utility>
 
 #include "concurrency/mutex.h"
 #include "dtrain/torch.h"
@@ -56,7 +57,8 @@ struct PSOptimizer::Impl {
     std::string name;
     at::Tensor parameter;
     bool pushed = false;
-    std::shared_ptr<torch::autograd::Node> accumulator;
+    // A shared_ptr up to torch 2.11, an intrusive_ptr after: whatever grad_accumulator returns.
+    decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>())) accumulator;
     std::uintptr_t hook_key = 0;
   };
 

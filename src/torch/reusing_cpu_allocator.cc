@@ -29,7 +29,7 @@ ReusingCpuAllocator::~ReusingCpuAllocator() {
   }
 }
 
-c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) DTRAIN_ALLOCATE_CONST {
+c10::DataPtr ReusingCpuAllocator::allocate(std::size_t bytes) {
   const std::size_t rounded =
       bytes < min_block_bytes_ ? std::max(bytes, kAlignment) : (bytes + kGranule - 1) / kGranule * kGranule;
   void* data = nullptr;

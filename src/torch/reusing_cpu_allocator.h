@@ -8,7 +8,6 @@
 // exact sizes avoids that without the fragmentation (and higher peak
 // memory) of keeping everything in glibc's heap.
 #include <c10/core/Allocator.h>
-#include <torch/version.h>
 
 #include <cstddef>
 #include <map>
@@ -16,15 +15,6 @@
 #include <vector>
 
 #include "concurrency/mutex.h"
-
-// LibTorch 2.3 made c10::Allocator::allocate non-const and added copy_data.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-#define DTRAIN_ALLOCATE_CONST
-#define DTRAIN_ALLOCATOR_COPIES_DATA 1
-#else
-#define DTRAIN_ALLOCATE_CONST const
-#define DTRAIN_ALLOCATOR_COPIES_DATA 0
-#endif
 
 namespace dtrain::libtorch {
 
@@ -36,12 +26,10 @@ class ReusingCpuAllocator final : public c10::Allocator {
   // Frees the idle blocks. The installed allocator lives as long as the process; one made
   // for a test must outlive the blocks it handed out.
   ~ReusingCpuAllocator() override;
-  c10::DataPtr allocate(std::size_t bytes) DTRAIN_ALLOCATE_CONST override;
-#if DTRAIN_ALLOCATOR_COPIES_DATA
+  c10::DataPtr allocate(std::size_t bytes) override;
   void copy_data(void* destination, const void* source, std::size_t bytes) const override {
     default_copy_data(destination, source, bytes);
   }
-#endif
   // LibTorch's raw allocations (oneDNN's scratch buffers) need a deleter
   // that takes the data pointer alone.
   c10::DeleterFnPtr raw_deleter() const override { return &release; }

@@ -48,7 +48,7 @@ TEST_F(OnSlurm, ABareSrunIsADtrainJob) {
 // all_reduce through torch.distributed's backend "dtrain" are right.
 TEST_F(OnSlurm, PythonRanksUnderABareSrunAndUnderDtrainRunSlurm) {
   const std::string python =
-      "env PYTHONPATH=" + std::string(DTRAIN_PYTHON_PACKAGE) + " /usr/bin/python3 " + DTRAIN_PYTHON_RANKS;
+      "env PYTHONPATH=" + std::string(DTRAIN_PYTHON_PACKAGE) + " " + DTRAIN_PYTHON + " " + DTRAIN_PYTHON_RANKS;
   const auto expect_four_python_ranks = [](const std::string& output) {
     for (int rank = 0; rank < 4; ++rank) {
       const std::string line = "python rank " + std::to_string(rank) + " of 4 on host node" +

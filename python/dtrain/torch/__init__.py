@@ -15,6 +15,10 @@ and is started by ``dtrain run -np 4 python3 train.py`` (or ``dtrain run --slurm
 ``srun``, ``mpirun``, ``dtrain job run``). What of Horovod's API is not supported raises an
 error that says so: docs/python.md lists it.
 """
+from dtrain._version_check import check_torch
+
+check_torch()  # before the extension loads: another torch is one clear line, not an undefined symbol
+
 from dtrain.common.exceptions import DtrainError, HorovodInternalError, HostsUpdatedInterrupt, WorkersLostError
 from dtrain.torch import distributed, elastic
 from dtrain.torch.collectives import (Adasum, Average, add_process_set, remove_process_set, Max, Min, Product, ProcessSet, Sum, allgather,

@@ -146,7 +146,8 @@ def init(comm=None, process_sets=None) -> None:
     """Starts dtrain's runtime in this process: rank and size come from the launcher.
 
     ``dtrain run``, ``dtrain run --slurm``, a bare ``srun``, ``mpirun`` and ``dtrain job run``
-    all describe the world through the environment. Calling it again after ``shutdown()``
+    all describe the world through the environment; under ``torchrun`` the ranks meet through
+    torchrun's store (its ``env://`` variables). Calling it again after ``shutdown()``
     starts a new runtime. ``process_sets``: ProcessSet objects to add, in order (sets may also be
     added later; "dynamic" is accepted and changes nothing).
     """
@@ -154,7 +155,9 @@ def init(comm=None, process_sets=None) -> None:
     if comm is not None:
         raise NotImplementedError("dtrain: init(comm=...): MPI communicators are not supported; "
                                   "start the ranks with dtrain run (or mpirun) and call init()")
-    _core.init()
+    from dtrain.torch import distributed  # imports this module
+    if not distributed.start_runtime_for_torchrun():
+        _core.init()
     _reset_names()
     global_process_set.ranks = list(range(_core.size()))
     local_sizes = allgather_object(_core.local_size(), name="dtrain.init.local_sizes")

@@ -41,18 +41,34 @@ def _launched_by_dtrain() -> bool:
     return "DTRAIN_SIZE" in os.environ
 
 
+def _is_loopback(job_address: str) -> bool:
+    if job_address == "localhost":
+        return True
+    try:
+        return bool(job_address) and ipaddress.ip_address(job_address).is_loopback
+    except ValueError:
+        return False
+
+
+def _address_towards(job_address: str) -> Optional[str]:
+    """This host's address on the route to ``job_address`` (no packet is sent), or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((job_address, 9))
+            return probe.getsockname()[0]
+    except OSError:
+        return None
+
+
 def _host_for_peers(job_address: str) -> str:
     """This host as the other ranks reach it: ``127.0.0.1`` for a job on loopback (its
     ``job_address``, PyTorch's ``MASTER_ADDR`` or the launcher's store, a loopback address, as
-    on one machine), else ``DTRAIN_HOSTNAME`` or the host's name."""
-    if job_address == "localhost":
+    on one machine), else ``DTRAIN_HOSTNAME``, else the address of the interface that reaches
+    ``job_address`` (the host's name may resolve to an address the others cannot reach: Debian
+    maps it to 127.0.1.1), else the host's name."""
+    if _is_loopback(job_address):
         return "127.0.0.1"
-    try:
-        if job_address and ipaddress.ip_address(job_address).is_loopback:
-            return "127.0.0.1"
-    except ValueError:
-        pass
-    return os.environ.get("DTRAIN_HOSTNAME") or socket.gethostname()
+    return os.environ.get("DTRAIN_HOSTNAME") or (job_address and _address_towards(job_address)) or socket.gethostname()
 
 
 def _seconds(timeout: Optional[datetime.timedelta]) -> float:
@@ -71,6 +87,11 @@ def _start_runtime(store: dist.Store, rank: int, size: int, timeout_s: float) ->
     if size == 1:
         _core.init_external(0, 1, "", 0, "", timeout_s)
         return
+    master = os.environ.get("MASTER_ADDR", "")
+    if "DTRAIN_HOSTNAME" not in os.environ and not _is_loopback(master):
+        # The runtime binds its connections to this host's name, which across hosts must be
+        # an address the others reach.
+        os.environ["DTRAIN_HOSTNAME"] = _host_for_peers(master)
     if rank == 0:
         token = secrets.token_hex(16)
         port = _core.serve_rendezvous(token, size)
@@ -86,6 +107,29 @@ def _check_same_world(rank: int, size: int) -> None:
             f"dtrain backend: torch.distributed calls this process rank {rank} of {size}, but dtrain's "
             f"launcher made it rank {_core.rank()} of {_core.size()}; set RANK and WORLD_SIZE as dtrain run "
             f"does (or leave them to it)")
+
+
+def _started_by_torchrun() -> bool:
+    """torchrun's (or hand-set) ``env://`` variables, in a process no dtrain launcher started."""
+    return not _launched_by_dtrain() and all(
+        name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+_torchrun_store: Optional[dist.Store] = None
+
+
+def start_runtime_for_torchrun() -> bool:
+    """``hvd.init()`` in a process torchrun started: the runtime meets the other ranks through
+    torchrun's store (``env://``), as a ``"dtrain"`` process group would. False, and nothing
+    started, when torchrun did not start this process."""
+    global _torchrun_store
+    if not _started_by_torchrun():
+        return False
+    timeout = datetime.timedelta(minutes=30)  # PyTorch's default for init_process_group
+    store, rank, size = next(dist.rendezvous("env://", timeout=timeout))
+    _torchrun_store = store  # the workers' connection to torchrun's store stays open
+    _start_runtime(store, rank, size, timeout.total_seconds())
+    return True
 
 
 def _create_process_group(options, pg_options=None):
@@ -116,11 +160,10 @@ def _create_process_group(options, pg_options=None):
 def _register() -> None:
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    try:
-        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, extended_api=True,
-                                      devices=["cpu", "cuda"])
-    except TypeError:  # PyTorch before 2.1 has no devices= (a group serves every device)
-        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, extended_api=True)
+    # Both devices, so that plain "dtrain" serves CPU and CUDA tensors, and
+    # "cpu:dtrain,cuda:nccl" picks it for the CPU ones alone.
+    dist.Backend.register_backend(BACKEND_NAME, _create_process_group, extended_api=True,
+                                  devices=["cpu", "cuda"])
 
 
 def _launcher_placement() -> Optional[tuple]:

@@ -106,13 +106,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if not p.requires_grad:
                 continue
             self._requires_update.add(p)
-            if hasattr(p, "register_post_accumulate_grad_hook"):  # PyTorch 2.1 and later
-                self._hook_handles.append(p.register_post_accumulate_grad_hook(self._make_hook(p)))
-            else:
-                # The gradient accumulator of a leaf runs its hooks once p.grad holds the sum.
-                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-                self._hook_handles.append(accumulator.register_hook(self._make_hook(p)))
-                self._hook_handles.append(accumulator)  # keeps it (and its hook) alive
+            # Runs once p.grad holds the sum of this backward pass.
+            self._hook_handles.append(p.register_post_accumulate_grad_hook(self._make_hook(p)))
 
     # ---- during backward ----
 

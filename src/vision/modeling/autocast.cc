@@ -1,7 +1,6 @@
 #include "vision/modeling/autocast.h"
 
 #include <ATen/autocast_mode.h>
-#include <torch/version.h>
 
 #include <optional>
 #include <stdexcept>
@@ -13,34 +12,11 @@
 namespace dtrain::vision::modeling {
 namespace {
 
-// LibTorch 2.4 named autocast's switches by device type; 1.13 has one pair per device.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+// Autocast's switches, by device type.
 bool enabled(at::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
 void set_enabled(at::DeviceType device, bool on) { at::autocast::set_autocast_enabled(device, on); }
 at::ScalarType dtype(at::DeviceType device) { return at::autocast::get_autocast_dtype(device); }
 void set_dtype(at::DeviceType device, at::ScalarType type) { at::autocast::set_autocast_dtype(device, type); }
-#else
-bool enabled(at::DeviceType device) {
-  return device == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-}
-void set_enabled(at::DeviceType device, bool on) {
-  if (device == at::kCUDA) {
-    at::autocast::set_enabled(on);
-  } else {
-    at::autocast::set_cpu_enabled(on);
-  }
-}
-at::ScalarType dtype(at::DeviceType device) {
-  return device == at::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-}
-void set_dtype(at::DeviceType device, at::ScalarType type) {
-  if (device == at::kCUDA) {
-    at::autocast::set_autocast_gpu_dtype(type);
-  } else {
-    at::autocast::set_autocast_cpu_dtype(type);
-  }
-}
-#endif
 
 // The 16-bit type of a setting; kOff gives nullopt.
 std::optional<at::ScalarType> autocast_type(MixedPrecision precision) {

@@ -10,7 +10,6 @@
 //   kernels would pass over the memory eleven times, one per-tensor operation after another.
 // Either way the result is the same bits as torch::optim::SGD's.
 #include <torch/optim/sgd.h>
-#include <torch/version.h>
 
 #include <string>
 #include <vector>
@@ -38,16 +37,9 @@ class MultiTensorSgd : public torch::optim::SGD {
 // elements and for one.
 bool aten_fuses_multiply_add();
 
-// A parameter's key in a LibTorch optimizer's state: its TensorImpl's address, as text before
-// LibTorch 2.0 and the pointer itself since.
-#if TORCH_VERSION_MAJOR >= 2
+// A parameter's key in a LibTorch optimizer's state: its TensorImpl's address.
 inline void* optimizer_state_key(const at::Tensor& parameter) {
   return static_cast<void*>(parameter.unsafeGetTensorImpl());
 }
-#else
-inline std::string optimizer_state_key(const at::Tensor& parameter) {
-  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
-}
-#endif
 
 }  // namespace dtrain::vision::solver

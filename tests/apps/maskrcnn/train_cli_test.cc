@@ -284,7 +284,7 @@ TEST_F(TrainCli, TwoRanksWithBatchBEndWithTheWeightsOfOneRankWithBatchTwoB) {
   const JobResult initial = train(settings + " SOLVER.MAX_ITER 0 OUTPUT_DIR " + dir_.path().string() + "/initial", 1);
   ASSERT_EQ(initial.exit_code, 0) << initial.output;
   const JobResult compared =
-      run_job("/usr/bin/python3 " + script + " " + dir_.path().string() + "/one/model_final.pth " +
+      run_job(std::string(DTRAIN_PYTHON) + " " + script + " " + dir_.path().string() + "/one/model_final.pth " +
               dir_.path().string() + "/two/model_final.pth " + dir_.path().string() + "/initial/model_final.pth");
   EXPECT_EQ(compared.exit_code, 0) << compared.output;
 }

@@ -2,7 +2,8 @@
 
 ``--init env`` reads torchrun's variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE),
 ``--init tcp`` passes ``tcp://MASTER_ADDR:MASTER_PORT`` with rank and world size, ``--init
-file`` gives a FileStore as ``store=``. ``--then`` says what follows a first allreduce:
+file`` gives a FileStore as ``store=``; ``--backend`` names the backend (``dtrain``, or a
+device mapping such as ``cpu:dtrain,cuda:gloo``). ``--then`` says what follows a first allreduce:
 ``train`` (a few DDP steps), ``die`` (rank 1 exits at once), ``stall`` (rank 1 stays alive
 and never calls the next collective).
 """
@@ -18,16 +19,16 @@ from torch import nn
 import dtrain.torch  # noqa: F401  (registers the "dtrain" backend)
 
 
-def init(how: str, timeout: datetime.timedelta, store_path: str) -> None:
+def init(how: str, backend: str, timeout: datetime.timedelta, store_path: str) -> None:
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if how == "env":
-        dist.init_process_group(backend="dtrain", timeout=timeout)
+        dist.init_process_group(backend=backend, timeout=timeout)
     elif how == "tcp":
         url = f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
-        dist.init_process_group(backend="dtrain", init_method=url, rank=rank, world_size=size, timeout=timeout)
+        dist.init_process_group(backend=backend, init_method=url, rank=rank, world_size=size, timeout=timeout)
     else:
         store = dist.FileStore(store_path, size)
-        dist.init_process_group(backend="dtrain", store=store, rank=rank, world_size=size, timeout=timeout)
+        dist.init_process_group(backend=backend, store=store, rank=rank, world_size=size, timeout=timeout)
 
 
 def main() -> None:
@@ -36,9 +37,12 @@ def main() -> None:
     parser.add_argument("--then", choices=["train", "die", "stall"], default="train")
     parser.add_argument("--timeout-s", type=float, default=60)
     parser.add_argument("--store", default="")
+    parser.add_argument("--backend", default="dtrain")
     args = parser.parse_args()
-    init(args.init, datetime.timedelta(seconds=args.timeout_s), args.store)
+    init(args.init, args.backend, datetime.timedelta(seconds=args.timeout_s), args.store)
     rank, size = dist.get_rank(), dist.get_world_size()
+    cpu_backend = dist.group.WORLD._get_backend(torch.device("cpu")).name()
+    print(f"rank {rank}: CPU tensors go to backend {cpu_backend}", flush=True)
     t = torch.full((4,), float(rank + 1))
     dist.all_reduce(t)
     assert torch.equal(t, torch.full((4,), size * (size + 1) / 2)), t

@@ -1,7 +1,7 @@
 """torch.distributed jobs over "dtrain" started as PyTorch users start them, without dtrain's
-launcher: torchrun's variables (Debian's torchrun 1.13 does not start on Python 3.11, so the
-test sets them itself), ``tcp://`` and a ``store=``; a dead peer and a stalled one end the
-survivors' collectives with RuntimeError. Each test starts its own ranks."""
+launcher: the variables torchrun gives its workers, set by hand, ``tcp://`` and a ``store=``; a
+dead peer and a stalled one end the survivors' collectives with RuntimeError. Each test starts
+its own ranks. (torchrun itself starts the examples: tests/python/examples.)"""
 import os
 import socket
 import subprocess
@@ -42,6 +42,15 @@ def test_ddp_job_started_without_dtrain_run(tmp_path, how):
                                  tmp_path)
     assert codes == [0] * len(codes), "\n".join(outputs)
     for rank, output in enumerate(outputs):
+        assert f"rank {rank}: trained" in output, output
+
+
+@pytest.mark.parametrize("backend", ["dtrain", "cpu:dtrain,cuda:gloo"])
+def test_the_backend_serves_cpu_tensors_alone_or_beside_a_cuda_backend(tmp_path, backend):
+    codes, outputs = start_ranks(2, ["--backend", backend], tmp_path)
+    assert codes == [0, 0], "\n".join(outputs)
+    for rank, output in enumerate(outputs):
+        assert f"rank {rank}: CPU tensors go to backend dtrain" in output, output
         assert f"rank {rank}: trained" in output, output
 
 

@@ -729,16 +729,18 @@ def test_consolidated_state_dict_resumes_like_the_unsharded_optimizer(sharding):
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
         hvd.barrier()
         checkpoint = torch.load(path)
+    assert_state_dicts_close(checkpoint["optimizer"], expected)
     resumed = []
     for mode in (sharding, None):
         fresh = make_model()
         fresh.load_state_dict(checkpoint["model"])
         fresh_optimizer = distributed(fresh, torch.optim.Adam(fresh.parameters(), lr=0.01), sharding=mode)
-        fresh_optimizer.load_state_dict(checkpoint["optimizer"])
+        # A copy each: torch 2.x's load_state_dict adopts the dict's tensors (no deep copy, as
+        # 1.x made), so two optimizers loading one dict would step each other's state.
+        fresh_optimizer.load_state_dict(copy.deepcopy(checkpoint["optimizer"]))
         train_distributed(fresh, fresh_optimizer, data, steps=more, first=first)
         resumed.append((fresh, fresh_optimizer))
 
-    assert_state_dicts_close(checkpoint["optimizer"], expected)
     if hvd.rank() != root:
         assert_state_only_for(optimizer, owned(model))
     assert_parameters_close(resumed[0][0], straight)
@@ -760,7 +762,7 @@ def test_checkpoint_of_a_world_of_one_loads_into_a_sharded_optimizer(sharding):
         model = make_model()
         model.load_state_dict(alone.state_dict())
         optimizer = distributed(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), sharding=mode)
-        optimizer.load_state_dict(plain.state_dict())
+        optimizer.load_state_dict(copy.deepcopy(plain.state_dict()))  # adopted, not copied, by torch 2.x
         train_distributed(model, optimizer, data, steps=more, first=first)
         models.append(model)
     assert_parameters_close(models[1], models[0])

@@ -65,9 +65,6 @@ std::vector<std::string> lines_of(const std::string& text) {
 // torchvision itself loads the legacy names (its version hooks rename them);
 // the helper must map every one to the key the model has.
 TEST(TorchvisionKeyNames, AgreesWithTorchvisionOnMaskRcnnResnet50Fpn) {
-  if (testing::python_with_torch().empty()) {
-    GTEST_SKIP() << "no Python that can `import torch` (install python3-torchvision or set DTRAIN_PYTHON)";
-  }
   dtrain::testing::TempDir dir;
   const auto made = testing::run_python(TORCHVISION_LEGACY_KEYS_PY, testing::quoted(dir.path().string()));
   ASSERT_EQ(made.exit_code, 0) << made.output;
