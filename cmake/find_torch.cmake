@@ -68,11 +68,6 @@ target_link_libraries(dtrain::libtorch INTERFACE
 target_compile_options(dtrain::libtorch INTERFACE
   "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-idirafter ${DTRAIN_TORCH_DIR}/include>"
   "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-idirafter ${DTRAIN_TORCH_DIR}/include/torch/csrc/api/include>")
-target_compile_definitions(dtrain::libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${torch_cxx11_abi})
-# libtorch_cpu exports a Gloo of its own, another version than Debian's, under the same names.
-# The dynamic linker binds a name to the first library in the program's (or the module's)
-# list that has it, so Debian's Gloo, which the runtime was compiled against, is named first in
-# everything that links LibTorch: link options precede the objects and libraries.
-target_link_options(dtrain::libtorch INTERFACE "LINKER:--no-as-needed" "$<TARGET_FILE:gloo>")
+target_compile_definitions(dtrain::libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${torch_cxx11_abi})# (libtorch_cpu also exports a Gloo of its own: src/runtime/CMakeLists.txt links Debian's first.)
 
 message(STATUS "dtrain: torch ${DTRAIN_TORCH_VERSION} (CUDA ${DTRAIN_TORCH_CUDA_VERSION}) from ${DTRAIN_TORCH_DIR}")

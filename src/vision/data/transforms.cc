@@ -93,17 +93,19 @@ struct Tap {
 
 std::vector<Tap> bilinear_taps(uint32_t in, uint32_t out) {
   std::vector<Tap> taps(out);
-  // As ATen's CPU kernel: the scale in float32, the source coordinate and
-  // the weights in its accumulation type (double), the weights stored as
-  // float32. Checked against at::upsample_bilinear2d in the batching tests.
-  const double scale = static_cast<float>(in) / static_cast<float>(out);
+  // As ATen's CPU kernel (torch 2.x): the scale, the source coordinate and the
+  // weights in float32, the coordinate scale * (d + 0.5) - 0.5 rounded once, as
+  // the fused multiply-add ATen is compiled to gives it (the product is exact in
+  // double, so rounding the double result is that one rounding). Checked against
+  // at::upsample_bilinear2d in the batching tests.
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
   for (uint32_t d = 0; d < out; ++d) {
-    double src = scale * (static_cast<double>(d) + 0.5) - 0.5;
+    float src = static_cast<float>(static_cast<double>(scale) * (static_cast<double>(d) + 0.5) - 0.5);
     if (src < 0) src = 0;
     const auto i0 = static_cast<uint32_t>(src);
     const uint32_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
-    const double l1 = std::clamp(src - static_cast<double>(i0), 0.0, 1.0);
-    taps[d] = {i0, i1, static_cast<float>(1.0 - l1), static_cast<float>(l1)};
+    const float l1 = std::clamp(src - static_cast<float>(i0), 0.0f, 1.0f);
+    taps[d] = {i0, i1, 1.0f - l1, l1};
   }
   return taps;
 }

@@ -217,6 +217,10 @@ void save_state_dict(const std::string& path, const StateDict& state) {
     caffe2::serialize::PyTorchStreamWriter writer(
         [&file](const void* data, std::size_t n) { return file.write(data, n); });
     writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+    // What torch.save (2.x) adds beside the writer's own "byteorder" and serialization id: the
+    // format's version and the records' alignment (the writer aligns them to 64 bytes).
+    writer.writeRecord(".format_version", "1", 1);
+    writer.writeRecord(".storage_alignment", "64", 2);
     static const char kNoBytes = 0;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       const at::Tensor& t = tensors[i].data;

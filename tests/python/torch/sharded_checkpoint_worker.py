@@ -11,6 +11,7 @@ unsharded one and takes 5 more steps with each. Each rank prints
 state the sharded one holds, P: all of them).
 """
 import argparse
+import copy
 
 import torch
 import torch.nn.functional as F
@@ -66,7 +67,9 @@ def resume(path: str, sharding: str) -> None:
         model = make_model()
         model.load_state_dict(checkpoint["model"])
         optimizer = wrapped(model, mode)
-        optimizer.load_state_dict(checkpoint["optimizer"])
+        # A copy each: torch 2.x's load_state_dict adopts the dict's tensors (1.x copied them), so
+        # two optimizers loading one dict would step each other's state.
+        optimizer.load_state_dict(copy.deepcopy(checkpoint["optimizer"]))
         train(model, optimizer, FIRST, MORE)
         resumed.append((model, optimizer))
     (sharded, sharded_optimizer), (plain, _) = resumed
