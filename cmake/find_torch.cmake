@@ -68,6 +68,7 @@ target_link_libraries(dtrain::libtorch INTERFACE
 target_compile_options(dtrain::libtorch INTERFACE
   "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-idirafter ${DTRAIN_TORCH_DIR}/include>"
   "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-idirafter ${DTRAIN_TORCH_DIR}/include/torch/csrc/api/include>")
-target_compile_definitions(dtrain::libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${torch_cxx11_abi})# (libtorch_cpu also exports a Gloo of its own: src/runtime/CMakeLists.txt links Debian's first.)
+target_compile_definitions(dtrain::libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${torch_cxx11_abi})
+# (libtorch_cpu also exports a Gloo of its own: src/runtime/CMakeLists.txt links Debian's first.)
 
 message(STATUS "dtrain: torch ${DTRAIN_TORCH_VERSION} (CUDA ${DTRAIN_TORCH_CUDA_VERSION}) from ${DTRAIN_TORCH_DIR}")

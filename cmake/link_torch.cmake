@@ -1,5 +1,6 @@
-# The one place a target gets LibTorch (cmake/find_torch.cmake): `dtrain_link_torch(target)`. Only the targets that
-# call it may include LibTorch headers (runtime/, launch/, job/ and the CLI never do).
+# The one place a target gets LibTorch (described by cmake/find_torch.cmake):
+# `dtrain_link_torch(target)`. Only the targets that call it may include LibTorch headers
+# (runtime/, launch/, job/ and the CLI never do).
 #
 # A precompiled <torch/torch.h> was tried here and measured slower on the project's 2-core
 # machines (docs/performance.md, "Build time"): a 650 MB header image mapped by every
