@@ -16,7 +16,6 @@
 namespace dtrain::vision::torch_save {
 namespace {
 
-using testing::python_with_torch;
 using testing::quoted;
 using testing::run_python;
 
